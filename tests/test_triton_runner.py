@@ -1,0 +1,164 @@
+"""The Triton runner: correctness on the GPU (skipped without one), and clean failure without torch/triton."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tiler.errors import SpaceError, TilerError
+from tiler.runners import triton_matmul as tm
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "bench" / "data" / "example_triton_tiling.json"
+
+
+def cfg(**kw):
+    c = dict(BLOCK_M=64, BLOCK_N=64, BLOCK_K=32, num_stages=3, num_warps=4, GROUP_M=4, ORDER=1, SPLIT_K=1)
+    c.update(kw)
+    return c
+
+
+# --- everywhere ---------------------------------------------------------------------------------------
+
+
+def test_imports_and_fails_cleanly_without_torch():
+    """With torch and triton unimportable, the module imports and time_config names the pip extra."""
+    code = (
+        "import sys\n"
+        "sys.modules['torch'] = None\n"
+        "sys.modules['triton'] = None\n"
+        "import tiler.runners.triton_matmul as m\n"
+        "from tiler.errors import TilerError\n"
+        "config = dict(BLOCK_M=64, BLOCK_N=64, BLOCK_K=32, num_stages=3, num_warps=4, GROUP_M=8, ORDER=1, SPLIT_K=1)\n"
+        "try:\n"
+        "    m.time_config(64, 64, 64, config)\n"
+        "except TilerError as e:\n"
+        "    print('TilerError:', e)\n"
+        "else:\n"
+        "    print('no error')\n"
+    )
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "TilerError:" in r.stdout
+    assert "pip install 'tiler[gpu]'" in r.stdout
+
+
+def test_missing_stack_in_process(monkeypatch):
+    """The same failure in this process, torch hidden by monkeypatching the import system."""
+    monkeypatch.setitem(sys.modules, "torch", None)
+    with pytest.raises(TilerError, match=r"pip install 'tiler\[gpu\]'"):
+        tm.time_config(64, 64, 64, cfg())
+    with pytest.raises(TilerError, match="torch and triton"):
+        tm.run_tiling_json(EXAMPLE)
+
+
+def test_check_config_rejects_bad_configs():
+    assert tm.check_config(cfg()) == cfg()
+    with pytest.raises(SpaceError, match="lacks SPLIT_K"):
+        tm.check_config({k: v for k, v in cfg().items() if k != "SPLIT_K"})
+    with pytest.raises(SpaceError, match="BLOCK_MM"):
+        tm.check_config(dict(cfg(), BLOCK_MM=64))
+    with pytest.raises(SpaceError, match="ORDER"):
+        tm.check_config(cfg(ORDER=3))
+    with pytest.raises(SpaceError, match="power of two"):
+        tm.check_config(cfg(BLOCK_K=48))
+    with pytest.raises(SpaceError, match="integer"):
+        tm.check_config(cfg(num_warps="4"))
+
+
+def test_tiling_document_is_read():
+    M, N, K, dtype, config = tm.tiling_from_doc(EXAMPLE)
+    doc = json.loads(EXAMPLE.read_text())
+    assert (M, N, K) == tuple(doc["problem"]["shape"][k] for k in "MNK")
+    assert dtype == doc["problem"]["dtype"]
+    assert config == doc["targets"]["triton"]
+    with pytest.raises(TilerError, match="schema"):
+        tm.tiling_from_doc(dict(doc, schema="tiler.tiling/v0"))
+    with pytest.raises(TilerError, match="targets.triton"):
+        tm.tiling_from_doc({k: v for k, v in doc.items() if k != "targets"})
+
+
+# --- on an NVIDIA GPU ---------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def torch():
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("triton")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    return torch
+
+
+CASES = [
+    # (M, N, K, dtype, config)
+    (1000, 999, 1001, "fp16", cfg(ORDER=0, GROUP_M=1)),
+    (1000, 999, 1001, "fp16", cfg(ORDER=1, GROUP_M=8)),
+    (1000, 999, 1001, "fp16", cfg(ORDER=2, GROUP_M=1)),
+    (333, 777, 2050, "fp16", cfg(SPLIT_K=2)),
+    (333, 777, 2050, "bf16", cfg(SPLIT_K=3, ORDER=2, BLOCK_M=128, BLOCK_N=64, BLOCK_K=64, num_warps=8)),
+    (17, 4100, 513, "bf16", cfg(BLOCK_M=32, BLOCK_N=128, ORDER=1, GROUP_M=3)),
+    (4095, 130, 256, "fp16", cfg(BLOCK_M=128, BLOCK_N=32, ORDER=0, SPLIT_K=4)),
+]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("M,N,K,dtype,config", CASES)
+def test_matmul_matches_torch(torch, M, N, K, dtype, config):
+    dt = {"fp16": torch.float16, "bf16": torch.bfloat16}[dtype]
+    g = torch.Generator(device="cuda")
+    g.manual_seed(M * 7 + N * 3 + K)
+    a = torch.randn((M, K), generator=g, device="cuda").to(dt)
+    b = torch.randn((K, N), generator=g, device="cuda").to(dt)
+    out = torch.full((M, N), float("nan"), dtype=dt, device="cuda")  # poisoned: every element must be written
+    c = tm.matmul(a, b, config, out=out)
+    assert c is out and c.dtype == dt and c.shape == (M, N)
+    ref = torch.matmul(a.float(), b.float())
+    assert torch.isfinite(c).all()
+    rel = (torch.linalg.vector_norm(c.float() - ref) / torch.linalg.vector_norm(ref)).item()
+    assert rel < (3e-3 if dtype == "fp16" else 1e-2)
+    # also agrees with torch's own low-precision product
+    close = torch.matmul(a, b).float()
+    assert (torch.linalg.vector_norm(c.float() - close) / torch.linalg.vector_norm(close)).item() < 1e-2
+    # and a fresh output (no out=) gives the same numbers for SPLIT_K == 1
+    if config["SPLIT_K"] == 1:
+        assert torch.equal(tm.matmul(a, b, config), c)
+
+
+@pytest.mark.gpu
+def test_time_config_and_tiling_json(torch):
+    res = tm.time_config(512, 768, 1024, cfg(SPLIT_K=2, ORDER=2))
+    assert set(res) == {"ms", "tflops", "rel_err"}
+    assert res["ms"] > 0 and res["tflops"] > 0 and res["rel_err"] < 1e-2
+    doc = json.loads(EXAMPLE.read_text())
+    doc["problem"]["shape"] = {"M": 300, "N": 500, "K": 700}
+    res = tm.run_tiling_json(doc)
+    assert res["rel_err"] < 1e-2
+
+
+@pytest.mark.gpu
+def test_cli_prints_microseconds_last(torch, tmp_path):
+    doc = json.loads(EXAMPLE.read_text())
+    doc["problem"]["shape"] = {"M": 256, "N": 256, "K": 256}
+    p = tmp_path / "t.json"
+    p.write_text(json.dumps(doc))
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    r = subprocess.run([sys.executable, "-m", "tiler.runners.triton_matmul", str(p)], capture_output=True,
+                       text=True, cwd=ROOT, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert float(r.stdout.strip().splitlines()[-1]) > 0
+
+
+@pytest.mark.gpu
+def test_bad_config_is_a_tiler_error(torch):
+    a = torch.randn((64, 64), device="cuda").half()
+    with pytest.raises(TilerError):
+        tm.matmul(a, a.float(), cfg())
+    with pytest.raises(TilerError, match="inner dimensions"):
+        tm.matmul(a, torch.randn((32, 64), device="cuda").half(), cfg())

@@ -1,0 +1,34 @@
+"""The error tree. The CLI catches `TilerError` alone: one line on stderr, exit 2. Anything else is a bug."""
+
+from __future__ import annotations
+
+
+class TilerError(Exception):
+    """Root of every error caused by the user's input (shape, chip, knob, file)."""
+
+
+class ConfigError(TilerError, ValueError):
+    """A hardware profile or search-space file is malformed (names the file and the key)."""
+
+
+class ProblemError(TilerError, ValueError):
+    """A problem field (shape, dtype, layout) is missing or out of range."""
+
+
+class SpaceError(TilerError, ValueError):
+    """A knob is unknown, a pinned value is outside its domain, or a tiling is malformed."""
+
+
+class InfeasibleError(TilerError):
+    """No tiling satisfies the capacity rules; the message names the rule that rejected the most."""
+
+
+def closest(name: str, choices) -> str:
+    """A hint for an unknown name: the close matches, else the full sorted list."""
+    import difflib
+
+    choices = sorted(choices)
+    near = difflib.get_close_matches(name, choices, n=3)
+    if near:
+        return f"did you mean {', '.join(near)}? (known: {', '.join(choices)})"
+    return f"known: {', '.join(choices)}"

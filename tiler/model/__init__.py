@@ -1,0 +1,49 @@
+"""The cost model: one entry point, a registry keyed by (op, family).
+
+A model is a class with:
+  KNOBS            the knob names it reads (the space's knobs for its family)
+  SCHEDULE_KNOBS   knobs that only change the multi-core schedule; `bound()` is valid for every value of them
+  feasible(problem, chip, cands) -> dict[rule name, bool mask]   capacity/alignment rules, checked before scoring
+  estimate(problem, chip, cands) -> dict[column, array]         the estimate record (common.RECORD) and extras
+  bound(problem, chip, cands) -> array | None                    a lower bound on time_us over SCHEDULE_KNOBS
+  dominated(problem, chip, cands) -> bool mask                  settings that provably cannot beat another one
+  advice(problem, chip, cands, est, row) -> list[str]            checklist items that apply to one candidate
+Nothing here reads files, imports optuna or knows the CLI: candidates are dicts of numpy arrays.
+"""
+
+from __future__ import annotations
+
+from ..errors import SpaceError, closest
+
+_REGISTRY: dict[tuple[str, str], type] = {}
+
+
+def register(op: str, family: str):
+    def deco(cls):
+        _REGISTRY[(op, family)] = cls
+        return cls
+
+    return deco
+
+
+def get_model(op: str, family: str):
+    _load_builtin()
+    key = (op, family)
+    if key not in _REGISTRY:
+        have = sorted(f"{o}/{f}" for o, f in _REGISTRY)
+        raise SpaceError(f"op: no {op!r} model for the {family!r} family; {closest(f'{op}/{family}', have)}")
+    return _REGISTRY[key]()
+
+
+def known_ops() -> list[tuple[str, str]]:
+    _load_builtin()
+    return sorted(_REGISTRY)
+
+
+def _load_builtin() -> None:
+    from . import matmul_ascend  # noqa: F401
+
+    try:
+        from . import matmul_cuda  # noqa: F401
+    except ImportError:  # the cuda model lands separately
+        pass

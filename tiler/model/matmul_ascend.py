@@ -1,0 +1,406 @@
+"""Matmul on Ascend (AscendC Matmul / CATLASS style): per-core pipelines, multi-core schedule, L2, split-K.
+
+A core's unit of work is a *tile* of `tm x tn` outputs (tm = base_m*step_m, tn = base_n*step_n) over one K slice
+(K / split_k). Inside a tile the core walks L0 blocks of base_m x base_n, streaming K in L1 chunks of
+base_k*step_ka (A) and base_k*step_kb (B) through MTE2 (GM->L1), MTE1 (L1->L0A/L0B), the cube (MMAD) and the
+fixpipe (L0C->GM). Tiles go to cores in the traversal order (tile i -> core i mod cores); the kernel takes the
+makespan over cores. docs/model.md gives every equation and its reason.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..problem import Matmul
+from . import register
+from .common import PIPES, ceil_div, classify_bound, mixed_bandwidth, roofline_us, round_up, segment_efficiency, stride_efficiency
+from .schedule import schedule_stats
+
+KNOBS = ("base_m", "base_n", "base_k", "step_m", "step_n", "step_ka", "step_kb", "l1_stages", "preload",
+         "l0_pingpong", "multi_load", "weight_resident", "iterate_order", "swizzle_offset", "swizzle_direction",
+         "serpentine", "tail_split", "split_k")
+# Knobs that only change which core runs which tile (and so L2 hits, balance): bound() holds for all of them.
+SCHEDULE_KNOBS = ("swizzle_offset", "swizzle_direction", "serpentine", "tail_split")
+# Knobs whose best value follows from the others in closed form (see resolve()); not enumerated unless pinned.
+RESOLVED = ("l0_pingpong", "l1_stages", "preload")
+# Enumeration levels: each level's rules prune before the next level multiplies the table.
+LEVELS = (("base_m", "base_n", "base_k", "split_k"),
+          ("step_m", "step_n", "step_ka", "step_kb", "weight_resident"),
+          ("multi_load", "iterate_order"))
+# Capacity and alignment rules and the knobs each needs (AscendC TCubeTiling rules, research §3).
+RULES = {
+    "align": ("base_m", "base_n", "base_k"),
+    "fix_split": ("base_m", "base_n", "base_k"),
+    "split_k": ("base_k", "split_k"),
+    "l0a": ("base_m", "base_k", "l0_pingpong"),
+    "l0b": ("base_n", "base_k", "l0_pingpong"),
+    "l0c": ("base_m", "base_n"),
+    "mdl_step": ("base_k", "step_m", "step_n", "step_ka", "step_kb", "split_k"),
+    "k_step_ratio": ("step_ka", "step_kb"),
+    "l1": ("base_m", "base_n", "base_k", "step_m", "step_n", "step_ka", "step_kb", "l1_stages", "weight_resident", "split_k"),
+    "preload": ("l1_stages", "preload"),
+}
+RULE_TEXT = {
+    "align": "base_m/base_n multiples of 16, base_k a multiple of 16 and of C0 (32 B / element)",
+    "fix_split": "base_m <= align16(M), base_n <= align16(N), base_k <= alignC0(K) (SetFixSplit)",
+    "split_k": "split_k <= number of base_k steps in K",
+    "l0a": "base_m*base_k*bytes*(1+l0_pingpong) <= L0A",
+    "l0b": "base_n*base_k*bytes*(1+l0_pingpong) <= L0B",
+    "l0c": "base_m*base_n*4 <= L0C (fp32/int32 accumulator)",
+    "mdl_step": "step_m > 1 needs A fully loaded along K (step_ka*base_k >= K slice); same for step_n and B",
+    "k_step_ratio": "step_ka and step_kb must divide one another",
+    "l1": "A and B L1 buffers (all stages; a resident B panel holds its whole K slice) <= L1",
+    "preload": "preload < l1_stages",
+}
+
+
+def _k0(p: Matmul) -> int:
+    """C0: elements of one 32-byte fractal row (16 for fp16/bf16, 8 for fp32, 32 for int8)."""
+    return 32 // p.in_bytes
+
+
+def _geometry(p: Matmul, c: dict) -> dict:
+    """Tile grid, K slice and edge sizes, per candidate."""
+    tm = c["base_m"] * c["step_m"]
+    tn = c["base_n"] * c["step_n"]
+    gm, gn = ceil_div(p.M, tm), ceil_div(p.N, tn)
+    ksteps = ceil_div(p.K, c["base_k"])
+    per = ceil_div(ksteps, c["split_k"])
+    splits = ceil_div(ksteps, per)  # slices actually used
+    kc = np.minimum(per * c["base_k"], p.K)
+    return {"tm": tm, "tn": tn, "gm": gm, "gn": gn, "kc": kc, "splits": splits,
+            "m_last": p.M - (gm - 1) * tm, "n_last": p.N - (gn - 1) * tn,
+            "tiles": gm * gn * splits * p.batch}
+
+
+def _l1_bytes(p: Matmul, c: dict, kc) -> np.ndarray:
+    """L1 in use: A chunks for all stages; B chunks for all stages, or one whole-K B panel when resident."""
+    b = p.in_bytes
+    a = c["l1_stages"] * c["base_m"] * c["step_m"] * c["base_k"] * c["step_ka"] * b
+    b_staged = c["l1_stages"] * c["base_n"] * c["step_n"] * c["base_k"] * c["step_kb"] * b
+    b_res = c["base_n"] * c["step_n"] * round_up(kc, c["base_k"]) * b
+    return a + np.where(c["weight_resident"] == 1, b_res, b_staged)
+
+
+def _chip_rates(p: Matmul, chip) -> dict:
+    f = chip.clock_hz
+    return {
+        "f": f,
+        "hbm": chip["hbm_gbps"] * 1e9 * chip["hbm_efficiency"],
+        "l2": chip["l2_gbps"] * 1e9 * chip["l2_efficiency"],
+        "core_gm": chip["gm_to_l1_bytes_per_cycle"] * f,
+        "lat": chip["gm_latency_cycles"] / f,
+        "mac_cycle": 16 * 16 * _k0(p) / (chip.macs_per_cycle(p.dtype) * chip["mac_efficiency"]),
+    }
+
+
+def _head_us(chip, cores_used) -> np.ndarray:
+    """Launch/head overhead: core start, instruction fetch, argument reads; grows with cores launched (S6)."""
+    return chip["head_base_us"] + chip["head_per_core_us"] * np.asarray(cores_used, dtype=np.float64)
+
+
+def tile_cost(p: Matmul, chip, c: dict, mt, nt, kc, hit_a, hit_b, b_resident, active) -> dict:
+    """Busy time (seconds) of one tile of `mt x nt` outputs over a K slice `kc`, and its per-pipe times.
+
+    hit_a/hit_b: L2 hit rates of the first load of the tile's A/B panels; b_resident: the B panel is already in
+    L1 (weight residency, previous tile had the same panel); active: cores loading at the same time (they share
+    HBM and L2 bandwidth). All arguments broadcast over candidates.
+    """
+    r = _chip_rates(p, chip)
+    f, b, ob = r["f"], p.in_bytes, p.out_bytes
+    bm, bn, bk = c["base_m"], c["base_n"], c["base_k"]
+    k0 = _k0(p)
+    nbm, nbn = ceil_div(mt, bm), ceil_div(nt, bn)
+    nk = ceil_div(kc, bk)
+    ka = np.minimum(bk * c["step_ka"], kc)
+    kb = np.minimum(bk * c["step_kb"], kc)
+    wr = c["weight_resident"] == 1
+    res_a = ka >= kc  # A's whole K slice sits in L1: loaded once per tile
+    res_b = (kb >= kc) | wr
+    # --- MTE2: GM -> L1. First pass of each panel comes from L2 (hit) or HBM; re-streams are L2 hits.
+    a_first = mt * kc * b
+    a_bytes = a_first * np.where(res_a, 1, nbn)
+    b_first = np.where(b_resident, 0.0, nt * kc * b)
+    b_bytes = b_first * np.where(res_b, 1, nbm)
+    hbm_share, l2_share = r["hbm"] / active, r["l2"] / active
+    eff_a = stride_efficiency(p.K * b, chip["gm_burst_bytes"], chip["gm_misaligned_efficiency"])
+    eff_b = stride_efficiency(p.N * b, chip["gm_burst_bytes"], chip["gm_misaligned_efficiency"])
+    ml = c["multi_load"] == 1
+    # contiguous bytes per row of one transfer: A rows run along K, B rows along N
+    eff_a = eff_a * segment_efficiency(np.where(ml, ka, bk) * b)
+    eff_b = eff_b * segment_efficiency(np.where(ml, np.minimum(nt, bn * c["step_n"]), bn) * b)
+    hit_a_all = np.where(a_bytes > 0, (a_first * hit_a + (a_bytes - a_first)) / np.maximum(a_bytes, 1), 1.0)
+    hit_b_all = np.where(b_bytes > 0, (b_first * hit_b + (b_bytes - b_first)) / np.maximum(b_bytes, 1), 1.0)
+    bw_a = np.minimum(r["core_gm"], mixed_bandwidth(hit_a_all, l2_share, hbm_share)) * eff_a
+    bw_b = np.minimum(r["core_gm"], mixed_bandwidth(hit_b_all, l2_share, hbm_share)) * eff_b
+    t_a, t_b = a_bytes / bw_a, b_bytes / bw_b
+    # transfers: MDL (multi_load) moves a whole L1 chunk at once; Norm one base block per transfer
+    chunks_a = ceil_div(kc, ka) * np.where(res_a, 1, nbn)
+    chunks_b = np.where(b_resident, 0, ceil_div(kc, kb) * np.where(res_b, 1, nbm))
+    per_chunk_a = np.where(ml, 1, nbm * ceil_div(ka, bk))
+    per_chunk_b = np.where(ml, 1, nbn * ceil_div(kb, bk))
+    xfers = chunks_a * per_chunk_a + chunks_b * per_chunk_b
+    stages = c["l1_stages"]
+    # Each transfer waits one GM latency before data flows; with `stages` buffers that many transfers overlap
+    # their latencies (the MTE2 queue issues ahead), so latency is exposed only when transfers are small.
+    t_mte2 = np.maximum(t_a + t_b, (xfers * r["lat"] + t_a + t_b) / stages)
+    # --- MTE1: L1 -> L0A/L0B, padded to fractals; one L0 operand stays put across the inner loop if K fits one step
+    mt16, nt16, kcp = round_up(mt, 16), round_up(nt, 16), round_up(kc, k0)
+    one_k = nk == 1
+    a_l0 = mt16 * kcp * b * np.where(one_k & (c["iterate_order"] == 1), 1, nbn)
+    b_l0 = nt16 * kcp * b * np.where(one_k & (c["iterate_order"] == 0), 1, nbm)
+    t_mte1 = (a_l0 / chip["l1_to_l0a_bytes_per_cycle"] + b_l0 / chip["l1_to_l0b_bytes_per_cycle"]) / f
+    # --- MAC: one fractal (16 x 16 x C0) per mac_cycle; edge blocks padded to 16; tiny blocks need a PIPE_M barrier
+    mmads = nbm * nbn * nk
+    small = (bm // 16) * (bn // 16) < 10
+    mac_cycles = (mt16 // 16) * (nt16 // 16) * (kcp // k0) * r["mac_cycle"] + np.where(small, mmads * chip["sync_cycles"], 0)
+    t_mac = mac_cycles / f
+    # --- FIXPIPE: L0C -> GM; split-K writes fp32 partials with atomic adds (read-modify-write: twice the bytes)
+    split = c["split_k"] > 1
+    out_bytes = mt * nt * np.where(split, 8, ob)
+    t_fix = out_bytes / np.minimum(chip["fixpipe_bytes_per_cycle"] * f, hbm_share)
+    l0c_db = bm * bn * 4 * 2 <= chip["l0c_bytes"]  # a second L0C buffer lets the write-out overlap the next block
+    # --- SCALAR: every instruction is issued by the scalar unit; every loop iteration pays its head and flags
+    instr = mmads * 3 + xfers + nbm * nbn
+    loops = mmads + chunks_a + chunks_b
+    t_scalar = (instr * chip["scalar_cycles_per_instr"] + loops * chip["scalar_cycles_per_loop"]) / f
+    # --- composition
+    pp = c["l0_pingpong"] == 1
+    steps = np.maximum(mmads, 1)
+    inner = np.where(pp, np.maximum(t_mte1, t_mac) + np.minimum(t_mte1, t_mac) / steps, t_mte1 + t_mac)
+    t_comp = inner + np.where(l0c_db, t_fix / np.maximum(nbm * nbn, 1), t_fix)
+    t_gm = t_mte2 + t_fix  # reads and write-backs share the core's GM port and the HBM channels
+    chunks = np.maximum(np.maximum(chunks_a, chunks_b), 1)
+    l_chunk, c_chunk = t_mte2 / chunks, t_comp / chunks
+    # preload: the next tile's first chunk loads while MTE2 idles during this tile's last `preload` chunks
+    hidden = np.minimum(l_chunk, c["preload"] * np.maximum(c_chunk - l_chunk, 0.0))
+    piped = np.maximum(np.maximum(chunks * np.maximum(l_chunk, c_chunk), t_scalar), t_gm) + np.minimum(l_chunk, c_chunk) - hidden
+    serial = np.maximum(t_mte2 + t_comp, np.maximum(t_scalar, t_gm))
+    busy = np.where(stages >= 2, piped, serial)
+    return {"busy": busy, "fill": l_chunk, "mac": t_mac, "scalar": t_scalar, "mte1": t_mte1, "mte2": t_mte2,
+            "fixpipe": t_fix, "mte2_bw": t_a + t_b, "l2_read": a_bytes + b_bytes,
+            "hbm_read": a_first * (1 - hit_a) + b_first * (1 - hit_b)}
+
+
+def _sizes(g: dict):
+    """(mt, nt) of the four tile types: 0 interior, 1 last column, 2 last row, 3 corner."""
+    ms = (g["tm"], g["tm"], g["m_last"], g["m_last"])
+    ns = (g["tn"], g["n_last"], g["tn"], g["n_last"])
+    return ms, ns
+
+
+def _type_counts(g: dict, batch: int) -> list:
+    """Tiles of each of the four types over the whole problem (independent of the order)."""
+    em = (g["m_last"] < g["tm"]).astype(np.int64)
+    en = (g["n_last"] < g["tn"]).astype(np.int64)
+    s = g["splits"] * batch
+    return [(g["gm"] - em) * (g["gn"] - en) * s, (g["gm"] - em) * en * s, em * (g["gn"] - en) * s, em * en * s]
+
+
+def _reduction_us(p: Matmul, chip, c: dict) -> np.ndarray:
+    """Split-K's extra work: zero the fp32 output, and cast it to the output dtype in a second (vector) kernel."""
+    mn = float(p.batch * p.M * p.N)
+    hbm = chip["hbm_gbps"] * 1e9 * chip["hbm_efficiency"]
+    cast = 0.0 if p.out_bytes == 4 else (mn * (4 + p.out_bytes) / hbm * 1e6 + chip["head_base_us"])
+    return np.where(c["split_k"] > 1, mn * 4 / hbm * 1e6 + cast, 0.0)
+
+
+@register("matmul", "ascend")
+class MatmulAscend:
+    KNOBS = KNOBS
+    SCHEDULE_KNOBS = SCHEDULE_KNOBS
+    RESOLVED = RESOLVED
+    LEVELS = LEVELS
+    RULES = RULES
+    RULE_TEXT = RULE_TEXT
+
+    def feasible(self, p: Matmul, chip, c: dict, rules=None) -> dict[str, np.ndarray]:
+        """One boolean mask per rule (True = allowed), for the rules whose knobs are all present."""
+        names = [r for r in (rules or RULES) if all(k in c for k in RULES[r])]
+        b, k0 = p.in_bytes, _k0(p)
+        out = {}
+        for r in names:
+            if r == "align":
+                out[r] = (c["base_m"] % 16 == 0) & (c["base_n"] % 16 == 0) & (c["base_k"] % 16 == 0) & (c["base_k"] % k0 == 0)
+            elif r == "fix_split":
+                out[r] = (c["base_m"] <= round_up(p.M, 16)) & (c["base_n"] <= round_up(p.N, 16)) & (c["base_k"] <= round_up(p.K, max(k0, 16)))
+            elif r == "split_k":
+                out[r] = c["split_k"] <= ceil_div(p.K, c["base_k"])
+            elif r == "l0a":
+                out[r] = c["base_m"] * c["base_k"] * b * (1 + c["l0_pingpong"]) <= chip["l0a_bytes"]
+            elif r == "l0b":
+                out[r] = c["base_n"] * c["base_k"] * b * (1 + c["l0_pingpong"]) <= chip["l0b_bytes"]
+            elif r == "l0c":
+                out[r] = c["base_m"] * c["base_n"] * 4 <= chip["l0c_bytes"]
+            elif r == "mdl_step":
+                kc = _geometry(p, c)["kc"]
+                out[r] = ((c["step_m"] == 1) | (c["base_k"] * c["step_ka"] >= kc)) & ((c["step_n"] == 1) | (c["base_k"] * c["step_kb"] >= kc))
+            elif r == "k_step_ratio":
+                hi, lo = np.maximum(c["step_ka"], c["step_kb"]), np.minimum(c["step_ka"], c["step_kb"])
+                out[r] = hi % lo == 0
+            elif r == "l1":
+                out[r] = _l1_bytes(p, c, _geometry(p, c)["kc"]) <= chip["l1_bytes"]
+            elif r == "preload":
+                out[r] = c["preload"] < c["l1_stages"]
+        return out
+
+    def dominated(self, p: Matmul, chip, c: dict) -> np.ndarray:
+        """Settings with an equal-or-better twin in the space: iterate_order is moot with one L0 block per
+        tile; Norm and MDL loads are the same transfer when each L1 chunk is one base block."""
+        single_block = (c["step_m"] == 1) & (c["step_n"] == 1)
+        one_xfer = (c["step_m"] * c["step_ka"] == 1) & (c["step_n"] * c["step_kb"] == 1)
+        return (single_block & (c["iterate_order"] == 1)) | (one_xfer & (c["multi_load"] == 0))
+
+    def resolve(self, p: Matmul, chip, c: dict, domains: dict[str, tuple]) -> dict:
+        """Fill the RESOLVED knobs with their best feasible value from `domains` (which may be pinned).
+
+        Proof of dominance (docs/model.md): with everything else fixed, the estimate never rises when
+        l0_pingpong goes 0 -> 1 (max + one step <= sum), when l1_stages grows (more loads in flight, pipelined
+        instead of serial) or when preload grows (more of the next tile's first load hidden); these knobs cost
+        only buffer capacity. So the largest value that fits wins.
+        """
+        c = dict(c)
+        n = len(c["base_m"])
+        for name, rules in (("l0_pingpong", ["l0a", "l0b"]), ("l1_stages", ["l1"])):
+            dom = sorted(domains[name])
+            c[name] = np.full(n, dom[0], dtype=np.int64)
+            for v in dom[1:]:
+                ok = self.feasible(p, chip, dict(c, **{name: np.full(n, v, dtype=np.int64)}), rules)
+                c[name] = np.where(np.logical_and.reduce([ok[r] for r in rules]), v, c[name])
+        pre_dom = np.array(sorted(domains["preload"]))
+        allowed = pre_dom[None, :] < c["l1_stages"][:, None]
+        best = np.where(allowed, pre_dom[None, :], -1).max(axis=1)
+        c["preload"] = np.where(best >= 0, best, pre_dom[0])
+        return c
+
+    # ------------------------------------------------------------------ estimate
+    def bound(self, p: Matmul, chip, c: dict) -> np.ndarray:
+        """Lower bound of time_us over every value of SCHEDULE_KNOBS (see docs/model.md, "exhaustive search").
+
+        Hit rates at their ceiling (every panel misses at least once), weight residency everywhere it is on,
+        makespan at least the average busy time and at least the full rounds every core must run.
+        """
+        g = _geometry(p, c)
+        cores = chip.cores
+        hit_a = 1.0 - 1.0 / g["gn"]
+        hit_b = 1.0 - 1.0 / g["gm"]
+        active = np.minimum(cores, g["tiles"])
+        res = c["weight_resident"] == 1
+        ms, ns = _sizes(g)
+        counts = _type_counts(g, p.batch)
+        work = np.zeros(len(c["base_m"]))
+        cheapest = np.full(len(c["base_m"]), np.inf)
+        fill0 = None
+        for t in range(4):
+            cost = tile_cost(p, chip, c, ms[t], ns[t], g["kc"], hit_a, hit_b, res, active)
+            work += counts[t] * cost["busy"]
+            cheapest = np.where(counts[t] > 0, np.minimum(cheapest, cost["busy"]), cheapest)
+            if t == 0:
+                fill0 = cost["fill"]
+        make = np.maximum(work / cores, (g["tiles"] // cores) * cheapest)
+        return (make + fill0) * 1e6 + _head_us(chip, np.minimum(cores, g["tiles"])) + _reduction_us(p, chip, c)
+
+    def estimate(self, p: Matmul, chip, c: dict) -> dict[str, np.ndarray]:
+        """The estimate record (common.RECORD) plus tail-split sub-block sizes, one row per candidate."""
+        n = len(c["base_m"])
+        g = _geometry(p, c)
+        cores = chip.cores
+        b = p.in_bytes
+        cap = chip["l2_bytes"] * chip["l2_usable_fraction"]
+        keys = np.stack([g["tm"], g["tn"], g["kc"], c["swizzle_offset"], c["swizzle_direction"], c["serpentine"],
+                         c["tail_split"], g["splits"]], axis=1)
+        uniq, inv = np.unique(keys, axis=0, return_inverse=True)
+        inv = inv.ravel()
+        stats = []
+        hit_a, hit_b = np.zeros(n), np.zeros(n)
+        sub_s = np.ones(n, dtype=np.int64)
+        for j, (tm, tn, kc, so, sd, sp, ts, splits) in enumerate(uniq):
+            gm, gn = -(-p.M // tm), -(-p.N // tn)
+            tiles = gm * gn * splits * p.batch
+            last = tiles % cores if tiles > cores else (tiles if tiles < cores else 0)
+            s = cores // last if (ts == 1 and last) else 1
+            dim = tm if tm >= tn else tn
+            s = int(min(s, -(-dim // 16)))
+            st = schedule_stats(int(gm), int(gn), int(splits), p.batch, cores, int(so), int(sd), bool(sp), s >= 2,
+                                bool(p.M % tm), bool(p.N % tn), float(tm * kc * b), float(tn * kc * b), float(cap))
+            stats.append((st, s))
+            rows = inv == j
+            hit_a[rows], hit_b[rows], sub_s[rows] = st.a_hit, st.b_hit, s
+        active = np.minimum(cores, g["tiles"])
+        ms, ns = _sizes(g)
+        res = c["weight_resident"] == 1
+        pipes = ("busy", "mac", "scalar", "mte1", "mte2_bw", "fixpipe", "l2_read", "hbm_read")
+        per = {k: np.zeros((n, 8)) for k in pipes}
+        for t in range(8):
+            cost = tile_cost(p, chip, c, ms[t % 4], ns[t % 4], g["kc"], hit_a, hit_b, res & (t >= 4), active)
+            for k in pipes:
+                per[k][:, t] = cost[k]
+            if t == 0:
+                fill0 = cost["fill"]
+        # tail re-split: the partial last round's tiles cut into `sub_s` pieces along their longer side
+        along_m = g["tm"] >= g["tn"]
+        sub = {k: np.zeros((n, 4)) for k in pipes}
+        sub_m = np.where(along_m, round_up(ceil_div(g["tm"], sub_s), 16), g["tn"] * 0 + g["tm"])
+        sub_n = np.where(along_m, g["tn"], round_up(ceil_div(g["tn"], sub_s), 16))
+        need_sub = sub_s >= 2
+        if need_sub.any():
+            for t in range(4):
+                m_t = np.where(along_m, round_up(ceil_div(ms[t], sub_s), 16), ms[t])
+                n_t = np.where(along_m, ns[t], round_up(ceil_div(ns[t], sub_s), 16))
+                m_t, n_t = np.minimum(m_t, ms[t]), np.minimum(n_t, ns[t])
+                cost = tile_cost(p, chip, c, m_t, n_t, g["kc"], hit_a, hit_b, False, cores)
+                for k in pipes:
+                    sub[k][:, t] = cost[k]
+        out = {k: np.zeros(n) for k in ("make", "balance", "cores_used", *pipes)}
+        for j, (st, s) in enumerate(stats):
+            rows = np.nonzero(inv == j)[0]
+            core = {k: per[k][rows] @ st.counts.T for k in pipes}  # (rows, cores)
+            if s >= 2 and st.last_types.size:
+                subs = np.repeat(st.last_types, s)[:cores]  # sub-tile j -> core j
+                for k in pipes:
+                    core[k][:, : subs.size] += sub[k][rows][:, subs]
+            has_work = (st.counts.sum(axis=1) > 0)
+            if s >= 2 and st.last_types.size:
+                has_work[: min(cores, st.last_types.size * s)] = True
+            core["busy"] = core["busy"] + fill0[rows, None] * has_work[None, :]
+            crit = core["busy"].argmax(axis=1)
+            pick = np.arange(rows.size)
+            out["make"][rows] = core["busy"][pick, crit]
+            out["balance"][rows] = core["busy"].mean(axis=1) / np.maximum(out["make"][rows], 1e-30)
+            out["cores_used"][rows] = has_work.sum()
+            for k in pipes[1:6]:
+                out[k][rows] = core[k][pick, crit]
+            for k in pipes[6:]:
+                out[k][rows] = core[k].sum(axis=1)
+        head = _head_us(chip, out["cores_used"])
+        red = _reduction_us(p, chip, c)
+        time_us = out["make"] * 1e6 + head + red
+        pipes_us = {p_: np.zeros(n) for p_ in PIPES}
+        for k in ("mac", "scalar", "mte1", "fixpipe"):
+            pipes_us[k] = out[k] * 1e6
+        pipes_us["mte2"] = out["mte2_bw"] * 1e6  # busy moving bytes; waiting on latency is not busy
+        split = c["split_k"] > 1
+        pipes_us["vec"] = np.where(split, red, 0.0)  # the cast runs on the vector cores
+        bound = classify_bound({k: pipes_us[k] for k in ("mac", "mte2", "mte1", "fixpipe", "scalar")}, out["make"] * 1e6)
+        mn = float(p.batch * p.M * p.N)
+        out_hbm = mn * p.out_bytes + np.where(split, mn * 4 * 3, 0.0)  # zero + atomics (r+w) of fp32 partials
+        l2_read = out["l2_read"]
+        hit = 1.0 - out["hbm_read"] / np.maximum(l2_read, 1)
+        rec = {
+            "time_us": time_us,
+            "bound": bound,
+            **{f"{k}_us": v for k, v in pipes_us.items()},
+            "cores_used": out["cores_used"].astype(np.int64),
+            "waves": ceil_div(g["tiles"], cores),
+            "balance": out["balance"],
+            "l2_hit_rate": hit,
+            "hbm_bytes": out["hbm_read"] + out_hbm,
+            "l2_bytes": l2_read + out_hbm,
+            "roofline_us": roofline_us(p.flops, p.compulsory_bytes, chip.peak_tflops(p.dtype) * 1e12,
+                                       chip["hbm_gbps"] * 1e9, head),
+            "tiles": g["tiles"],
+            "tail_sub_m": np.where(need_sub, sub_m, 0),
+            "tail_sub_n": np.where(need_sub, sub_n, 0),
+            "tail_sub_count": np.where(need_sub, sub_s, 0),
+        }
+        return rec

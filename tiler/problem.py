@@ -1,0 +1,138 @@
+"""Problems: one small frozen class per operator, parsed from CLI strings or CSV rows with clear errors.
+
+One checker (`parse_problem`) serves `--shape`, sweep CSV rows and library look-ups, so a bad field reads the
+same everywhere: the field, what is allowed, what was received.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from typing import Any, ClassVar
+
+from .errors import ProblemError, closest
+
+DTYPES = ("fp16", "bf16", "fp32", "int8")
+DTYPE_BYTES = {"fp16": 2, "bf16": 2, "fp32": 4, "int8": 1}
+# What the kernel writes: int8 accumulates in int32 and is written as int32 here; floats write their own dtype.
+OUT_BYTES = {"fp16": 2, "bf16": 2, "fp32": 4, "int8": 4}
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Base: an operator's shape and dtype. Subclasses list their fields in `FIELDS` (required, in order)."""
+
+    OP: ClassVar[str] = ""
+    FIELDS: ClassVar[tuple[str, ...]] = ()
+    OPTIONAL: ClassVar[dict[str, Any]] = {}
+
+    @property
+    def in_bytes(self) -> int:
+        return DTYPE_BYTES[self.dtype]  # type: ignore[attr-defined]
+
+    @property
+    def out_bytes(self) -> int:
+        return OUT_BYTES[self.dtype]  # type: ignore[attr-defined]
+
+    def shape(self) -> dict[str, int]:
+        """The problem fields without the dtype: the keys of `--shape` and of sweep CSV columns."""
+        return {k: v for k, v in asdict(self).items() if k != "dtype"}
+
+    def key(self) -> str:
+        """A stable text key (library look-up, sweep resume)."""
+        parts = [f"{k}={v}" for k, v in self.shape().items()]
+        return f"{self.OP}:{','.join(parts)}:{self.dtype}"  # type: ignore[attr-defined]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"shape": self.shape(), "dtype": self.dtype, "layout": self.layout()}  # type: ignore[attr-defined]
+
+    def layout(self) -> str:
+        return "row_major"
+
+
+@dataclass(frozen=True)
+class Matmul(Problem):
+    """C[M,N] = A[M,K] · B[K,N] (row-major A, B and C), `batch` independent products of that size."""
+
+    OP: ClassVar[str] = "matmul"
+    FIELDS: ClassVar[tuple[str, ...]] = ("M", "N", "K")
+    OPTIONAL: ClassVar[dict[str, Any]] = {"batch": 1}
+
+    M: int
+    N: int
+    K: int
+    batch: int = 1
+    dtype: str = "fp16"
+
+    @property
+    def flops(self) -> float:
+        return 2.0 * self.batch * self.M * self.N * self.K
+
+    @property
+    def compulsory_bytes(self) -> float:
+        """Each input read once, the output written once: the floor of HBM traffic."""
+        return self.batch * ((self.M * self.K + self.K * self.N) * self.in_bytes + self.M * self.N * self.out_bytes)
+
+
+PROBLEMS: dict[str, type[Problem]] = {"matmul": Matmul}
+
+
+def problem_class(op: str) -> type[Problem]:
+    if op not in PROBLEMS:
+        raise ProblemError(f"op: unknown operator {op!r}; {closest(op, PROBLEMS)}")
+    return PROBLEMS[op]
+
+
+def parse_shape_text(text: str) -> dict[str, str]:
+    """`M=4096,N=4096,K=4096` -> {'M': '4096', ...}; malformed pairs name themselves."""
+    out: dict[str, str] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        if "=" not in part:
+            raise ProblemError(f"shape: expected KEY=VALUE pairs separated by commas, got {part!r}")
+        k, v = (s.strip() for s in part.split("=", 1))
+        if k in out:
+            raise ProblemError(f"shape: field {k!r} given twice")
+        out[k] = v
+    return out
+
+
+def _as_int(field: str, value: Any, minimum: int = 1) -> int:
+    if isinstance(value, bool):
+        raise ProblemError(f"{field}: must be an integer >= {minimum}, got {value!r}")
+    try:
+        f = float(value)
+    except (TypeError, ValueError):
+        raise ProblemError(f"{field}: must be an integer >= {minimum}, got {value!r}") from None
+    if f != f or f != int(f):
+        raise ProblemError(f"{field}: must be an integer >= {minimum}, got {value!r}")
+    if int(f) < minimum:
+        raise ProblemError(f"{field}: must be an integer >= {minimum}, got {value!r}")
+    return int(f)
+
+
+def parse_problem(op: str, fields_: dict[str, Any], dtype: str | None = None, strict: bool = True) -> Problem:
+    """Build a validated problem from string or numeric fields.
+
+    Args:
+        op: operator name (`tiler ops` lists them).
+        fields_: the problem fields; with `strict`, unknown keys are an error (a CSV row passes strict=False).
+        dtype: overrides a `dtype` entry in `fields_`; default fp16.
+    """
+    cls = problem_class(op)
+    names = {f.name for f in fields(cls)}
+    given = {k: v for k, v in fields_.items() if v is not None and v != ""}
+    if strict:
+        for k in given:
+            if k not in names:
+                raise ProblemError(f"shape: unknown field {k!r} for {op}; allowed: {', '.join(cls.FIELDS + tuple(cls.OPTIONAL))}")
+    dt = dtype or given.get("dtype") or "fp16"
+    dt = str(dt).strip().lower()
+    if dt not in DTYPES:
+        raise ProblemError(f"dtype: must be one of {', '.join(DTYPES)}, got {dt!r}")
+    kwargs: dict[str, Any] = {"dtype": dt}
+    for name in cls.FIELDS:
+        if name not in given:
+            raise ProblemError(f"{name}: missing; {op} needs {', '.join(cls.FIELDS)}")
+        kwargs[name] = _as_int(name, given[name])
+    for name, default in cls.OPTIONAL.items():
+        kwargs[name] = _as_int(name, given.get(name, default))
+    return cls(**kwargs)

@@ -1,0 +1,423 @@
+"""Run and time one GEMM tiling on an NVIDIA GPU with a Triton kernel.
+
+C[M, N] = A[M, K] @ B[K, N]; A, B, C row-major fp16 or bf16, fp32 accumulation. One program of the
+kernel computes one BLOCK_M x BLOCK_N tile of C, stepping BLOCK_K along K. The knobs:
+
+* ``ORDER`` maps the 1-D program id to a tile: 0 row-major, 1 grouped (``GROUP_M`` tile-rows walked
+  column by column, the L2 swizzle of the Triton tutorial), 2 serpentine (odd tile-rows reversed).
+* ``SPLIT_K`` > 1 adds a second grid dimension: each program reduces one contiguous slice of the K
+  tiles and adds its partial tile into a zeroed fp32 buffer with atomics; a cast to the output dtype
+  follows. The zeroing and the cast belong to the call and are timed with it.
+* ``num_warps`` / ``num_stages``: launch options (warps per program, software-pipelining depth).
+
+torch and triton are optional (``pip install 'tiler[gpu]'``): this module imports without them and
+raises `TilerError` when a function that needs them is called.
+
+Command line: ``python3 -m tiler.runners.triton_matmul TILING.json`` times an exported tiling
+(schema ``tiler.tiling/v1``) and prints the median time in microseconds as the last line of stdout.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+from pathlib import Path
+
+from tiler.errors import SpaceError, TilerError, closest
+
+MISSING_GPU_STACK = "the Triton runner needs torch and triton: pip install 'tiler[gpu]'"
+
+CONFIG_KEYS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_stages", "num_warps", "GROUP_M", "ORDER", "SPLIT_K")
+DTYPES = {"fp16": "float16", "float16": "float16", "half": "float16", "bf16": "bfloat16", "bfloat16": "bfloat16"}
+MAX_REL_ERR = 1e-2
+TILING_SCHEMA = "tiler.tiling/v1"
+
+# --- the kernel (defined only where triton imports) --------------------------------------------------
+
+try:  # guarded: the module must import on machines without the GPU stack
+    import triton as _triton
+    import triton.language as tl
+except Exception:  # ImportError, or a triton that cannot load its native parts
+    _triton = None
+    tl = None
+
+if _triton is not None:
+
+    @_triton.jit
+    def _gemm_tile_kernel(
+        a_ptr, b_ptr, c_ptr,
+        M, N, K,
+        stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+        GROUP_M: tl.constexpr, ORDER: tl.constexpr, SPLIT_K: tl.constexpr,
+    ):
+        pid = tl.program_id(axis=0)
+        tiles_m = tl.cdiv(M, BLOCK_M)
+        tiles_n = tl.cdiv(N, BLOCK_N)
+
+        # which tile of C this program owns
+        if ORDER == 1:
+            group_width = GROUP_M * tiles_n            # programs per group of GROUP_M tile-rows
+            first_row = (pid // group_width) * GROUP_M
+            rows_in_group = tl.minimum(tiles_m - first_row, GROUP_M)
+            local = pid % group_width
+            tile_m = first_row + local % rows_in_group
+            tile_n = local // rows_in_group
+        else:
+            tile_m = pid // tiles_n
+            tile_n = pid % tiles_n
+            if ORDER == 2:
+                tile_n = tl.where(tile_m % 2 == 1, tiles_n - 1 - tile_n, tile_n)
+
+        # which K tiles it reduces
+        k_tiles = tl.cdiv(K, BLOCK_K)
+        if SPLIT_K == 1:
+            kt_begin = 0
+            kt_end = k_tiles
+        else:
+            per_split = tl.cdiv(k_tiles, SPLIT_K)
+            kt_begin = tl.program_id(axis=1) * per_split
+            kt_end = tl.minimum(kt_begin + per_split, k_tiles)
+
+        # rows/cols past the edge wrap around: the loads stay in bounds without masks, the store masks
+        rm = tile_m * BLOCK_M + tl.arange(0, BLOCK_M)
+        rn = tile_n * BLOCK_N + tl.arange(0, BLOCK_N)
+        rk = tl.arange(0, BLOCK_K)
+        a_rows = rm % M
+        b_cols = rn % N
+        a_tile = a_ptr + a_rows[:, None] * stride_am + (kt_begin * BLOCK_K + rk)[None, :] * stride_ak
+        b_tile = b_ptr + (kt_begin * BLOCK_K + rk)[:, None] * stride_bk + b_cols[None, :] * stride_bn
+
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for kt in range(kt_begin, kt_end):
+            k_left = K - kt * BLOCK_K
+            a = tl.load(a_tile, mask=rk[None, :] < k_left, other=0.0)
+            b = tl.load(b_tile, mask=rk[:, None] < k_left, other=0.0)
+            acc = tl.dot(a, b, acc)
+            a_tile += BLOCK_K * stride_ak
+            b_tile += BLOCK_K * stride_bk
+
+        c_tile = c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn
+        in_c = (rm[:, None] < M) & (rn[None, :] < N)
+        if SPLIT_K == 1:
+            tl.store(c_tile, acc.to(c_ptr.dtype.element_ty), mask=in_c)
+        else:
+            tl.atomic_add(c_tile, acc, mask=in_c)
+
+else:
+    _gemm_tile_kernel = None
+
+
+# --- the GPU stack ----------------------------------------------------------------------------------
+
+
+def _gpu_stack():
+    """(torch, triton), or TilerError naming the pip extra."""
+    try:
+        import torch
+        import triton
+    except ImportError as e:
+        raise TilerError(MISSING_GPU_STACK) from e
+    if _gemm_tile_kernel is None or torch is None or triton is None:
+        raise TilerError(MISSING_GPU_STACK)
+    return torch, triton
+
+
+def _interpreting() -> bool:
+    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+
+
+def _torch_dtype(torch, dtype):
+    if not isinstance(dtype, str):
+        if dtype in (torch.float16, torch.bfloat16):
+            return dtype
+        raise TilerError(f"dtype {dtype} is not supported: use fp16 or bf16")
+    name = DTYPES.get(dtype.lower())
+    if name is None:
+        raise TilerError(f"dtype {dtype!r} is not supported: {closest(dtype, DTYPES)}")
+    return getattr(torch, name)
+
+
+def check_config(config) -> dict:
+    """The config with exactly the keys CONFIG_KEYS, as ints, each in range; SpaceError otherwise."""
+    if not isinstance(config, dict):
+        raise SpaceError(f"a Triton config is a dict with keys {', '.join(CONFIG_KEYS)}; got {type(config).__name__}")
+    unknown = [k for k in config if k not in CONFIG_KEYS]
+    if unknown:
+        raise SpaceError(f"unknown Triton config key {unknown[0]!r}: {closest(str(unknown[0]), CONFIG_KEYS)}")
+    missing = [k for k in CONFIG_KEYS if k not in config]
+    if missing:
+        raise SpaceError(f"Triton config lacks {', '.join(missing)}")
+    out = {}
+    for k in CONFIG_KEYS:
+        v = config[k]
+        if isinstance(v, bool) or not isinstance(v, int):
+            if isinstance(v, float) and v.is_integer():
+                v = int(v)
+            else:
+                raise SpaceError(f"Triton config {k} must be an integer, got {v!r}")
+        out[k] = v
+    for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K"):
+        if out[k] < 16 or out[k] & (out[k] - 1):
+            raise SpaceError(f"{k} must be a power of two >= 16 (tl.dot needs 16), got {out[k]}")
+    if out["num_warps"] < 1 or out["num_warps"] & (out["num_warps"] - 1) or out["num_warps"] > 32:
+        raise SpaceError(f"num_warps must be a power of two in 1..32, got {out['num_warps']}")
+    if out["num_stages"] < 1:
+        raise SpaceError(f"num_stages must be >= 1, got {out['num_stages']}")
+    if out["GROUP_M"] < 1:
+        raise SpaceError(f"GROUP_M must be >= 1, got {out['GROUP_M']}")
+    if out["ORDER"] not in (0, 1, 2):
+        raise SpaceError(f"ORDER must be 0 (row-major), 1 (grouped) or 2 (serpentine), got {out['ORDER']}")
+    if out["SPLIT_K"] < 1:
+        raise SpaceError(f"SPLIT_K must be >= 1, got {out['SPLIT_K']}")
+    return out
+
+
+def _kernel_kwargs(cfg: dict) -> dict:
+    return {
+        "BLOCK_M": cfg["BLOCK_M"], "BLOCK_N": cfg["BLOCK_N"], "BLOCK_K": cfg["BLOCK_K"],
+        "GROUP_M": cfg["GROUP_M"], "ORDER": cfg["ORDER"], "SPLIT_K": cfg["SPLIT_K"],
+        "num_warps": cfg["num_warps"], "num_stages": cfg["num_stages"],
+    }
+
+
+def _grid(M: int, N: int, cfg: dict) -> tuple[int, int]:
+    tiles = math.ceil(M / cfg["BLOCK_M"]) * math.ceil(N / cfg["BLOCK_N"])
+    return (tiles, cfg["SPLIT_K"])
+
+
+def _plan(a, b, config, out=None):
+    """Check the operands; return (fn, out): fn() computes out = a @ b (zeroing/cast included)."""
+    torch, triton = _gpu_stack()
+    cfg = check_config(config)
+    if a.dim() != 2 or b.dim() != 2:
+        raise TilerError(f"matmul needs 2-D operands, got {a.dim()}-D and {b.dim()}-D")
+    M, K = a.shape
+    K2, N = b.shape
+    if K != K2:
+        raise TilerError(f"inner dimensions differ: A is {M}x{K}, B is {K2}x{N}")
+    if a.dtype != b.dtype or a.dtype not in (torch.float16, torch.bfloat16):
+        raise TilerError(f"A and B must both be fp16 or both bf16, got {a.dtype} and {b.dtype}")
+    if a.device != b.device:
+        raise TilerError(f"A and B are on different devices ({a.device}, {b.device})")
+    if a.device.type != "cuda" and not _interpreting():
+        raise TilerError(f"the Triton runner needs CUDA tensors, got {a.device}")
+    if min(M, N, K) < 1:
+        raise TilerError(f"empty problem M={M} N={N} K={K}")
+    if out is None:
+        out = torch.empty((M, N), dtype=a.dtype, device=a.device)
+    elif tuple(out.shape) != (M, N) or out.dtype != a.dtype or out.device != a.device:
+        raise TilerError(f"out must be a {M}x{N} {a.dtype} tensor on {a.device}")
+    grid = _grid(M, N, cfg)
+    kw = _kernel_kwargs(cfg)
+    kernel = _gemm_tile_kernel[grid]
+
+    if cfg["SPLIT_K"] == 1:
+
+        def fn():
+            kernel(a, b, out, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+                   out.stride(0), out.stride(1), **kw)
+            return out
+
+    else:
+        acc = torch.empty((M, N), dtype=torch.float32, device=a.device)
+
+        def fn():
+            acc.zero_()
+            kernel(a, b, acc, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+                   acc.stride(0), acc.stride(1), **kw)
+            out.copy_(acc)
+            return out
+
+    def guarded():
+        try:
+            return fn()
+        except triton.TritonError as e:  # out of shared memory / threads, compile or ptxas error
+            raise TilerError(f"config {cfg} cannot run here: {type(e).__name__}: {e}") from e
+
+    return guarded, out
+
+
+def matmul(a, b, config: dict, out=None):
+    """C = A @ B with one tiling config (keys exactly CONFIG_KEYS). Returns a new tensor unless out is given."""
+    fn, _ = _plan(a, b, config, out)
+    return fn()
+
+
+def precompile(M: int, N: int, K: int, config: dict, dtype="fp16") -> None:
+    """Compile (into Triton's on-disk cache) the kernel that a contiguous MxNxK problem would launch.
+
+    Uses tiny tensors and the real sizes/strides, so the specialisation (which ints are multiples of
+    16) is the one the timed run gets. Nothing is launched, so shared-memory limits are not checked.
+    """
+    torch, triton = _gpu_stack()
+    cfg = check_config(config)
+    dt = _torch_dtype(torch, dtype)
+    dev = "cuda"
+    a = torch.empty(16, dtype=dt, device=dev)
+    b = torch.empty(16, dtype=dt, device=dev)
+    c = torch.empty(16, dtype=torch.float32 if cfg["SPLIT_K"] > 1 else dt, device=dev)
+    try:
+        _gemm_tile_kernel.warmup(a, b, c, M, N, K, K, 1, N, 1, N, 1, grid=_grid(M, N, cfg), **_kernel_kwargs(cfg))
+    except triton.TritonError as e:
+        raise TilerError(f"config {cfg} does not compile: {type(e).__name__}: {e}") from e
+
+
+# --- measuring ----------------------------------------------------------------------------------------
+
+
+class Problem:
+    """Fresh random-normal operands of one shape on the GPU and their fp32 reference product."""
+
+    def __init__(self, M: int, N: int, K: int, dtype="fp16", seed: int = 0, reference: bool = True,
+                 device: str = "cuda"):
+        torch, _ = _gpu_stack()
+        if device == "cuda" and not torch.cuda.is_available():
+            raise TilerError("no CUDA device is visible: the Triton runner times on an NVIDIA GPU")
+        M, N, K = int(M), int(N), int(K)
+        if min(M, N, K) < 1:
+            raise TilerError(f"empty problem M={M} N={N} K={K}")
+        self.M, self.N, self.K = M, N, K
+        self.dtype = _torch_dtype(torch, dtype)
+        self.device = device
+        gen = torch.Generator(device=device)
+        gen.manual_seed(seed)
+        self.a = torch.randn((M, K), generator=gen, device=device, dtype=torch.float32).to(self.dtype)
+        self.b = torch.randn((K, N), generator=gen, device=device, dtype=torch.float32).to(self.dtype)
+        self.ref = None
+        if reference:
+            # plain fp32 product of the rounded operands (TF32 off unless the caller turned it on)
+            self.ref = torch.matmul(self.a.float(), self.b.float())
+            self._ref_norm = float(torch.linalg.vector_norm(self.ref))
+
+    @property
+    def flops(self) -> float:
+        return 2.0 * self.M * self.N * self.K
+
+    def rel_err(self, c) -> float:
+        import torch
+
+        if self.ref is None:
+            raise TilerError("this Problem was made without a reference")
+        diff = float(torch.linalg.vector_norm(c.float() - self.ref))
+        return diff / self._ref_norm if self._ref_norm > 0 else diff
+
+    def _time(self, fn, check: bool, out) -> dict:
+        torch, triton = _gpu_stack()
+        rel = None
+        if check:
+            out.fill_(float("nan"))  # poison: every element must be written
+            fn()
+            if self.device != "cpu":
+                torch.cuda.synchronize()
+            rel = self.rel_err(out)
+            if not (rel <= MAX_REL_ERR):  # NaN fails too
+                raise TilerError(f"wrong result for M={self.M} N={self.N} K={self.K}: rel_err {rel:.3g} > {MAX_REL_ERR}")
+        ms = float(triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median"))
+        return {"ms": ms, "tflops": self.flops / (ms * 1e-3) / 1e12, "rel_err": rel}
+
+    def measure(self, config: dict, check: bool = True) -> dict:
+        """Time one config on this problem: {'ms', 'tflops', 'rel_err'} (rel_err None if not checked)."""
+        fn, out = _plan(self.a, self.b, config)
+        return self._time(fn, check, out)
+
+    def measure_torch(self, check: bool = True) -> dict:
+        """Time torch.matmul (cuBLAS) on this problem, same protocol."""
+        import torch
+
+        out = torch.empty((self.M, self.N), dtype=self.dtype, device=self.device)
+
+        def fn():
+            return torch.matmul(self.a, self.b, out=out)
+
+        return self._time(fn, check, out)
+
+
+def time_config(M: int, N: int, K: int, config: dict, dtype="fp16", seed: int = 0, check: bool = True) -> dict:
+    """Median latency of one config on fresh random inputs.
+
+    Returns {'ms': median of triton.testing.do_bench (warmup=25, rep=100; L2 flushed before each run),
+    'tflops': 2MNK / time, 'rel_err': ||C - ref|| / ||ref|| vs an fp32 reference (None if check=False)}.
+    Raises TilerError if the result is wrong (rel_err > 1e-2 or NaN) or the config cannot run.
+    """
+    _gpu_stack()
+    cfg = check_config(config)
+    problem = Problem(M, N, K, dtype=dtype, seed=seed, reference=check)
+    return problem.measure(cfg, check=check)
+
+
+# --- exported tilings ---------------------------------------------------------------------------------
+
+
+def _load_doc(path_or_dict) -> dict:
+    if isinstance(path_or_dict, dict):
+        return path_or_dict
+    path = Path(path_or_dict)
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise TilerError(f"cannot read tiling {path}: {e.strerror or e}") from e
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise TilerError(f"{path} is not JSON: {e}") from e
+    if not isinstance(doc, dict):
+        raise TilerError(f"{path}: a tiling document is a JSON object")
+    return doc
+
+
+def tiling_from_doc(path_or_dict) -> tuple[int, int, int, str, dict]:
+    """(M, N, K, dtype, config) from a tiler.tiling/v1 document (path or parsed dict)."""
+    doc = _load_doc(path_or_dict)
+    schema = doc.get("schema")
+    if schema is not None and schema != TILING_SCHEMA:
+        raise TilerError(f"tiling schema is {schema!r}; this runner reads {TILING_SCHEMA!r}")
+    try:
+        problem = doc["problem"]
+        shape = problem["shape"]
+        M, N, K = (int(shape[k]) for k in ("M", "N", "K"))
+        dtype = str(problem.get("dtype", "fp16"))
+        target = doc["targets"]["triton"]
+    except (KeyError, TypeError, ValueError) as e:
+        raise TilerError(
+            f"tiling document lacks {e}: needs problem.shape.{{M,N,K}}, problem.dtype and targets.triton"
+        ) from e
+    if not isinstance(target, dict):
+        raise TilerError("targets.triton must be an object with the Triton config")
+    config = {k: target[k] for k in CONFIG_KEYS if k in target}
+    return M, N, K, dtype, check_config(config)
+
+
+def run_tiling_json(path_or_dict, check: bool = True) -> dict:
+    """Time an exported tiling (schema tiler.tiling/v1); returns time_config's dict."""
+    M, N, K, dtype, config = tiling_from_doc(path_or_dict)
+    return time_config(M, N, K, config, dtype=dtype, check=check)
+
+
+def main(argv=None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="python3 -m tiler.runners.triton_matmul",
+        description="Time one exported tiling on the GPU; the last stdout line is the median in microseconds.",
+    )
+    parser.add_argument("tiling", help="a tiler.tiling/v1 JSON file")
+    parser.add_argument("--no-check", action="store_true", help="skip the correctness check")
+    args = parser.parse_args(argv)
+    try:
+        M, N, K, dtype, config = tiling_from_doc(args.tiling)
+        res = time_config(M, N, K, config, dtype=dtype, check=not args.no_check)
+    except TilerError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    rel = "unchecked" if res["rel_err"] is None else f"{res['rel_err']:.2e}"
+    print(f"M={M} N={N} K={K} dtype={dtype} config={json.dumps(config)} "
+          f"ms={res['ms']:.5f} tflops={res['tflops']:.2f} rel_err={rel}", file=sys.stderr)
+    print(f"{res['ms'] * 1e3:.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,153 @@
+"""Search spaces: the knobs of `search_spaces/<op>.toml` for one chip family, pinning, enumeration into columns.
+
+Candidates are a dict of equal-length numpy int64 arrays, one per knob (categorical knobs hold their codes).
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+
+from .errors import ConfigError, SpaceError, closest
+
+Candidates = dict[str, np.ndarray]
+
+
+@dataclass(frozen=True)
+class Knob:
+    name: str
+    values: tuple[int, ...]
+    labels: tuple[str, ...] | None = None
+    open: bool = False
+    doc: str = ""
+
+    def parse(self, text: str | int) -> int:
+        """A pinned value from `--fix` or a tiling file: a code, a label, or (open knobs) any integer."""
+        s = str(text).strip()
+        if self.labels and s in self.labels:
+            return self.values[self.labels.index(s)]
+        try:
+            v = int(float(s))
+        except ValueError:
+            raise SpaceError(f"{self.name}: must be one of {self.allowed()}, got {text!r}") from None
+        if float(s) != v or (v not in self.values and not (self.open and v > 0)):
+            raise SpaceError(f"{self.name}: must be one of {self.allowed()}, got {text!r}")
+        return v
+
+    def label(self, code: int):
+        return self.labels[self.values.index(int(code))] if self.labels else int(code)
+
+    def allowed(self) -> str:
+        vals = ", ".join(self.labels) if self.labels else ", ".join(map(str, self.values))
+        return vals + (" (or any positive integer)" if self.open else "")
+
+
+@dataclass(frozen=True)
+class Space:
+    op: str
+    family: str
+    knobs: dict[str, Knob]
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(self.knobs)
+
+    def size(self) -> int:
+        """The full cross product (before rules and pruning)."""
+        n = 1
+        for k in self.knobs.values():
+            n *= len(k.values)
+        return n
+
+    def pin(self, fixes: dict[str, str | int]) -> Space:
+        """A space with some knobs pinned to one value; unknown knobs and bad values name themselves."""
+        knobs = dict(self.knobs)
+        for name, text in fixes.items():
+            if name not in knobs:
+                raise SpaceError(f"--fix: unknown knob {name!r} for {self.op}/{self.family}; {closest(name, knobs)}")
+            knobs[name] = replace(knobs[name], values=(knobs[name].parse(text),))
+        return replace(self, knobs=knobs)
+
+    def product(self, names) -> Candidates:
+        """The cross product of the named knobs' domains as columns."""
+        names = list(names)
+        grids = np.meshgrid(*[np.asarray(self.knobs[n].values, dtype=np.int64) for n in names], indexing="ij")
+        return {n: g.ravel() for n, g in zip(names, grids, strict=True)}
+
+    def parse_tiling(self, tiling: dict) -> Candidates:
+        """One candidate from a dict of knob -> value (labels allowed); every knob must be present."""
+        unknown = [k for k in tiling if k not in self.knobs]
+        missing = [k for k in self.knobs if k not in tiling]
+        if missing:
+            raise SpaceError(f"tiling: missing knob(s) {', '.join(missing)} for {self.op}/{self.family}")
+        del unknown  # derived values in an exported tiling (tail sizes, ...) are ignored
+        return {k: np.array([self.knobs[k].parse(tiling[k])], dtype=np.int64) for k in self.knobs}
+
+    def decode(self, cands: Candidates, i: int) -> dict:
+        """Candidate i as knob -> value with labels for categorical knobs."""
+        return {k: self.knobs[k].label(cands[k][i]) for k in self.knobs}
+
+
+def product(*cols: Candidates) -> Candidates:
+    """Cross product of candidate tables (every row of the first with every row of the second, ...)."""
+    out: Candidates = {}
+    sizes = [len(next(iter(c.values()))) if c else 1 for c in cols]
+    idx = np.meshgrid(*[np.arange(s) for s in sizes], indexing="ij")
+    for c, ix in zip(cols, idx, strict=True):
+        for k, v in c.items():
+            out[k] = v[ix.ravel()]
+    return out
+
+
+def take(cands: Candidates, mask_or_idx) -> Candidates:
+    return {k: v[mask_or_idx] for k, v in cands.items()}
+
+
+def length(cands: Candidates) -> int:
+    return len(next(iter(cands.values()))) if cands else 0
+
+
+def _builtin_dir() -> Path:
+    repo = Path(__file__).resolve().parent.parent / "search_spaces"
+    if repo.is_dir():
+        return repo
+    from importlib import resources
+
+    return Path(str(resources.files("tiler.data") / "search_spaces"))
+
+
+def spaces_dir(extra: str | os.PathLike | None = None) -> Path:
+    for d in (extra, os.environ.get("TILER_SPACES_DIR")):
+        if d and Path(d).is_dir():
+            return Path(d)
+    return _builtin_dir()
+
+
+def load_space(op: str, family: str, spaces: str | os.PathLike | None = None) -> Space:
+    path = spaces_dir(spaces) / f"{op}.toml"
+    if not path.is_file():
+        have = sorted(p.stem for p in spaces_dir(spaces).glob("*.toml"))
+        raise SpaceError(f"op: no search space for {op!r}; {closest(op, have)}")
+    try:
+        raw = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: {exc}") from exc
+    if family not in raw:
+        raise SpaceError(f"op: {op} has no knobs for the {family!r} family in {path}")
+    knobs = {}
+    for name, spec in raw[family].items():
+        if not isinstance(spec, dict) or not spec.get("values"):
+            raise ConfigError(f"{path}: [{family}.{name}] needs a non-empty 'values' list")
+        labels = tuple(spec["labels"]) if "labels" in spec else None
+        if labels and len(labels) != len(spec["values"]):
+            raise ConfigError(f"{path}: [{family}.{name}] 'labels' and 'values' differ in length")
+        knobs[name] = Knob(name, tuple(int(v) for v in spec["values"]), labels, bool(spec.get("open")),
+                           spec.get("doc", ""))
+    return Space(op, family, knobs)
+
+
+__all__ = ["Candidates", "Knob", "Space", "length", "load_space", "product", "take"]
