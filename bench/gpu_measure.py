@@ -118,6 +118,14 @@ def _worker_init(root: str) -> None:
     if root not in sys.path:
         sys.path.insert(0, root)
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    try:  # pay the imports and the CUDA context once per worker, not in the first task's compile time
+        import torch
+
+        import tiler.runners.triton_matmul  # noqa: F401
+
+        torch.empty(1, device="cuda")
+    except Exception:  # noqa: BLE001 - the tasks report it
+        pass
 
 
 def _compile_one(task):

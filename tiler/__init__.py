@@ -1,0 +1,3 @@
+"""tiler: tiling-strategy autotuner for Ascend NPU and NVIDIA GPU kernels."""
+
+__version__ = "0.1.0"

@@ -61,7 +61,9 @@ def segment_efficiency(contiguous_bytes, granule: int = 32):
 
 
 def ceil_div(a, b):
-    return -(-np.asarray(a) // np.asarray(b))
+    """ceil(a / b) for non-negative integers held in int or float arrays (float division: exact below 2**53,
+    and several times faster than numpy's integer floor division)."""
+    return np.ceil(np.divide(a, b))
 
 
 def round_up(a, b):

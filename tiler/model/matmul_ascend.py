@@ -76,9 +76,10 @@ def _geometry(p: Matmul, c: dict) -> dict:
 def _l1_bytes(p: Matmul, c: dict, kc) -> np.ndarray:
     """L1 in use: A chunks for all stages; B chunks for all stages, or one whole-K B panel when resident."""
     b = p.in_bytes
+    bn = round_up(c["base_n"], _k0(p))  # B's N extent in L1 is padded to whole C0 fractals
     a = c["l1_stages"] * c["base_m"] * c["step_m"] * c["base_k"] * c["step_ka"] * b
-    b_staged = c["l1_stages"] * c["base_n"] * c["step_n"] * c["base_k"] * c["step_kb"] * b
-    b_res = c["base_n"] * c["step_n"] * round_up(kc, c["base_k"]) * b
+    b_staged = c["l1_stages"] * bn * c["step_n"] * c["base_k"] * c["step_kb"] * b
+    b_res = bn * c["step_n"] * round_up(kc, c["base_k"]) * b
     return a + np.where(c["weight_resident"] == 1, b_res, b_staged)
 
 
@@ -297,7 +298,14 @@ class MatmulAscend:
             cheapest = np.where(counts[t] > 0, np.minimum(cheapest, cost["busy"]), cheapest)
             if t == 0:
                 fill0 = cost["fill"]
-        make = np.maximum(work / cores, (g["tiles"] // cores) * cheapest)
+        # cores that can share the work: every core in full rounds; in a partial last round only the tiles
+        # there, each re-cut into at most cores // last pieces (tail_split) of at least 16 rows/columns
+        last = np.where(g["tiles"] > cores, g["tiles"] % cores, np.where(g["tiles"] < cores, g["tiles"], 0))
+        pieces = np.minimum(cores // np.maximum(last, 1), ceil_div(np.maximum(g["tm"], g["tn"]), 16))
+        if "tail_split" in c and len(np.unique(c["tail_split"])) == 1 and c["tail_split"][0] == 0:
+            pieces = np.ones_like(pieces)
+        sharing = np.where(last > 0, np.minimum(cores, (g["tiles"] - last) + last * pieces), cores)
+        make = np.maximum(work / sharing, (g["tiles"] // cores) * cheapest)
         return (make + fill0) * 1e6 + _head_us(chip, np.minimum(cores, g["tiles"])) + _reduction_us(p, chip, c)
 
     def estimate(self, p: Matmul, chip, c: dict) -> dict[str, np.ndarray]:
@@ -314,6 +322,8 @@ class MatmulAscend:
         stats = []
         hit_a, hit_b = np.zeros(n), np.zeros(n)
         sub_s = np.ones(n, dtype=np.int64)
+        by_key = np.argsort(inv, kind="stable")
+        starts = np.searchsorted(inv[by_key], np.arange(len(uniq) + 1))
         for j, (tm, tn, kc, so, sd, sp, ts, splits) in enumerate(uniq):
             gm, gn = -(-p.M // tm), -(-p.N // tn)
             tiles = gm * gn * splits * p.batch
@@ -324,36 +334,39 @@ class MatmulAscend:
             st = schedule_stats(int(gm), int(gn), int(splits), p.batch, cores, int(so), int(sd), bool(sp), s >= 2,
                                 bool(p.M % tm), bool(p.N % tn), float(tm * kc * b), float(tn * kc * b), float(cap))
             stats.append((st, s))
-            rows = inv == j
+            rows = by_key[starts[j]: starts[j + 1]]
             hit_a[rows], hit_b[rows], sub_s[rows] = st.a_hit, st.b_hit, s
         active = np.minimum(cores, g["tiles"])
         ms, ns = _sizes(g)
         res = c["weight_resident"] == 1
         pipes = ("busy", "mac", "scalar", "mte1", "mte2_bw", "fixpipe", "l2_read", "hbm_read")
-        per = {k: np.zeros((n, 8)) for k in pipes}
-        for t in range(8):
-            cost = tile_cost(p, chip, c, ms[t % 4], ns[t % 4], g["kc"], hit_a, hit_b, res & (t >= 4), active)
-            for k in pipes:
-                per[k][:, t] = cost[k]
-            if t == 0:
-                fill0 = cost["fill"]
+        # all eight tile types in one vectorised call: candidates along axis 0, types along axis 1
+        col = {k: v[:, None] for k, v in c.items()}
+        mt8 = np.stack([ms[t % 4] for t in range(8)], axis=1)
+        nt8 = np.stack([ns[t % 4] for t in range(8)], axis=1)
+        res8 = res[:, None] & (np.arange(8) >= 4)[None, :]
+        per = tile_cost(p, chip, col, mt8, nt8, g["kc"][:, None], hit_a[:, None], hit_b[:, None], res8,
+                        active[:, None])
+        fill0 = per["fill"][:, 0]
         # tail re-split: the partial last round's tiles cut into `sub_s` pieces along their longer side
         along_m = g["tm"] >= g["tn"]
         sub = {k: np.zeros((n, 4)) for k in pipes}
+        col = {k: v[:, None] for k, v in c.items()}
         sub_m = np.where(along_m, round_up(ceil_div(g["tm"], sub_s), 16), g["tn"] * 0 + g["tm"])
         sub_n = np.where(along_m, g["tn"], round_up(ceil_div(g["tn"], sub_s), 16))
         need_sub = sub_s >= 2
         if need_sub.any():
-            for t in range(4):
-                m_t = np.where(along_m, round_up(ceil_div(ms[t], sub_s), 16), ms[t])
-                n_t = np.where(along_m, ns[t], round_up(ceil_div(ns[t], sub_s), 16))
-                m_t, n_t = np.minimum(m_t, ms[t]), np.minimum(n_t, ns[t])
-                cost = tile_cost(p, chip, c, m_t, n_t, g["kc"], hit_a, hit_b, False, cores)
-                for k in pipes:
-                    sub[k][:, t] = cost[k]
+            ss = sub_s[:, None]
+            m4 = np.stack(ms, axis=1)
+            n4 = np.stack(ns, axis=1)
+            m_t = np.where(along_m[:, None], np.minimum(round_up(ceil_div(m4, ss), 16), m4), m4)
+            n_t = np.where(along_m[:, None], n4, np.minimum(round_up(ceil_div(n4, ss), 16), n4))
+            sub = tile_cost(p, chip, col, m_t, n_t, g["kc"][:, None], hit_a[:, None], hit_b[:, None], False, cores)
         out = {k: np.zeros(n) for k in ("make", "balance", "cores_used", *pipes)}
+        by_key = np.argsort(inv, kind="stable")
+        starts = np.searchsorted(inv[by_key], np.arange(len(stats) + 1))
         for j, (st, s) in enumerate(stats):
-            rows = np.nonzero(inv == j)[0]
+            rows = by_key[starts[j]: starts[j + 1]]
             core = {k: per[k][rows] @ st.counts.T for k in pipes}  # (rows, cores)
             if s >= 2 and st.last_types.size:
                 subs = np.repeat(st.last_types, s)[:cores]  # sub-tile j -> core j
@@ -391,16 +404,16 @@ class MatmulAscend:
             "bound": bound,
             **{f"{k}_us": v for k, v in pipes_us.items()},
             "cores_used": out["cores_used"].astype(np.int64),
-            "waves": ceil_div(g["tiles"], cores),
+            "waves": ceil_div(g["tiles"], cores).astype(np.int64),
             "balance": out["balance"],
             "l2_hit_rate": hit,
             "hbm_bytes": out["hbm_read"] + out_hbm,
             "l2_bytes": l2_read + out_hbm,
             "roofline_us": roofline_us(p.flops, p.compulsory_bytes, chip.peak_tflops(p.dtype) * 1e12,
                                        chip["hbm_gbps"] * 1e9, head),
-            "tiles": g["tiles"],
-            "tail_sub_m": np.where(need_sub, sub_m, 0),
-            "tail_sub_n": np.where(need_sub, sub_n, 0),
-            "tail_sub_count": np.where(need_sub, sub_s, 0),
+            "tiles": g["tiles"].astype(np.int64),
+            "tail_sub_m": np.where(need_sub, sub_m, 0).astype(np.int64),
+            "tail_sub_n": np.where(need_sub, sub_n, 0).astype(np.int64),
+            "tail_sub_count": np.where(need_sub, sub_s, 0).astype(np.int64),
         }
         return rec

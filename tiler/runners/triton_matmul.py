@@ -408,13 +408,11 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     try:
         M, N, K, dtype, config = tiling_from_doc(args.tiling)
-        res = time_config(M, N, K, config, dtype=dtype, check=not args.no_check)
+        res = run_tiling_json(args.tiling, check=not args.no_check)
     except TilerError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    rel = "unchecked" if res["rel_err"] is None else f"{res['rel_err']:.2e}"
-    print(f"M={M} N={N} K={K} dtype={dtype} config={json.dumps(config)} "
-          f"ms={res['ms']:.5f} tflops={res['tflops']:.2f} rel_err={rel}", file=sys.stderr)
+    print(json.dumps({"M": M, "N": N, "K": K, "dtype": dtype, "config": config, **res}), file=sys.stderr)
     print(f"{res['ms'] * 1e3:.3f}")
     return 0
 

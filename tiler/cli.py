@@ -1,0 +1,318 @@
+"""The `tiler` command line: a thin layer that parses, calls one library function and renders.
+
+Exit codes: 0 success; 2 bad input (one line on stderr naming the field and the allowed values); 1 internal
+error (a bug: the traceback is kept). Program output (JSON/CSV) goes to stdout; progress and notes to stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from .errors import TilerError
+
+FORMATS = click.Choice(["table", "json"])
+
+
+def _chip(chip_id: str, hardware_dir):
+    from .hardware import load_chip
+
+    return load_chip(chip_id, hardware_dir)
+
+
+def _parse_fix(values: tuple[str, ...]) -> dict[str, str]:
+    out = {}
+    for v in values:
+        if "=" not in v:
+            raise TilerError(f"--fix: expected KNOB=VALUE, got {v!r}")
+        k, val = (s.strip() for s in v.split("=", 1))
+        out[k] = val
+    return out
+
+
+def _setup(op, chip_id, shape, dtype, hardware_dir, fix=()):
+    from .problem import parse_problem, parse_shape_text
+    from .space import load_space
+
+    chip = _chip(chip_id, hardware_dir)
+    problem = parse_problem(op, parse_shape_text(shape), dtype)
+    space = load_space(op, chip.family).pin(_parse_fix(fix))
+    return chip, problem, space
+
+
+def _load_tiling(text: str) -> dict:
+    """--tiling: inline JSON, or a path to a JSON file (a bare tiling dict or an exported document)."""
+    src = text
+    path = Path(text)
+    if not text.lstrip().startswith("{") and path.is_file():
+        src = path.read_text()
+    try:
+        doc = json.loads(src)
+    except json.JSONDecodeError as exc:
+        raise TilerError(f"--tiling: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}) and not a file") from None
+    if not isinstance(doc, dict):
+        raise TilerError("--tiling: must be a JSON object of knob -> value")
+    return doc.get("tiling", doc) if isinstance(doc.get("tiling", doc), dict) else doc
+
+
+def _fmt(v) -> str:
+    if isinstance(v, float):
+        return f"{v:.4g}" if abs(v) < 1e5 else f"{v:.3e}"
+    return str(v)
+
+
+def _estimate_lines(row: dict) -> list[str]:
+    from .model.common import PIPES
+
+    pipes = "  ".join(f"{p}={row[f'{p}_us']:.1f}" for p in PIPES if row[f"{p}_us"] > 0)
+    return [
+        f"time      {row['time_us']:.2f} us   (roofline {row['roofline_us']:.2f} us, "
+        f"{row['roofline_us'] / row['time_us']:.0%} of the floor)",
+        f"bound     {row['bound']}",
+        f"pipes us  {pipes}   (critical core)",
+        f"cores     {row['cores_used']} used, {row['waves']} waves, balance {row['balance']:.2f}",
+        f"memory    L2 hit {row['l2_hit_rate']:.0%}, HBM {row['hbm_bytes'] / 1e6:.1f} MB, L2 {row['l2_bytes'] / 1e6:.1f} MB",
+    ]
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--debug", is_flag=True, help="Show tracebacks for input errors.")
+@click.option("--hardware-dir", type=click.Path(file_okay=False), envvar="TILER_HARDWARE_DIR",
+              help="Folder of extra chip profiles (searched before the shipped ones).")
+@click.version_option(package_name="tiler")
+@click.pass_context
+def cli(ctx, debug, hardware_dir):
+    """Tiling-strategy autotuner for Ascend NPU and NVIDIA GPU kernels."""
+    ctx.obj = {"debug": debug, "hardware_dir": hardware_dir}
+
+
+@cli.command()
+@click.option("--format", "fmt", type=FORMATS, default="table")
+@click.pass_obj
+def chips(obj, fmt):
+    """List the known chips: cores, clock, fp16 peak, memory."""
+    from .hardware import known_chips
+
+    rows = []
+    for cid in known_chips(obj["hardware_dir"]):
+        c = _chip(cid, obj["hardware_dir"])
+        rows.append({"id": c.id, "family": c.family, "name": c.name, "cores": c.cores, "clock_mhz": c["clock_mhz"],
+                     "fp16_tflops": round(c.peak_tflops("fp16"), 1), "hbm_gbps": c["hbm_gbps"],
+                     "l2_mb": round(c["l2_bytes"] / 2**20, 1), "memory_gb": round(c["hbm_bytes"] / 2**30, 1)})
+    if fmt == "json":
+        click.echo(json.dumps(rows, indent=2))
+        return
+    click.echo(f"{'id':16} {'family':7} {'cores':>5} {'MHz':>6} {'fp16 TF':>8} {'HBM GB/s':>9} {'L2 MB':>6} {'mem GB':>7}  name")
+    for r in rows:
+        click.echo(f"{r['id']:16} {r['family']:7} {r['cores']:>5} {r['clock_mhz']:>6} {r['fp16_tflops']:>8} "
+                   f"{r['hbm_gbps']:>9} {r['l2_mb']:>6} {r['memory_gb']:>7}  {r['name']}")
+
+
+@cli.command()
+@click.option("--format", "fmt", type=FORMATS, default="table")
+def ops(fmt):
+    """List the operators, the families each has a model for, and their problem fields."""
+    from .model import known_ops
+    from .problem import PROBLEMS
+
+    rows = {}
+    for op, fam in known_ops():
+        cls = PROBLEMS[op]
+        rows.setdefault(op, {"op": op, "families": [], "fields": list(cls.FIELDS) + list(cls.OPTIONAL)})
+        rows[op]["families"].append(fam)
+    if fmt == "json":
+        click.echo(json.dumps(list(rows.values()), indent=2))
+        return
+    for r in rows.values():
+        click.echo(f"{r['op']:16} families: {', '.join(r['families']):14} fields: {', '.join(r['fields'])}")
+
+
+def _common(f):
+    for dec in reversed([
+        click.option("--op", required=True, help="Operator (tiler ops)."),
+        click.option("--chip", "chip_id", required=True, help="Chip id (tiler chips) or a profile .toml."),
+        click.option("--shape", required=True, help="Problem fields, e.g. M=4096,N=4096,K=4096."),
+        click.option("--dtype", default=None, help="fp16 (default), bf16, fp32, int8."),
+    ]):
+        f = dec(f)
+    return f
+
+
+@cli.command()
+@_common
+@click.option("--strategy", default="exhaustive", show_default=True, help="exhaustive, tpe, random or auto.")
+@click.option("--trials", type=int, default=None, help="Trials for tpe/random.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--fix", multiple=True, help="Pin a knob: --fix base_m=256 (repeatable).")
+@click.option("--top", type=int, default=5, show_default=True, help="How many of the best tilings to show.")
+@click.option("--export", "export_path", type=click.Path(dir_okay=False), help="Write the tiler.tiling/v1 JSON here.")
+@click.option("--format", "fmt", type=FORMATS, default="table")
+@click.option("--storage", default=None, help="Optuna storage URL (tpe/random).")
+@click.option("--study-name", default=None, help="Optuna study name to create or resume (tpe/random).")
+@click.option("--measure", default=None, help="Measure each trial: a command with {tiling}, or 'triton'.")
+@click.option("--measure-timeout", type=float, default=120.0, show_default=True)
+@click.option("--warm-start", is_flag=True, help="Enqueue known-good tilings first (tpe).")
+@click.option("--guided", type=int, default=0, help="Measured search: measure the model's top-k first.")
+@click.pass_obj
+def search(obj, op, chip_id, shape, dtype, strategy, trials, seed, fix, top, export_path, fmt, storage, study_name,
+           measure, measure_timeout, warm_start, guided):
+    """Find the best tiling for one problem on one chip."""
+    from .advice import advice
+    from .export import tiling_document, write_json
+    from .search import search as run_search
+    from .space import take
+
+    chip, problem, space = _setup(op, chip_id, shape, dtype, obj["hardware_dir"], fix)
+    if top < 1:
+        raise TilerError(f"--top: must be >= 1, got {top}")
+    kw = {k: v for k, v in dict(storage=storage, study_name=study_name, measure=measure,
+                                 measure_timeout=measure_timeout, warm_start=warm_start, guided=guided).items() if v}
+    res = run_search(problem, chip, space, strategy=strategy, top=top, seed=seed, trials=trials, **kw)
+    info = {"strategy": res.strategy, "evaluated": int(res.evaluated), "bounded": int(res.bounded),
+            "space_size": int(res.space_size), "feasible": int(res.feasible), "seed": res.seed,
+            "proven_optimal": bool(res.proven_optimal), "elapsed_s": round(res.elapsed_s, 3)}
+    doc = tiling_document(problem, chip, space, res.tiling(0), res.row(0), info)
+    if export_path:
+        write_json(doc, export_path)
+        click.echo(f"wrote {export_path}", err=True)
+    lines = advice(problem, chip, space, take(res.cands, slice(0, 1)), take(res.est, slice(0, 1)))
+    if fmt == "json":
+        doc["advice"] = lines
+        doc["alternatives"] = [{"tiling": res.tiling(i), "time_us": float(res.est["time_us"][i]),
+                                "bound": str(res.est["bound"][i])} for i in range(1, len(res.est["time_us"]))]
+        click.echo(json.dumps(doc, indent=2))
+        return
+    click.echo(f"{problem.OP} {problem.key()} on {chip.id} ({chip.cores} cores)")
+    click.echo("best tiling: " + ", ".join(f"{k}={v}" for k, v in res.tiling(0).items()))
+    for line in _estimate_lines(res.row(0)):
+        click.echo("  " + line)
+    if doc["tiling"].get("tail_sub_count"):
+        t = doc["tiling"]
+        click.echo(f"  tail      last round re-cut into {t['tail_sub_count']} sub-blocks of {t['tail_sub_m']}x{t['tail_sub_n']}")
+    click.echo("advice:")
+    for line in lines:
+        click.echo("  - " + line)
+    proof = "optimum proven" if res.proven_optimal else "optimum not proven"
+    click.echo(f"search: {res.strategy}, {res.evaluated} scored + {res.bounded} bounded of {res.space_size} "
+               f"in the space ({res.feasible} feasible), {proof}, {res.elapsed_s:.2f} s")
+    if len(res.est["time_us"]) > 1:
+        click.echo("next best:")
+        for i in range(1, len(res.est["time_us"])):
+            t = res.tiling(i)
+            diff = {k: v for k, v in t.items() if v != res.tiling(0)[k]}
+            click.echo(f"  {res.est['time_us'][i]:10.2f} us  {res.est['bound'][i]:8}  differs: "
+                       + ", ".join(f"{k}={v}" for k, v in diff.items()))
+
+
+@cli.command()
+@_common
+@click.option("--tiling", required=True, help="JSON object of knob -> value, or a file (an exported document works).")
+@click.option("--format", "fmt", type=FORMATS, default="table")
+@click.pass_obj
+def explain(obj, op, chip_id, shape, dtype, tiling, fmt):
+    """Break down one given tiling: pipes, bound, waves and balance, L2, roofline, advice."""
+    from .advice import advice
+    from .export import tiling_document
+    from .model import get_model
+    from .search import evaluate
+
+    chip, problem, space = _setup(op, chip_id, shape, dtype, obj["hardware_dir"])
+    cand, est, rules = evaluate(problem, chip, space, _load_tiling(tiling))
+    broken = [r for r, ok in rules.items() if not ok]
+    if broken:
+        text = get_model(space.op, space.family).RULE_TEXT
+        raise TilerError(f"tiling: infeasible on {chip.id}: " + "; ".join(f"{r} ({text.get(r, r)})" for r in broken))
+    row = {k: (v[0].item() if hasattr(v[0], "item") else v[0]) for k, v in est.items()}
+    lines = advice(problem, chip, space, cand, est)
+    if fmt == "json":
+        doc = tiling_document(problem, chip, space, space.decode(cand, 0), row)
+        doc["advice"] = lines
+        click.echo(json.dumps(doc, indent=2))
+        return
+    click.echo(f"{problem.OP} {problem.key()} on {chip.id} ({chip.cores} cores)")
+    click.echo("tiling: " + ", ".join(f"{k}={v}" for k, v in space.decode(cand, 0).items()))
+    for line in _estimate_lines(row):
+        click.echo("  " + line)
+    click.echo("advice:")
+    for line in lines:
+        click.echo("  - " + line)
+
+
+@cli.command()
+@_common
+@click.option("--candidates", required=True, type=click.Path(dir_okay=False), help="CSV of tilings (one per row).")
+@click.option("--format", "fmt", type=click.Choice(["csv", "json", "table"]), default="csv")
+@click.pass_obj
+def rank(obj, op, chip_id, shape, dtype, candidates, fmt):
+    """Score a CSV of tilings for one problem: adds predicted_us and rank; infeasible rows are reported."""
+    import pandas as pd
+
+    from .rank import rank_candidates
+
+    chip, problem, _ = _setup(op, chip_id, shape, dtype, obj["hardware_dir"])
+    try:
+        df = pd.read_csv(candidates)
+    except (OSError, ValueError) as exc:
+        raise TilerError(f"--candidates: cannot read {candidates}: {exc}") from None
+    ranked, rejected = rank_candidates(problem, chip, df)
+    for _, r in rejected.iterrows():
+        click.echo(f"row {r.get('row', '?')}: infeasible: {r.get('reason', '')}", err=True)
+    if fmt == "csv":
+        click.echo(ranked.to_csv(index=False), nl=False)
+    elif fmt == "json":
+        click.echo(ranked.to_json(orient="records", indent=2))
+    else:
+        click.echo(ranked.to_string(index=False))
+
+
+@cli.command()
+@click.option("--chip", "chip_id", required=True)
+@click.option("--op", default="matmul", show_default=True)
+@click.option("--measurements", required=True, type=click.Path(dir_okay=False, exists=True))
+@click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False))
+@click.option("--folds", type=int, default=4, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.pass_obj
+def calibrate(obj, chip_id, op, measurements, out_path, folds, seed):
+    """Fit the profile's efficiency constants to measured latencies; report held-out error and ranking."""
+    import pandas as pd
+
+    from .calibrate import calibrate as fit
+    from .calibrate import write_profile
+
+    chip = _chip(chip_id, obj["hardware_dir"])
+    result = fit(chip, op, pd.read_csv(measurements), folds=folds, seed=seed)
+    write_profile(result, out_path)
+    click.echo(result.summary() if hasattr(result, "summary") else str(result))
+    click.echo(f"wrote {out_path}", err=True)
+
+
+def main(argv=None) -> int:
+    """Entry point: turns input errors into one stderr line and exit code 2."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in args
+    try:
+        cli.main(args=args, prog_name="tiler", standalone_mode=False)
+    except TilerError as exc:
+        if debug:
+            raise
+        click.echo(f"error: {exc}", err=True)
+        return 2
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        return 130
+    except click.ClickException as exc:
+        if debug:
+            raise
+        click.echo(f"error: {exc.format_message()}", err=True)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
