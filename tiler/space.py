@@ -24,12 +24,16 @@ class Knob:
     labels: tuple[str, ...] | None = None
     open: bool = False
     doc: str = ""
+    codes: tuple[int, ...] = ()  # the codes `labels` name (the full domain, kept when `values` is pinned)
 
     def parse(self, text: str | int) -> int:
         """A pinned value from `--fix` or a tiling file: a code, a label, or (open knobs) any integer."""
         s = str(text).strip()
         if self.labels and s in self.labels:
-            return self.values[self.labels.index(s)]
+            v = self.codes[self.labels.index(s)]
+            if v not in self.values:
+                raise SpaceError(f"{self.name}: must be one of {self.allowed()}, got {text!r}")
+            return v
         try:
             v = int(float(s))
         except ValueError:
@@ -39,10 +43,10 @@ class Knob:
         return v
 
     def label(self, code: int):
-        return self.labels[self.values.index(int(code))] if self.labels else int(code)
+        return self.labels[self.codes.index(int(code))] if self.labels else int(code)
 
     def allowed(self) -> str:
-        vals = ", ".join(self.labels) if self.labels else ", ".join(map(str, self.values))
+        vals = ", ".join(self.label(v) for v in self.values) if self.labels else ", ".join(map(str, self.values))
         return vals + (" (or any positive integer)" if self.open else "")
 
 
@@ -145,8 +149,8 @@ def load_space(op: str, family: str, spaces: str | os.PathLike | None = None) ->
         labels = tuple(spec["labels"]) if "labels" in spec else None
         if labels and len(labels) != len(spec["values"]):
             raise ConfigError(f"{path}: [{family}.{name}] 'labels' and 'values' differ in length")
-        knobs[name] = Knob(name, tuple(int(v) for v in spec["values"]), labels, bool(spec.get("open")),
-                           spec.get("doc", ""))
+        values = tuple(int(v) for v in spec["values"])
+        knobs[name] = Knob(name, values, labels, bool(spec.get("open")), spec.get("doc", ""), values)
     return Space(op, family, knobs)
 
 

@@ -66,7 +66,7 @@ def _geometry(p: Matmul, c: dict) -> dict:
     gm, gn = ceil_div(p.M, tm), ceil_div(p.N, tn)
     ksteps = ceil_div(p.K, c["base_k"])
     per = ceil_div(ksteps, c["split_k"])
-    splits = ceil_div(ksteps, per)  # slices actually used
+    splits = c["split_k"]  # every slice is launched on its own core, even when ceil() leaves the last ones short
     kc = np.minimum(per * c["base_k"], p.K)
     return {"tm": tm, "tn": tn, "gm": gm, "gn": gn, "kc": kc, "splits": splits,
             "m_last": p.M - (gm - 1) * tm, "n_last": p.N - (gn - 1) * tn,

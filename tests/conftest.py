@@ -1,0 +1,41 @@
+"""Shared fixtures: chips, the ascend space, and a helper to score one tiling."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tiler.hardware import load_chip
+from tiler.model import get_model
+from tiler.problem import parse_problem
+from tiler.space import load_space
+
+# The CATLASS default for A2 (examples/00_basic_matmul): 128x256x64 L0, L1 K 256, ping-pong, swizzle <3,0>.
+CATLASS_DEFAULT = dict(base_m=128, base_n=256, base_k=64, step_m=1, step_n=1, step_ka=4, step_kb=4, l1_stages=2,
+                       preload=1, l0_pingpong=1, multi_load=1, weight_resident=0, iterate_order=0, swizzle_offset=3,
+                       swizzle_direction=0, serpentine=1, tail_split=0, split_k=1)
+
+
+@pytest.fixture(scope="session")
+def b3():
+    return load_chip("ascend910b3")
+
+
+@pytest.fixture(scope="session")
+def ascend_space():
+    return load_space("matmul", "ascend")
+
+
+def mm(M, N, K, dtype="fp16", batch=1):
+    return parse_problem("matmul", {"M": M, "N": N, "K": K, "batch": batch}, dtype)
+
+
+def score(chip, problem, **knobs):
+    """Estimate of one ascend tiling (CATLASS default with `knobs` changed), as a dict of scalars."""
+    model = get_model("matmul", chip.family)
+    t = {**CATLASS_DEFAULT, **knobs}
+    cand = {k: np.array([v], dtype=np.int64) for k, v in t.items()}
+    ok = model.feasible(problem, chip, cand)
+    assert all(m[0] for m in ok.values()), {r: bool(m[0]) for r, m in ok.items()}
+    est = model.estimate(problem, chip, cand)
+    return {k: (v[0].item() if hasattr(v[0], "item") else v[0]) for k, v in est.items()}

@@ -1,0 +1,78 @@
+"""The exhaustive search against brute force: dominance, resolved knobs and the bound must never lose the optimum."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import mm
+
+from tiler.errors import InfeasibleError, SpaceError
+from tiler.model import get_model
+from tiler.search import search
+from tiler.space import take
+
+SMALL = {"base_m": [16, 64, 128], "base_n": [32, 128, 256], "base_k": [32, 64], "step_ka": [1, 4], "step_kb": [1, 2],
+         "swizzle_offset": [1, 3], "split_k": [1, 4]}
+
+
+def _restrict(space, domains):
+    from dataclasses import replace
+
+    knobs = dict(space.knobs)
+    for k, vals in domains.items():
+        knobs[k] = replace(knobs[k], values=tuple(vals))
+    return replace(space, knobs=knobs)
+
+
+def _brute_force(problem, chip, space):
+    model = get_model(space.op, space.family)
+    cand = space.product(space.names)
+    ok = np.logical_and.reduce(list(model.feasible(problem, chip, cand).values()))
+    cand = take(cand, ok)
+    est = model.estimate(problem, chip, cand)
+    return float(est["time_us"].min()), len(cand["base_m"])
+
+
+@pytest.mark.parametrize("shape", [(256, 512, 1024), (1000, 300, 4096), (64, 64, 65536), (2048, 2048, 512)])
+def test_exhaustive_equals_brute_force(b3, ascend_space, shape):
+    """Same optimum as scoring every point of a small space one by one (the pruning is exact)."""
+    space = _restrict(ascend_space, SMALL)
+    p = mm(*shape)
+    best, n = _brute_force(p, b3, space)
+    res = search(p, b3, space)
+    assert res.proven_optimal
+    assert res.row(0)["time_us"] == pytest.approx(best, rel=1e-9)
+    assert res.evaluated < n  # the bound pruned something
+
+
+def test_pinned_knobs_respected(b3, ascend_space):
+    res = search(mm(2048, 2048, 2048), b3, ascend_space.pin({"base_m": "64", "tail_split": "auto"}), top=3)
+    for i in range(len(res.est["time_us"])):
+        assert res.tiling(i)["base_m"] == 64 and res.tiling(i)["tail_split"] == "auto"
+
+
+def test_search_is_deterministic(b3, ascend_space):
+    a = search(mm(1536, 2560, 1024), b3, ascend_space, top=3)
+    b = search(mm(1536, 2560, 1024), b3, ascend_space, top=3)
+    assert [a.tiling(i) for i in range(3)] == [b.tiling(i) for i in range(3)]
+
+
+def test_results_sorted_and_report_counts(b3, ascend_space):
+    res = search(mm(4096, 4096, 4096), b3, ascend_space, top=5)
+    t = res.est["time_us"]
+    assert np.all(np.diff(t) >= 0)
+    assert res.space_size == ascend_space.size() and res.feasible > res.evaluated > 0
+
+
+def test_empty_space_names_the_rule(b3, ascend_space):
+    with pytest.raises(InfeasibleError, match="l0c"):
+        search(mm(4096, 4096, 4096), b3, ascend_space.pin({"base_m": "256", "base_n": "256"}))
+
+
+def test_bad_pins(ascend_space):
+    with pytest.raises(SpaceError, match="unknown knob 'bm'"):
+        ascend_space.pin({"bm": 1})
+    with pytest.raises(SpaceError, match="tail_split: must be one of off, auto"):
+        ascend_space.pin({"tail_split": "sometimes"})
+    with pytest.raises(SpaceError, match="l1_stages"):
+        ascend_space.pin({"l1_stages": "7"})

@@ -1,0 +1,437 @@
+"""Bayesian (TPE) and random search with optuna: the `tpe` and `random` strategies of `tiler.search.search`.
+
+optuna is imported here only. One optuna trial samples the knobs, checks the model's capacity rules (an
+infeasible point is PRUNED without a model call or a measurement, so TPE learns to avoid it) and scores the
+tiling with the model's estimate or with a measurement. docs/search.md explains every choice below.
+
+* Sampled knobs: every knob of the (possibly pinned) space, `suggest_categorical` over its domain (labels for
+  categorical knobs, so optuna-dashboard reads them). `preload` must be < `l1_stages`: when both are sampled,
+  preload is sampled under a per-stage name (`preload|l1_stages=3`) over the values below that stage count.
+* Resolved knobs (the model's RESOLVED: l0_pingpong, l1_stages, preload on Ascend): when the objective is the model,
+  `model.resolve()` fills them with their provably best feasible value instead of sampling them; a measurement
+  samples them (the proof is about the model, not the silicon).
+* Schedule knobs (the model's SCHEDULE_KNOBS: traversal and tail handling): when the objective is the model, each
+  trial scores every combination of them in one vectorised model call and keeps the best ("inner" resolution);
+  a measurement samples them.
+* Budget: `trials` counts evaluated trials (a model call or a measurement). Infeasible points (pruned) and repeats
+  of an already evaluated tiling (answered from the study, never re-measured) are free and do not count; the
+  total number of optuna trials is capped at 10 x trials + 100.
+* Storage: SQLite `results/studies.db` by default, any optuna storage URL, or "memory". The default study name
+  is derived from the chip, op, problem, strategy, seed and a hash of everything that changes the objective, so
+  the same command resumes its study and runs only the evaluations still missing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from .errors import InfeasibleError, SpaceError, TilerError
+from .model import get_model
+from .search import SearchResult, exhaustive
+from .space import Candidates, Space, product, take
+
+DEFAULT_TRIALS = 100
+DEFAULT_STORAGE = Path("results") / "studies.db"
+PRELOAD, STAGES = "preload", "l1_stages"
+NEAR_BEST = 0.02  # guided mode reports the measurements within 2% of the best found
+
+# Known-good starting points (--warm-start). Ascend: the CATLASS 128x256x64 default; CUDA: the Triton tutorial's.
+ASCEND_DEFAULT = dict(base_m=128, base_n=256, base_k=64, step_m=1, step_n=1, step_ka=4, step_kb=4, l1_stages=2,
+                      preload=1, l0_pingpong=1, multi_load=1, weight_resident=0, iterate_order="m",
+                      swizzle_offset=3, swizzle_direction=0, serpentine=1, tail_split="auto", split_k=1)
+CUDA_DEFAULT = dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, num_stages=3, num_warps=8, GROUP_M=8, ORDER=1, SPLIT_K=1)
+
+# TPE setup (docs/search.md, "sampler"): bench/regret.py compared these on the regret suite.
+TPE_OPTIONS = dict(n_startup_trials=10, multivariate=True, group=True, n_ei_candidates=24)
+
+
+def warm_defaults(problem, chip) -> dict:
+    """The known-good tiling for this chip family and problem (knob -> value or label)."""
+    if chip.family == "ascend":
+        return dict(ASCEND_DEFAULT, swizzle_direction=1 if problem.M < problem.N else 0)
+    if chip.family == "cuda":
+        return dict(CUDA_DEFAULT)
+    return {}
+
+
+# ------------------------------------------------------------------ storage and study
+
+
+def open_storage(storage=None):
+    """An optuna storage: None -> SQLite results/studies.db, "memory", a storage object, a URL or a .db path."""
+    import optuna
+
+    if storage is None or storage == "":
+        DEFAULT_STORAGE.parent.mkdir(parents=True, exist_ok=True)
+        url = f"sqlite:///{DEFAULT_STORAGE}"
+    elif isinstance(storage, optuna.storages.BaseStorage):
+        return storage
+    elif storage == "memory":
+        return optuna.storages.InMemoryStorage()
+    elif isinstance(storage, str | Path) and "://" not in str(storage) and Path(storage).suffix in (".db", ".sqlite", ".sqlite3"):
+        url = f"sqlite:///{storage}"
+    else:
+        url = str(storage)
+    if "://" not in url:
+        raise TilerError(f"--storage: not a storage URL: {url!r} (e.g. sqlite:///results/studies.db, "
+                         "postgresql://user@host/db, memory)")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # heartbeat is experimental in some optuna versions
+            return optuna.storages.RDBStorage(url, heartbeat_interval=60, grace_period=180)
+    except Exception as exc:  # sqlalchemy/driver errors: bad scheme, missing folder, no server, no driver
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise TilerError(f"--storage: cannot open {url!r}: {first[:200]}") from None
+
+
+def default_study_name(problem, chip, space: Space, strategy: str, seed: int, signature: dict) -> str:
+    """chip-op-problem-strategy-seed plus a short hash of what else changes the objective (pins, measure, ...)."""
+    text = json.dumps(signature, sort_keys=True, default=str)
+    h = hashlib.sha1(text.encode()).hexdigest()[:8]
+    return f"{chip.id}-{problem.key()}-{strategy}-seed{seed}-{h}"
+
+
+def make_sampler(strategy: str, seed: int, options: dict | None = None):
+    import optuna
+
+    if strategy == "random":
+        return optuna.samplers.RandomSampler(seed=seed)
+    opts = dict(TPE_OPTIONS, **(options or {}))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        # one process samples at a time: no liar needed, and without it TPE reuses its trial cache
+        return optuna.samplers.TPESampler(seed=seed, constant_liar=False, **opts)
+
+
+# ------------------------------------------------------------------ the objective
+
+
+class Objective:
+    """Samples one tiling per trial, rejects infeasible ones, scores the rest with the model or a measurement."""
+
+    def __init__(self, problem, chip, space: Space, model, measure_fn=None, resolve: bool = True,
+                 inner: bool = True):
+        self.problem, self.chip, self.space, self.model = problem, chip, space, model
+        self.measure_fn = measure_fn
+        resolved = [k for k in getattr(model, "RESOLVED", ()) if k in space.knobs] if resolve else []
+        # resolve() fills all RESOLVED knobs together: only when the space has every one of them
+        self.resolved = resolved if resolved and len(resolved) == len(getattr(model, "RESOLVED", ())) else []
+        self.inner = [k for k in getattr(model, "SCHEDULE_KNOBS", ()) if k in space.knobs] if inner else []
+        self.sampled = [k for k in space.names if k not in self.resolved and k not in self.inner]
+        self.sched = space.product(self.inner) if self.inner else {}
+        self.cache: dict[tuple, tuple[int, float | None, str]] = {}  # sampled params -> (trial, value, error)
+        self.evaluated = 0
+
+    # --- params <-> tiling
+    def param_name(self, knob: str, stages: int | None) -> str:
+        if knob == PRELOAD and stages is not None:
+            return f"{PRELOAD}|{STAGES}={stages}"
+        return knob
+
+    def choices(self, knob: str, stages: int | None) -> tuple:
+        kn = self.space.knobs[knob]
+        vals = kn.labels if kn.labels else kn.values
+        if knob == PRELOAD and stages is not None:
+            below = tuple(lab for lab, v in zip(vals, kn.values, strict=True) if v < stages)
+            return below or tuple(vals)  # nothing fits: sample the domain, the preload rule rejects it
+        return tuple(vals)
+
+    def stages_of(self, row: dict) -> int | None:
+        return int(row[STAGES]) if PRELOAD in self.sampled and STAGES in self.sampled else None
+
+    def suggest(self, trial) -> dict[str, int]:
+        """Sample the knobs; returns knob -> code."""
+        row: dict[str, int] = {}
+        order = [k for k in self.sampled if k != PRELOAD] + ([PRELOAD] if PRELOAD in self.sampled else [])
+        for k in order:
+            stages = self.stages_of(row) if k == PRELOAD else None
+            v = trial.suggest_categorical(self.param_name(k, stages), self.choices(k, stages))
+            row[k] = self.space.knobs[k].parse(v)
+        return row
+
+    def params(self, row: dict) -> dict:
+        """The optuna params that sample `row` (knob -> code or label); None if a value is outside the domain."""
+        out = {}
+        for k in self.sampled:
+            stages = self.stages_of(row) if k == PRELOAD else None
+            kn = self.space.knobs[k]
+            if int(row[k]) not in kn.values:
+                return None
+            v = kn.label(int(row[k]))
+            if v not in self.choices(k, stages):
+                return None
+            out[self.param_name(k, stages)] = v
+        return out
+
+    def complete(self, row: dict[str, int]) -> Candidates:
+        """The sampled knobs as a candidate table, resolved knobs filled, schedule knobs expanded."""
+        cand = {k: np.array([row[k]], dtype=np.int64) for k in self.sampled}
+        if self.resolved:
+            cand = self.model.resolve(self.problem, self.chip, cand,
+                                      {k: self.space.knobs[k].values for k in self.resolved})
+        if self.sched:
+            cand = product(cand, self.sched)
+        return {k: cand[k] for k in self.space.names}
+
+    def broken(self, cand: Candidates) -> list[str]:
+        masks = self.model.feasible(self.problem, self.chip, cand)
+        return [r for r, m in masks.items() if not bool(np.all(m))]
+
+    def score(self, cand: Candidates) -> tuple[dict[str, int], dict]:
+        """The best row of `cand` by the model: (tiling codes, estimate row)."""
+        est = self.model.estimate(self.problem, self.chip, cand)
+        i = int(np.argmin(est["time_us"]))
+        row = {k: (v[i].item() if hasattr(v[i], "item") else v[i]) for k, v in est.items()}
+        return {k: int(cand[k][i]) for k in self.space.names}, row
+
+    # --- the trial
+    def __call__(self, trial) -> float:
+        import optuna
+
+        row = self.suggest(trial)
+        key = tuple(sorted(trial.params.items()))
+        if key in self.cache:  # a tiling already evaluated: answer from the study, never re-measure
+            number, value, error = self.cache[key]
+            trial.set_user_attr("repeat_of", number)
+            if value is None:
+                trial.set_user_attr("error", error)
+                raise optuna.TrialPruned(f"repeat of failed trial {number}")
+            return value
+        cand = self.complete(row)
+        bad = self.broken(cand)
+        if bad:
+            trial.set_user_attr("infeasible", bad)
+            raise optuna.TrialPruned("infeasible: " + ", ".join(bad))
+        tiling, est_row = self.score(cand)
+        self.evaluated += 1
+        attrs = {"tiling": tiling, "predicted_us": float(est_row["time_us"]), "bound": str(est_row["bound"])}
+        if self.measure_fn is None:
+            for k, v in attrs.items():
+                trial.set_user_attr(k, v)
+            self.cache[key] = (trial.number, attrs["predicted_us"], "")
+            return attrs["predicted_us"]
+        from .export import tiling_document
+        from .runners.external import MeasureError
+
+        doc = tiling_document(self.problem, self.chip, self.space, self.space.decode(
+            {k: np.array([v]) for k, v in tiling.items()}, 0), est_row,
+            {"strategy": "measure", "evaluated": 1, "seed": None, "proven_optimal": False})
+        try:
+            us = float(self.measure_fn(doc))
+        except TilerError as exc:
+            err = str(exc) or type(exc).__name__
+            attrs["error"] = err
+            for k, v in attrs.items():
+                trial.set_user_attr(k, v)
+            self.cache[key] = (trial.number, None, err)
+            raise exc if isinstance(exc, MeasureError) else MeasureError(err) from exc
+        attrs["measured_us"] = us
+        for k, v in attrs.items():
+            trial.set_user_attr(k, v)
+        self.cache[key] = (trial.number, us, "")
+        return us
+
+    def load(self, trials) -> None:
+        """Rebuild the repeat cache and the evaluated count from a resumed study."""
+        from optuna.trial import TrialState
+
+        for t in trials:
+            if "tiling" not in t.user_attrs or "repeat_of" in t.user_attrs:
+                continue
+            key = tuple(sorted(t.params.items()))
+            if t.state == TrialState.COMPLETE:
+                self.cache[key] = (t.number, float(t.value), "")
+                self.evaluated += 1
+            elif t.state == TrialState.FAIL and "error" in t.user_attrs:
+                self.cache[key] = (t.number, None, str(t.user_attrs["error"]))
+                self.evaluated += 1
+
+
+# ------------------------------------------------------------------ entry point
+
+
+def _measure_fn(measure, timeout: float, chip):
+    """The measurement callable for --measure: 'triton', a command template, or a Python callable(doc) -> us."""
+    if measure is None:
+        return None, None
+    from .runners import external
+
+    if callable(measure):
+        return measure, getattr(measure, "__qualname__", repr(measure))
+    if measure == "triton":
+        if chip.family != "cuda":
+            raise TilerError(f"--measure triton: needs a cuda chip, {chip.id} is {chip.family}")
+        return (lambda doc: external.triton(doc, timeout)), "triton"
+    external.check_template(measure)
+    return (lambda doc: external.measure(measure, doc, timeout)), measure
+
+
+def _warm_row(obj: Objective, problem, chip) -> tuple[dict | None, str]:
+    """The known-good default as sampled params, or None and why it was skipped."""
+    default = warm_defaults(problem, chip)
+    if not default:
+        return None, f"warm start: no known-good default for the {chip.family} family"
+    row = {}
+    for k, kn in obj.space.knobs.items():
+        if k in default:
+            v = default[k]
+            code = (kn.values[kn.labels.index(v)] if kn.labels and v in kn.labels else kn.values[0]) \
+                if isinstance(v, str) else int(v)
+            if code not in kn.values:  # pinned elsewhere or outside a custom domain: nearest allowed value
+                code = min(kn.values, key=lambda v, c=code: (abs(v - c), v))
+            row[k] = code
+        else:
+            row[k] = kn.values[0]
+    cand = obj.complete({k: row[k] for k in obj.sampled})
+    bad = obj.broken(take(cand, slice(0, 1)))
+    if bad:
+        return None, f"warm start: the known-good default is infeasible here ({', '.join(bad)}), skipped"
+    return obj.params(row), ""
+
+
+def run(problem, chip, space: Space, strategy: str = "tpe", top: int = 5, seed: int = 0, trials: int | None = None,
+        storage=None, study_name: str | None = None, measure=None, measure_timeout: float = 120,
+        warm_start: bool = False, guided: int = 0, resolve: bool | None = None, inner: bool | None = None,
+        sampler_options: dict | None = None) -> SearchResult:
+    """TPE or random search over `space` for one problem on one chip; returns the top distinct tilings found.
+
+    resolve/inner: resolve the model's RESOLVED knobs in closed form / score every SCHEDULE_KNOBS combination
+    per trial; None (default) means "yes when the objective is the model, no when it is a measurement".
+    """
+    import optuna
+
+    t0 = time.perf_counter()
+    if strategy not in ("tpe", "random"):
+        raise SpaceError(f"strategy: bayes.run takes tpe or random, got {strategy!r}")
+    trials = DEFAULT_TRIALS if trials is None else trials
+    if isinstance(trials, bool) or not isinstance(trials, int | np.integer) or trials < 1:
+        raise TilerError(f"--trials: must be an integer >= 1, got {trials!r}")
+    if guided < 0:
+        raise TilerError(f"--guided: must be >= 0, got {guided}")
+    if measure_timeout is None or measure_timeout <= 0:
+        raise TilerError(f"--measure-timeout: must be > 0 seconds, got {measure_timeout!r}")
+    model = get_model(space.op, space.family)
+    measure_fn, measure_id = _measure_fn(measure, measure_timeout, chip)
+    measured = measure_fn is not None
+    resolve = (not measured) if resolve is None else resolve
+    inner = (not measured) if inner is None else inner
+    obj = Objective(problem, chip, space, model, measure_fn, resolve=resolve, inner=inner)
+
+    signature = {"space": {k: kn.values for k, kn in space.knobs.items()}, "profile": chip.profile_hash,
+                 "objective": measure_id or "model", "resolve": bool(obj.resolved), "inner": bool(obj.inner),
+                 "warm": bool(warm_start), "guided": guided, "sampler": sampler_options or {}}
+    name = study_name or default_study_name(problem, chip, space, strategy, seed, signature)
+    store = open_storage(storage)
+    verbosity = optuna.logging.get_verbosity()
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    try:
+        study = optuna.create_study(storage=store, study_name=name, direction="minimize",
+                                    sampler=make_sampler(strategy, seed, sampler_options), load_if_exists=True)
+        old = study.get_trials(deepcopy=False)
+        obj.load(old)
+        resumed = obj.evaluated
+        notes: list[str] = []
+        if resumed:
+            notes.append(f"resumed study {name!r}: {resumed} evaluated trials were already done")
+        # known-good and model-ranked starting points: enqueued once (skip_if_exists), measured first
+        guided_params: list[dict] = []
+        if guided:
+            ex = exhaustive(problem, chip, space, top=guided)
+            for i in range(len(ex.est["time_us"])):
+                p = obj.params({k: int(ex.cands[k][i]) for k in space.names})
+                if p is not None and p not in guided_params:
+                    guided_params.append(p)
+            for p in guided_params:
+                study.enqueue_trial(p, user_attrs={"source": "guided"}, skip_if_exists=True)
+        if warm_start:
+            p, why = _warm_row(obj, problem, chip)
+            if p is None:
+                notes.append(why)
+            else:
+                study.enqueue_trial(p, user_attrs={"source": "warm_start"}, skip_if_exists=True)
+        cap = 10 * trials + 100 - len(old)
+
+        def stop(st, _trial):
+            if obj.evaluated >= trials:
+                st.stop()
+
+        if obj.evaluated < trials and cap > 0:
+            from .runners.external import MeasureError
+
+            study.optimize(obj, n_trials=cap, n_jobs=1, catch=(MeasureError,), callbacks=[stop])
+        all_trials = study.get_trials(deepcopy=False)
+    except KeyboardInterrupt:
+        raise
+    finally:
+        optuna.logging.set_verbosity(verbosity)
+
+    return _result(problem, chip, space, model, obj, strategy, top, seed, trials, all_trials, measured, guided,
+                   guided_params, name, notes, t0)
+
+
+def _result(problem, chip, space, model, obj: Objective, strategy, top, seed, trials, all_trials, measured, guided,
+            guided_params, name, notes, t0) -> SearchResult:
+    from optuna.trial import TrialState
+
+    done = [t for t in all_trials if t.state == TrialState.COMPLETE and "tiling" in t.user_attrs
+            and "repeat_of" not in t.user_attrs]
+    pruned = [t for t in all_trials if t.state == TrialState.PRUNED and "infeasible" in t.user_attrs]
+    failed = [t for t in all_trials if t.state == TrialState.FAIL and "error" in t.user_attrs]
+    repeats = sum("repeat_of" in t.user_attrs for t in all_trials)
+    rejected: dict[str, int] = {}
+    for t in pruned:
+        for r in t.user_attrs["infeasible"]:
+            rejected[r] = rejected.get(r, 0) + 1
+    if not done:
+        parts = []
+        if pruned:
+            worst = max(rejected, key=rejected.get)
+            text = getattr(model, "RULE_TEXT", {}).get(worst, worst)
+            parts.append(f"{len(pruned)} infeasible (rule '{worst}': {text})")
+        if failed:
+            parts.append(f"{len(failed)} measurements failed (first: {failed[0].user_attrs['error']})")
+        why = "; ".join(parts) or "no trial ran"
+        raise InfeasibleError(f"{strategy}: no trial completed in study {name!r}: {why}")
+    done.sort(key=lambda t: (t.value, t.number))
+    seen: set[tuple] = set()
+    best = []
+    for t in done:
+        key = tuple(t.user_attrs["tiling"][k] for k in space.names)
+        if key not in seen:
+            seen.add(key)
+            best.append(t)
+        if len(best) >= top:
+            break
+    cands = {k: np.array([t.user_attrs["tiling"][k] for t in best], dtype=np.int64) for k in space.names}
+    est = model.estimate(problem, chip, cands)
+    if measured:
+        est = dict(est, measured_us=np.array([t.value for t in best], dtype=np.float64))
+        notes.append(f"best measured {best[0].value:.3f} us; the model predicted "
+                     f"{best[0].user_attrs['predicted_us']:.3f} us for it")
+    evaluated = len(done) + len(failed)
+    notes.append(f"{strategy}: {evaluated} evaluated trials (budget {trials}), {len(pruned)} infeasible points "
+                 f"pruned, {repeats} repeats answered from the study, {len(failed)} failed measurements")
+    if failed:
+        notes.append(f"first failure (trial {failed[0].number}): {failed[0].user_attrs['error']}")
+    if obj.resolved:
+        notes.append(f"resolved in closed form (model.resolve): {', '.join(obj.resolved)}")
+    if obj.inner:
+        notes.append(f"scored every combination per trial: {', '.join(obj.inner)}")
+    if guided and measured:
+        bar = best[0].value * (1 + NEAR_BEST)
+        near = sum(t.value <= bar for t in done)
+        src = best[0].user_attrs.get("source") or "sampler"
+        notes.append(f"guided: model top-{guided} measured first; {near} of {len(done)} measurements within "
+                     f"{NEAR_BEST:.0%} of the best found (best from trial {best[0].number}, {src})")
+    return SearchResult(problem, chip, space, strategy, cands, est, evaluated, 0, space.size(), len(done),
+                        rejected, False, seed, time.perf_counter() - t0, notes)
+
+
+__all__ = ["ASCEND_DEFAULT", "CUDA_DEFAULT", "DEFAULT_TRIALS", "Objective", "make_sampler", "open_storage", "run",
+           "warm_defaults"]

@@ -1,0 +1,477 @@
+"""Matmul on NVIDIA GPUs: the Triton kernel of shared/data/h200_reference_kernel.py, one program per output tile.
+
+A program computes a BLOCK_M x BLOCK_N tile over one K slice (K / SPLIT_K) in `steps` K steps of BLOCK_K. Each
+step moves an A and a B block global -> shared (cp.async, `num_stages` - 1 steps ahead), reads them shared ->
+tensor cores (wgmma on Hopper, mma.sync otherwise) and accumulates in fp32 registers; the epilogue stores the tile
+(or adds it into an fp32 buffer with atomics when SPLIT_K > 1). Programs go to SMs in launch order, `occupancy` at a
+time per SM; the kernel time is the busiest SM's rounds (full ones, then the explicit tail), each costed with the
+bandwidth share, L2 hit rate (from the real traversal, schedule.py) and latency hiding of that round.
+
+The model is split so that calibration can re-time many problems at once: `prepare()` computes everything that does
+not depend on the profile's [efficiency] constants (geometry, occupancy, registers, schedule and L2 hits) as columns;
+`timing()` turns those columns and the constants into the estimate record. docs/model_cuda.md gives every equation.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..problem import Matmul
+from . import register
+from .common import PIPES, ceil_div, classify_bound, mixed_bandwidth, roofline_us
+from .schedule import schedule_stats
+
+KNOBS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_stages", "num_warps", "GROUP_M", "ORDER", "SPLIT_K")
+# GROUP_M and ORDER only change which SM runs which tile (and so the L2 hits). They are not declared as
+# SCHEDULE_KNOBS: there is no bound() to prune with, and enumerating them with the other knobs lets dominated()
+# drop the duplicates (GROUP_M is moot unless ORDER is grouped) before scoring.
+ORDER_KNOBS = ("GROUP_M", "ORDER")
+SCHEDULE_KNOBS: tuple[str, ...] = ()
+
+RULES = {
+    "pow2": ("BLOCK_M", "BLOCK_N", "BLOCK_K"),
+    "dot_min": ("BLOCK_M", "BLOCK_N", "BLOCK_K"),
+    "threads": ("num_warps",),
+    "smem": ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_stages"),
+    "registers": ("BLOCK_M", "BLOCK_N", "num_warps"),
+    "occupancy": ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_stages", "num_warps"),
+}
+RULE_TEXT = {
+    "pow2": "BLOCK_M, BLOCK_N, BLOCK_K powers of two (tl.arange: 'arange's range must be a power of 2')",
+    "dot_min": "BLOCK_M, BLOCK_N, BLOCK_K >= 16 (tl.dot: every non-batch dimension must be >= 16)",
+    "threads": "32*num_warps <= 1024 threads per block (CUDA launch limit)",
+    "smem": "(BLOCK_M*BLOCK_K + BLOCK_K*BLOCK_N)*bytes*num_stages <= shared memory per block (Triton OutOfResources)",
+    "registers": "fp32 accumulator BLOCK_M*BLOCK_N/(32*num_warps) + 16 <= min(255, regs per SM / threads) "
+                 "(the accumulator itself would spill to local memory)",
+    "occupancy": "at least one block fits an SM (shared memory + 1 KB reserved, registers, threads)",
+}
+
+# The [efficiency] constants the model reads, with the value used when a profile lacks them (uncalibrated).
+# Each is a physical quantity; `tiler calibrate` fits them to measured latencies (docs/model_cuda.md, "constants").
+DEFAULTS = {
+    "mma_version": 3.0,            # tensor-core instruction family: 3 = wgmma (sm90), 2 = mma.sync only (sm80)
+    "mma_efficiency_v3": 0.85,     # share of peak a wgmma pipeline reaches with wide instructions
+    "mma_n_half": 16.0,            # wgmma instruction N at which it reaches half of that (issue/operand overhead)
+    "mma_efficiency_v2": 0.6,      # share of peak mma.sync reaches (about 62% of wgmma on H800, Luo et al. 2024)
+    "sm_load_bytes_per_cycle": 64.0,   # global -> shared bytes per SM cycle (cp.async through the L1/TEX path)
+    "smem_bytes_per_cycle": 128.0,     # shared-memory bandwidth per SM (32 banks x 4 B)
+    "l2_efficiency": 1.0,          # share of the profile's L2 bandwidth loads get
+    "hbm_efficiency": 0.92,        # share of the profile's HBM bandwidth (a read loop measured 4.42 of 4.8 TB/s)
+    "latency_scale": 1.5,          # loaded latency of a tile load / idle pointer-chase latency (gm_latency_cycles)
+    "step_overhead_cycles": 120.0,  # per K step of one program: barrier, wait, address update, loop
+    "program_overhead_cycles": 1500.0,  # per program: start, index math, accumulator init, epilogue setup
+    "overlap_power": 4.0,          # p of the soft max (sum x^p)^(1/p) that joins overlapped pipes
+    "atomic_gelems_per_s": 150.0,  # fp32 atomic adds per second (1e9), whole chip (tl.atomic_add: acq_rel, one per element)
+    "extra_kernel_us": 2.0,        # each extra kernel of split-K (zero fill, cast) beyond its memory time
+    "unaligned_elems_per_cycle": 4.0,  # elements per SM cycle of synchronous scalar loads (rows not 16-B aligned)
+    "spill_cycles_per_reg": 60.0,  # cycles per K step per register a thread spills to local memory
+}
+FITTABLE = ("mma_efficiency_v3", "mma_n_half", "mma_efficiency_v2", "sm_load_bytes_per_cycle", "l2_efficiency",
+            "latency_scale", "step_overhead_cycles", "program_overhead_cycles", "overlap_power",
+            "atomic_gelems_per_s", "extra_kernel_us", "unaligned_elems_per_cycle", "spill_cycles_per_reg")
+# Largest number of tiles the L2 simulation walks for one schedule; bigger grids are simulated on a prefix of whole
+# tile rows (groups) of the traversal, which has the same steady-state reuse (docs/model_cuda.md, "L2").
+SIM_TILES = 4096
+_BASE_REGS = 24    # per-thread registers besides accumulator, fragments and load addresses (indices, loop, masks)
+_SMEM_RESERVED = 1024  # bytes of shared memory the driver reserves per block (sm80+)
+
+
+def efficiency(chip) -> dict[str, float]:
+    """The model's constants from a profile's [efficiency] section, defaults filled in."""
+    return {k: float(chip.get(k, v)) for k, v in DEFAULTS.items()}
+
+
+def _i(c: dict, k: str) -> np.ndarray:
+    return np.asarray(c[k], dtype=np.int64)
+
+
+def _warps_v3(bm, w):
+    """Triton warpsPerTileV3: start from one warpgroup along M (4, 1); double M while BLOCK_M > 16*wm, else N."""
+    wm, wn = np.full_like(bm, 4), np.ones_like(bm)
+    for _ in range(6):
+        grow = wm * wn < w
+        along_m = grow & (bm > 16 * wm)
+        wm = np.where(along_m, wm * 2, wm)
+        wn = np.where(grow & ~along_m, wn * 2, wn)
+    return wm, wn
+
+
+def _warps_v2(bm, bn, w):
+    """Triton warpsPerTileV2: balance the 16x8 mma repetitions between M and N."""
+    rm, rn = ceil_div(bm, 16), ceil_div(bn, 8)
+    wm, wn = np.ones_like(bm), np.ones_like(bm)
+    for _ in range(6):
+        grow = wm * wn < w
+        go_m = grow & (rm >= rn)
+        wm = np.where(go_m, wm * 2, wm)
+        rm = np.where(go_m & (rm != 1), rm // 2, rm)
+        go_n = grow & ~go_m
+        wn = np.where(go_n, wn * 2, wn)
+        rn = np.where(go_n, rn // 2, rn)
+    return wm, wn
+
+
+def _vector_elems(stride: int, contiguous_ok: bool, b: int, chip) -> int:
+    """Elements per global load of a row-major operand whose rows are `stride` elements apart.
+
+    Triton learns alignment only from its integer specialisation (an argument divisible by 16 is tagged
+    divisibility=16); a row stride that is not a multiple of 16 elements leaves the row starts 1-element aligned,
+    and every load is one element wide (no 16-B vector, no cp.async below 4 B). `contiguous_ok` is False when a mask
+    along the contiguous axis varies inside a vector (A's K mask when K % 16 != 0).
+    """
+    if stride % 16 == 0 and contiguous_ok:
+        return max(1, int(chip["vector_load_bytes"]) // b)
+    return 1
+
+
+def _registers(c: dict, b: int, v3, wm, wn, vec_a: int, vec_b: int):
+    """Estimated registers per thread (before the launch cap) and the accumulator's share."""
+    bm, bn, bk, w = _i(c, "BLOCK_M"), _i(c, "BLOCK_N"), _i(c, "BLOCK_K"), _i(c, "num_warps")
+    threads = 32 * w
+    acc = bm * bn / threads
+    # mma.sync keeps a warp's A and B fragments of the whole K step in registers (32-bit regs hold 4/b elements)
+    frag = np.where(v3, 0.0, ((bm / wm) * bk + bk * (bn / wn)) * b / 4.0 / 32.0)
+    # each load (vector) keeps a 64-bit address; a 1-element (unaligned) load also stages its value in a register
+    la = bm * bk / threads
+    lb = bk * bn / threads
+    addr = 2.0 * (la / vec_a + lb / vec_b)
+    staged = (la if vec_a == 1 else 0.0) + (lb if vec_b == 1 else 0.0)
+    return acc + frag + addr + staged + _BASE_REGS, acc
+
+
+def _reg_cap(chip, w):
+    """Registers a thread may use: 255, and the block's share of the register file (ptxas honours .maxntid)."""
+    cap = np.minimum(int(chip["regs_per_thread_max"]), int(chip["regs_per_sm"]) // (32 * w))
+    return (cap // 8) * 8
+
+
+def smem_bytes(p: Matmul, c: dict) -> np.ndarray:
+    return (_i(c, "BLOCK_M") * _i(c, "BLOCK_K") + _i(c, "BLOCK_K") * _i(c, "BLOCK_N")) * p.in_bytes * _i(c, "num_stages")
+
+
+def occupancy(p: Matmul, chip, c: dict, regs) -> np.ndarray:
+    """Blocks resident per SM: the tightest of shared memory, registers, threads and the block limit."""
+    w = _i(c, "num_warps")
+    smem = smem_bytes(p, c) + _SMEM_RESERVED
+    by_smem = int(chip["smem_bytes_per_sm"]) // np.maximum(smem, 1)
+    alloc = np.ceil(np.minimum(regs, _reg_cap(chip, w)) / 8.0) * 8.0
+    by_regs = np.floor(int(chip["regs_per_sm"]) / np.maximum(alloc * 32 * w, 1)).astype(np.int64)
+    by_threads = int(chip["max_threads_per_sm"]) // (32 * w)
+    return np.minimum(np.minimum(by_smem, by_regs), np.minimum(by_threads, int(chip["max_blocks_per_sm"])))
+
+
+def _l2_hits(tm: int, tn: int, splits: int, batch: int, slots: int, group: int, serp: bool,
+             a_bytes: float, b_bytes: float, l2: float) -> tuple[float, float]:
+    """A and B panel hit rates of the launch order (schedule.schedule_stats), on a prefix for big grids.
+
+    Two cases need no walk: when every program runs in the first round, and when all panels of the problem fit
+    in L2 together; in both each panel comes from HBM exactly once (its first touch), whatever the order.
+    """
+    loads = tm * tn * splits * batch
+    if loads <= slots or (tm * a_bytes + tn * b_bytes) * splits * batch <= l2:
+        return 1.0 - 1.0 / tn, 1.0 - 1.0 / tm
+    per = tm * tn
+    if loads > SIM_TILES:
+        if per <= SIM_TILES:  # whole slices: every slice walks the same order over its own K range
+            splits, batch = max(1, SIM_TILES // per), 1
+        else:                 # whole groups of tile rows of the first slice
+            rows = -(-SIM_TILES // tn)
+            tm = min(tm, -(-rows // group) * group)
+            splits, batch = 1, 1
+    st = schedule_stats(int(tm), int(tn), int(splits), int(batch), int(slots), int(group), 0, bool(serp), False,
+                        False, False, float(a_bytes), float(b_bytes), float(l2))
+    return st.a_hit, st.b_hit
+
+
+def prepare(p: Matmul, chip, c: dict) -> dict[str, np.ndarray]:
+    """Everything the timing needs that does not depend on the [efficiency] constants, one column per quantity."""
+    bm, bn, bk = _i(c, "BLOCK_M"), _i(c, "BLOCK_N"), _i(c, "BLOCK_K")
+    st, w, sk = _i(c, "num_stages"), _i(c, "num_warps"), _i(c, "SPLIT_K")
+    order, gm = _i(c, "ORDER"), _i(c, "GROUP_M")
+    n = bm.size
+    b, ob = p.in_bytes, p.out_bytes
+    sms = chip.cores
+    mma_version = float(chip.get("mma_version", DEFAULTS["mma_version"]))
+    # --- grid
+    tm, tn = ceil_div(p.M, bm), ceil_div(p.N, bn)
+    k_tiles = ceil_div(p.K, bk)
+    steps = ceil_div(k_tiles, sk)
+    programs = tm * tn * sk * p.batch
+    # --- tensor-core path (Triton supportMMA / warpsPerTile)
+    v3 = (mma_version >= 3) & (w % 4 == 0) & (bm % 64 == 0) & (bn % 16 == 0) & (bk * b >= 32)
+    wm3, wn3 = _warps_v3(bm, w)
+    wm2, wn2 = _warps_v2(bm, bn, w)
+    wm, wn = np.where(v3, wm3, wm2), np.where(v3, wn3, wn2)
+    instr_n = np.minimum(bn // wn, 256)
+    # warps beyond what the tile can feed repeat the same mma.sync work (layout replication)
+    rep = np.where(v3, 1, np.maximum(1, wm * 16 // bm) * np.maximum(1, wn * 8 // bn))
+    # shared-memory traffic per K step: cp.async writes + tensor-core operand reads
+    smem_rd = np.where(v3, bk * (bm * wn + bn * np.maximum(bm // 64, 1)), bk * (bm * wn + bn * wm) * rep) * b
+    smem_traffic = smem_rd + (bm + bn) * bk * b
+    # --- alignment (A rows are K apart and masked along K; B and C rows are N apart)
+    vec_a = _vector_elems(p.K, p.K % 16 == 0, b, chip)
+    vec_b = _vector_elems(p.N, True, b, chip)
+    vec_c = _vector_elems(p.N, True, ob, chip)
+    regs, acc = _registers(c, b, v3, wm, wn, vec_a, vec_b)
+    cap = _reg_cap(chip, w)
+    occ = occupancy(p, chip, c, regs)
+    occ_eff = np.maximum(occ, 1)
+    spill = np.maximum(regs - cap, 0.0)
+    # --- the SM-level schedule: programs per SM, rounds of `occ`, the explicit tail round
+    n_sm = ceil_div(programs, sms)
+    rounds = ceil_div(n_sm, occ_eff)
+    k_last = n_sm - (rounds - 1) * occ_eff
+    k_full = np.minimum(occ_eff, n_sm)
+    hi = programs - (n_sm - 1) * sms  # SMs that run n_sm programs (the rest run n_sm - 1)
+    act_full = np.minimum(programs, sms)
+    act_last = np.where((k_last >= 2) & (programs >= sms), sms, hi)
+    # --- L2 hits of the launch order, one simulation per distinct schedule
+    group = np.where(order == 1, gm, 1)
+    serp = order == 2
+    # a round is `occupancy` programs on every SM; for the L2 walk it is rounded down to a power of two (the
+    # footprint of a round changes reuse only near the capacity edge; this keeps distinct walks few)
+    slots = sms * (1 << np.floor(np.log2(occ_eff)).astype(np.int64))
+    kslice = ceil_div(p.K, sk)
+    rows_a = np.minimum(bm, p.M)  # A rows wrap (offs % M): a tile never reads more distinct rows than M
+    a_panel = rows_a * kslice * b
+    b_panel = np.minimum(bn, p.N) * kslice * b
+    l2 = float(chip["l2_bytes"])
+    keys = np.stack([tm, tn, sk, slots, group, serp.astype(np.int64), a_panel, b_panel], axis=1)
+    uniq, inv = np.unique(keys, axis=0, return_inverse=True)
+    inv = inv.ravel()
+    a_hit_u, b_hit_u = np.zeros(len(uniq)), np.zeros(len(uniq))
+    for j, (t_m, t_n, s_k, sl, g, sp, ap, bp) in enumerate(uniq):
+        a_hit_u[j], b_hit_u[j] = _l2_hits(t_m, t_n, s_k, p.batch, sl, max(int(g), 1), bool(sp), ap, bp, l2)
+    a_hit, b_hit = a_hit_u[inv], b_hit_u[inv]
+    # bytes per K step of one program (requests, which the L2 serves) and the HBM share of them
+    a_step = (bm * bk * b).astype(np.float64)
+    b_step = (bk * bn * b).astype(np.float64)
+    # wrapped A rows (M < BLOCK_M) re-read lines another warp just fetched: they count as hits
+    a_hit_req = 1.0 - (1.0 - a_hit) * rows_a / bm
+    hit = (a_step * a_hit_req + b_step * b_hit) / (a_step + b_step)
+    a_l2 = programs * steps * a_step
+    b_l2 = programs * steps * b_step
+    hbm_read = a_l2 * (1.0 - a_hit_req) + b_l2 * (1.0 - b_hit)
+    mn = float(p.batch * p.M * p.N)
+    split = sk > 1
+    out_hbm = np.where(split, mn * 4 * 2 + mn * (4 + ob), mn * ob)  # zero + atomics' write-back + cast, or the store
+    out_l2 = np.where(split, mn * 4 * (2 * sk + 1) + mn * (4 + ob), mn * ob)
+    hbm = np.maximum(hbm_read + out_hbm, p.compulsory_bytes)
+    f = lambda x: np.asarray(x, dtype=np.float64)  # noqa: E731
+    return {
+        "n": np.full(n, 1.0), "M": np.full(n, float(p.M)), "N": np.full(n, float(p.N)), "batch": np.full(n, float(p.batch)),
+        "flops": np.full(n, p.flops), "compulsory": np.full(n, float(p.compulsory_bytes)),
+        "bm": f(bm), "bn": f(bn), "bk": f(bk), "stages": f(st), "warps": f(w), "sk": f(sk),
+        "steps": f(steps), "programs": f(programs), "tiles": f(tm * tn * p.batch),
+        "v3": v3.astype(np.float64), "instr_n": f(instr_n), "rep": f(rep), "smem_traffic": f(smem_traffic),
+        "unal_a": np.full(n, float(vec_a == 1)), "unal_b": np.full(n, float(vec_b == 1)),
+        "unal_c": np.full(n, float(vec_c == 1)), "out_bytes": np.full(n, float(ob)),
+        "regs": f(regs), "acc_regs": f(acc), "reg_cap": f(cap), "spill": f(spill), "occ": f(occ),
+        "n_sm": f(n_sm), "rounds": f(rounds), "k_full": f(k_full), "k_last": f(k_last),
+        "act_full": f(act_full), "act_last": f(act_last),
+        "a_step": a_step, "b_step": b_step, "hit": hit, "a_hit": a_hit, "b_hit": b_hit,
+        "l2_read": a_l2 + b_l2, "hbm_read": hbm_read, "hbm": hbm, "l2_total": a_l2 + b_l2 + out_l2,
+        "mn": np.full(n, mn), "macs_per_cycle": np.full(n, chip.macs_per_cycle(p.dtype)),
+        "peak": np.full(n, chip.peak_tflops(p.dtype) * 1e12),
+    }
+
+
+def _smax(terms, pw):
+    """Soft maximum (sum x^p)^(1/p): >= the largest term, and the overlap of pipes is never perfect."""
+    top = np.maximum.reduce(terms)
+    safe = np.maximum(top, 1e-30)
+    return safe * np.power(sum(np.power(t / safe, pw) for t in terms), 1.0 / pw)
+
+
+def timing(g: dict, chip, e: dict[str, float]) -> dict[str, np.ndarray]:
+    """The estimate record from prepared columns `g` and the efficiency constants `e` (see DEFAULTS)."""
+    f = chip.clock_hz
+    sms = chip.cores
+    pw = max(e["overlap_power"], 1.0)
+    lat = chip["gm_latency_cycles"] * e["latency_scale"] / f
+    hbm_bw = chip["hbm_gbps"] * 1e9 * min(e["hbm_efficiency"], 1.0)
+    l2_bw = chip["l2_gbps"] * 1e9 * e["l2_efficiency"]
+    sm_bw = e["sm_load_bytes_per_cycle"] * f
+    ovh = e["step_overhead_cycles"] / f
+    prog_ovh = e["program_overhead_cycles"] / f
+    v3 = g["v3"] > 0
+    # tensor cores: one program's K step with the whole SM's tensor cores
+    eff3 = min(e["mma_efficiency_v3"], 1.0) / (1.0 + e["mma_n_half"] / g["instr_n"])
+    macs = g["bm"] * g["bn"] * g["bk"] * g["rep"]
+    rate = g["macs_per_cycle"] * f
+    unal_ab = g["unal_a"] * g["a_step"] + g["unal_b"] * g["b_step"]  # bytes on the synchronous scalar path
+    async_b = g["a_step"] + g["b_step"] - unal_ab
+    unal_elems = unal_ab / (g["a_step"] + g["b_step"]) * (g["bm"] + g["bn"]) * g["bk"]
+    t_unal1 = unal_elems / (e["unaligned_elems_per_cycle"] * f)
+    t_spill = g["spill"] * e["spill_cycles_per_reg"] / f
+    t_mte1 = g["smem_traffic"] / (e["smem_bytes_per_cycle"] * f)
+    stages = g["stages"]
+    sync = unal_ab > 0
+
+    def step(k, act):
+        """Busy time of one SM for one K step of its `k` resident programs, with `act` SMs loading at once."""
+        eff = np.where(v3, eff3, min(e["mma_efficiency_v2"], 1.0) * np.minimum(1.0, k * g["warps"] / 4.0))
+        t_mma = macs / (rate * eff)
+        bw = np.minimum(sm_bw, mixed_bandwidth(g["hit"], l2_bw / act, hbm_bw / act))
+        t_x = async_b / bw
+        # Little's law: each program keeps (stages - 1) steps of loads in flight; with 1 stage the load is serial
+        t_lat = np.where(stages >= 2, (lat + k * t_x) / np.maximum(stages - 1, 1), lat + k * t_x + t_mma)
+        # the chain one program cannot overlap: its own mma, the step's sync, the synchronous loads, spills
+        chain = t_mma + ovh + np.where(sync, lat + t_unal1, 0.0) + t_spill
+        terms = [k * t_mma, k * t_mte1, k * t_x, k * t_unal1, t_lat, chain]
+        return _smax(terms, pw), k * t_mma, k * t_mte1, k * (t_x + t_unal1), ovh + 0 * k
+
+    def epilogue(k, act):
+        """The tile store (or fp32 atomics) of `k` programs on one SM, `act` SMs storing at once."""
+        elems = g["bm"] * g["bn"] * k
+        st_bw = np.minimum(sm_bw, hbm_bw / act)
+        t_store = np.where(g["unal_c"] > 0, elems / (e["unaligned_elems_per_cycle"] * f), elems * g["out_bytes"] / st_bw)
+        t_atomic = elems * act / (e["atomic_gelems_per_s"] * 1e9)
+        return np.where(g["sk"] > 1, t_atomic, t_store) + lat
+
+    s_full, mac_f, mte1_f, mte2_f, sc_f = step(g["k_full"], g["act_full"])
+    s_last, mac_l, mte1_l, mte2_l, sc_l = step(g["k_last"], g["act_last"])
+    epi_f, epi_l = epilogue(g["k_full"], g["act_full"]), epilogue(g["k_last"], g["act_last"])
+    fill = lat + prog_ovh
+    r_full = g["rounds"] - 1.0
+    steps = g["steps"]
+    main = r_full * (steps * s_full + fill + epi_f) + steps * s_last + fill + epi_l
+    hbm_t = g["hbm"] / hbm_bw
+    l2_t = g["l2_total"] / l2_bw
+    body = np.maximum(main, np.maximum(hbm_t, l2_t))
+    split = g["sk"] > 1
+    extra = np.where(split, g["mn"] * 4 / hbm_bw + g["mn"] * (4 + g["out_bytes"]) / hbm_bw
+                     + 2 * e["extra_kernel_us"] * 1e-6, 0.0)
+    launch = float(chip["launch_us"])
+    time_us = (body + extra) * 1e6 + launch
+    pipes = {
+        "mac": (r_full * steps * mac_f + steps * mac_l) * 1e6,
+        "vec": extra * 1e6,
+        "scalar": (r_full * steps * sc_f + steps * sc_l + g["rounds"] * prog_ovh) * 1e6,
+        "mte1": (r_full * steps * mte1_f + steps * mte1_l) * 1e6,
+        "mte2": (r_full * steps * mte2_f + steps * mte2_l) * 1e6,
+        "mte3": np.zeros_like(main),
+        "fixpipe": (r_full * (epi_f - lat) + epi_l - lat) * 1e6,
+    }
+    bound = classify_bound({k: pipes[k] for k in ("mac", "mte2", "mte1", "fixpipe", "scalar")}, body * 1e6)
+    bound = np.where(hbm_t >= main, "mte2", bound)
+    roof = roofline_us(g["flops"], g["compulsory"], g["peak"], chip["hbm_gbps"] * 1e9, launch)
+    return {
+        "time_us": time_us,
+        "bound": bound,
+        **{f"{k}_us": v for k, v in pipes.items()},
+        "cores_used": np.minimum(g["programs"], sms).astype(np.int64),
+        "waves": g["rounds"].astype(np.int64),
+        "balance": g["programs"] / (sms * g["n_sm"]),
+        "l2_hit_rate": 1.0 - g["hbm_read"] / np.maximum(g["l2_read"], 1.0),
+        "hbm_bytes": g["hbm"],
+        "l2_bytes": g["l2_total"],
+        "roofline_us": roof,
+        "occupancy": g["occ"].astype(np.int64),
+        "programs": g["programs"].astype(np.int64),
+        "tail_programs_per_sm": g["k_last"].astype(np.int64),
+        "tail_sms": g["act_last"].astype(np.int64),
+        "wgmma": v3,
+        "regs_per_thread": g["regs"],
+        "spill_regs": g["spill"],
+    }
+
+
+def concat(parts: list[dict]) -> dict:
+    """Prepared columns of several problems as one table (calibration re-times them in one pass)."""
+    return {k: np.concatenate([p_[k] for p_ in parts]) for k in parts[0]}
+
+
+@register("matmul", "cuda")
+class MatmulCuda:
+    KNOBS = KNOBS
+    SCHEDULE_KNOBS = SCHEDULE_KNOBS
+    RULES = RULES
+    RULE_TEXT = RULE_TEXT
+
+    def feasible(self, p: Matmul, chip, c: dict, rules=None) -> dict[str, np.ndarray]:
+        """One boolean mask per rule (True = allowed), for the rules whose knobs are all present."""
+        names = [r for r in (rules or RULES) if all(k in c for k in RULES[r])]
+        out = {}
+        for r in names:
+            if r == "pow2":
+                out[r] = np.logical_and.reduce([(_i(c, k) & (_i(c, k) - 1)) == 0 for k in RULES[r]])
+            elif r == "dot_min":
+                out[r] = np.logical_and.reduce([_i(c, k) >= 16 for k in RULES[r]])
+            elif r == "threads":
+                out[r] = 32 * _i(c, "num_warps") <= 1024
+            elif r == "smem":
+                out[r] = smem_bytes(p, c) <= int(chip["smem_bytes_per_block"])
+            elif r == "registers":
+                w = _i(c, "num_warps")
+                out[r] = _i(c, "BLOCK_M") * _i(c, "BLOCK_N") / (32 * w) + 16 <= _reg_cap(chip, w)
+            elif r == "occupancy":
+                w = _i(c, "num_warps")
+                regs = np.minimum(_i(c, "BLOCK_M") * _i(c, "BLOCK_N") / (32 * w) + _BASE_REGS, _reg_cap(chip, w))
+                out[r] = occupancy(p, chip, c, regs) >= 1
+        return out
+
+    def dominated(self, p: Matmul, chip, c: dict) -> np.ndarray:
+        """Duplicates and provably useless settings (the search keeps one of each set of equal candidates).
+
+        GROUP_M is ignored unless ORDER is grouped: keep the smallest GROUP_M in the table. Groups of at least all
+        tile rows are one and the same walk: keep the smallest such GROUP_M. Split-K slices past the last K step
+        only add atomics of zeros: a smaller SPLIT_K runs the same main loop with fewer programs.
+        """
+        n = len(next(iter(c.values()))) if c else 0
+        out = np.zeros(n, dtype=bool)
+        if "BLOCK_K" in c and "SPLIT_K" in c:
+            k_tiles = ceil_div(p.K, _i(c, "BLOCK_K"))
+            sk = _i(c, "SPLIT_K")
+            per = ceil_div(k_tiles, sk)
+            out |= (sk > 1) & ((sk - 1) * per >= k_tiles)
+        if "ORDER" in c and "GROUP_M" in c and n:
+            order, gm = _i(c, "ORDER"), _i(c, "GROUP_M")
+            vals = np.unique(gm)
+            out |= (order != 1) & (gm != vals[0])
+            if "BLOCK_M" in c:
+                tm = ceil_div(p.M, _i(c, "BLOCK_M"))
+                first_whole = vals[np.minimum(np.searchsorted(vals, tm), vals.size - 1)]  # smallest value >= tm
+                out |= (order == 1) & (gm >= tm) & (gm != first_whole)
+        return out
+
+    def bound(self, p: Matmul, chip, c: dict):
+        """No lower bound: the cuda space is small enough to score exhaustively."""
+        return None
+
+    def estimate(self, p: Matmul, chip, c: dict) -> dict[str, np.ndarray]:
+        return timing(prepare(p, chip, c), chip, efficiency(chip))
+
+    def advice(self, p: Matmul, chip, c: dict, est: dict, row: int) -> list[str]:
+        """Checklist items (MISSION §4/§5) that apply to candidate `row`."""
+        out = []
+        sms = chip.cores
+        val = {k: int(np.asarray(c[k])[row]) for k in KNOBS}
+        g = {k: np.asarray(v)[row] for k, v in est.items()}
+        bound = str(g["bound"])
+        if p.K % 16 or p.N % 16:
+            which = " and ".join(x for x, bad in (("A (K)", p.K % 16), ("B/C (N)", p.N % 16)) if bad)
+            out.append(f"alignment: row stride of {which} is not a multiple of 16 elements, so Triton cannot prove "
+                       "16-B alignment: loads are 1 element wide and synchronous (no cp.async pipelining); "
+                       "pad the leading dimension to a multiple of 16")
+        if int(g["programs"]) < sms:
+            out.append(f"multi-core: {int(g['programs'])} programs for {sms} SMs; a smaller tile or SPLIT_K > 1 "
+                       "would use more SMs")
+        elif int(g["waves"]) > 1 and int(g["tail_sms"]) < sms // 2 and int(g["tail_programs_per_sm"]) <= 1:
+            out.append(f"tail: the last wave runs on {int(g['tail_sms'])} of {sms} SMs; a tile size that divides "
+                       "the grid into whole waves (or SPLIT_K) evens it out")
+        if not bool(g["wgmma"]) and float(chip.get("mma_version", DEFAULTS["mma_version"])) >= 3:
+            out.append("compute: this tiling uses mma.sync, not wgmma (needs BLOCK_M % 64 == 0 and num_warps % 4 == 0)")
+        if float(g["spill_regs"]) > 0:
+            out.append(f"registers: about {int(g['spill_regs'])} registers per thread spill to local memory; "
+                       "more warps or a smaller tile")
+        if bound == "latency" and val["num_stages"] <= 2:
+            out.append("latency: loads are not hidden; more num_stages (preload) or more resident programs")
+        if bound == "mte2":
+            out.append("memory: global->shared traffic dominates; larger tiles raise reuse, GROUP_M raises L2 hits")
+        if val["SPLIT_K"] > 1:
+            out.append(f"split-K: {val['SPLIT_K']} slices add {p.M * p.N * val['SPLIT_K']:,} fp32 atomic adds and two "
+                       "extra kernels (zero, cast)")
+        if int(g["occupancy"]) == 1 and bound in ("latency", "mte2"):
+            out.append("occupancy: one program per SM; fewer stages or a smaller tile would let two share an SM")
+        return out

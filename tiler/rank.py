@@ -1,0 +1,123 @@
+"""Rank given candidate tilings (a measured table, a list from another tool) with the cost model.
+
+`rank_candidates` takes a table as it comes (the shared CSV's columns, extra columns ignored), keeps the rows
+for the problem at hand, validates every knob value with a message that names the row and the column, scores the
+feasible rows and returns the rejected ones separately with the rule that rejected them.
+
+Row numbers count data rows from 1 in the order of the table given (line 1 of a CSV file is its header, so row r is
+on line r + 1).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .errors import SpaceError, TilerError
+from .model import get_model
+from .problem import Problem
+from .space import Space, load_space
+
+# Rows of a table whose `impl` column names another implementation (cuBLAS through torch, ...) are not tilings of
+# the family's kernel and are skipped.
+IMPLS = {"cuda": ("triton",)}
+
+
+def select_rows(problem: Problem, family: str, df: pd.DataFrame) -> pd.DataFrame:
+    """The rows of `df` for `problem` and the family's kernel, with a 1-based `row` column added."""
+    out = df.copy()
+    out.insert(0, "row", np.arange(1, len(df) + 1))
+    if "impl" in out.columns and family in IMPLS:
+        out = out[out["impl"].astype(str).str.strip().str.lower().isin(IMPLS[family])]
+    shape = problem.shape()
+    if all(k in out.columns for k in problem.FIELDS):
+        for k, v in shape.items():
+            if k not in out.columns:
+                continue
+            col = pd.to_numeric(out[k], errors="coerce")
+            # an optional field (batch) left empty means its default
+            keep = (col == v) | (col.isna() & (k in problem.OPTIONAL) & (v == problem.OPTIONAL.get(k)))
+            out = out[keep]
+        if "dtype" in out.columns:
+            dt = out["dtype"].astype(str).str.strip().str.lower()
+            out = out[(dt == problem.dtype) | dt.isin(("", "nan", "none"))]
+    return out
+
+
+def parse_knobs(df: pd.DataFrame, space: Space) -> tuple[dict[str, np.ndarray], np.ndarray, list[str]]:
+    """Knob columns of `df` (which has a `row` column) as int64 candidate columns.
+
+    Missing column or a value that is not a number (or a label of a categorical knob): TilerError naming the
+    column (and the row). A number outside a closed domain, or not an integer, is not an error of the file: the
+    row is returned as rejected with the reason (mask False, reason text).
+    """
+    for k in space.names:
+        if k not in df.columns:
+            raise SpaceError(f"candidates: missing column {k!r}; a {space.op}/{space.family} tiling needs "
+                             f"{', '.join(space.names)}")
+    n = len(df)
+    ok = np.ones(n, dtype=bool)
+    why = [""] * n
+    cols: dict[str, np.ndarray] = {}
+    rows = df["row"].to_numpy()
+    for k, knob in space.knobs.items():
+        raw = df[k].tolist()
+        vals = np.zeros(n, dtype=np.int64)
+        for i, v in enumerate(raw):
+            s = str(v).strip()
+            if knob.labels and s in knob.labels:
+                vals[i] = knob.values[knob.labels.index(s)]
+                continue
+            try:
+                f = float(s)
+            except ValueError:
+                f = float("nan")
+            if v is None or f != f:
+                raise TilerError(f"candidates: row {rows[i]}: column {k!r} must be a number"
+                                 + (f" or one of {', '.join(knob.labels)}" if knob.labels else "")
+                                 + f", got {v!r}")
+            if f != int(f) or (int(f) not in knob.values and not (knob.open and f > 0)):
+                if ok[i]:
+                    ok[i] = False
+                    why[i] = f"domain: {k} must be one of {knob.allowed()}, got {s}"
+                continue
+            vals[i] = int(f)
+        cols[k] = vals
+    return cols, ok, why
+
+
+def rank_candidates(problem: Problem, chip, df: pd.DataFrame, space: Space | None = None
+                    ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Score the candidate tilings in `df` for `problem` on `chip`.
+
+    Returns (ranked, rejected): `ranked` holds the feasible rows, best first, with the model's estimate
+    (`predicted_us`, `bound`, ...) and `rank` (1 = predicted fastest; ties share a rank); `rejected` holds the rows
+    a capacity or domain rule rejects, with `rule` and `reason`. Both keep the input columns and `row`.
+    """
+    space = space or load_space(problem.OP, chip.family)
+    model = get_model(problem.OP, chip.family)
+    sel = select_rows(problem, chip.family, df).reset_index(drop=True)
+    cands, ok, why = parse_knobs(sel, space)
+    rule = np.array(["domain" if w else "" for w in why], dtype=object)
+    reason = np.array(why, dtype=object)
+    if len(sel):
+        masks = model.feasible(problem, chip, cands)
+        for r, m in masks.items():
+            new = ok & ~m
+            rule[new] = r
+            reason[new] = getattr(model, "RULE_TEXT", {}).get(r, r)
+            ok &= m
+    rejected = sel[~ok].assign(rule=rule[~ok], reason=reason[~ok])
+    good = sel[ok].copy()
+    if len(good):
+        est = model.estimate(problem, chip, {k: v[ok] for k, v in cands.items()})
+        good["predicted_us"] = est["time_us"]
+        for k in ("bound", "waves", "cores_used", "l2_hit_rate"):
+            if k in est:
+                good[k] = est[k]
+        good["rank"] = good["predicted_us"].rank(method="min").astype(np.int64)
+        good = good.sort_values(["rank", "row"], kind="stable")
+    else:
+        good["predicted_us"] = pd.Series(dtype=float)
+        good["rank"] = pd.Series(dtype=np.int64)
+    return good.reset_index(drop=True), rejected.reset_index(drop=True)
