@@ -38,7 +38,10 @@ from .space import Candidates, Space, product, take
 
 DEFAULT_TRIALS = 100
 DEFAULT_STORAGE = Path("results") / "studies.db"
-PRELOAD, STAGES = "preload", "l1_stages"
+# Sampling order: the block shape first, then the knobs whose feasible values depend on it (a knob's values are
+# restricted by the rules whose other knobs are already sampled); knobs not listed follow in the space's order.
+ORDER_HINT = ("base_m", "base_n", "base_k", "split_k", "step_ka", "step_kb", "weight_resident", "step_m", "step_n",
+              "l1_stages", "preload", "BLOCK_M", "BLOCK_N", "BLOCK_K", "SPLIT_K", "num_stages", "num_warps")
 NEAR_BEST = 0.02  # guided mode reports the measurements within 2% of the best found
 
 # Known-good starting points (--warm-start). Ascend: the CATLASS 128x256x64 default; CUDA: the Triton tutorial's.
@@ -116,7 +119,8 @@ class Objective:
     """Samples one tiling per trial, rejects infeasible ones, scores the rest with the model or a measurement."""
 
     def __init__(self, problem, chip, space: Space, model, measure_fn=None, resolve: bool = True,
-                 inner: bool = True):
+                 inner: bool = True, ordinal: bool = False, conditional: bool = True):
+        self.ordinal, self.conditional = ordinal, conditional
         self.problem, self.chip, self.space, self.model = problem, chip, space, model
         self.measure_fn = measure_fn
         resolved = [k for k in getattr(model, "RESOLVED", ()) if k in space.knobs] if resolve else []
@@ -124,50 +128,77 @@ class Objective:
         self.resolved = resolved if resolved and len(resolved) == len(getattr(model, "RESOLVED", ())) else []
         self.inner = [k for k in getattr(model, "SCHEDULE_KNOBS", ()) if k in space.knobs] if inner else []
         self.sampled = [k for k in space.names if k not in self.resolved and k not in self.inner]
+        hint = [k for k in ORDER_HINT if k in self.sampled]
+        self.order = hint + [k for k in self.sampled if k not in hint]
+        self.assume = {k: min(space.knobs[k].values) for k in self.resolved}
+        self._allowed: dict = {}
         self.sched = space.product(self.inner) if self.inner else {}
         self.cache: dict[tuple, tuple[int, float | None, str]] = {}  # sampled params -> (trial, value, error)
         self.evaluated = 0
 
     # --- params <-> tiling
-    def param_name(self, knob: str, stages: int | None) -> str:
-        if knob == PRELOAD and stages is not None:
-            return f"{PRELOAD}|{STAGES}={stages}"
-        return knob
-
-    def choices(self, knob: str, stages: int | None) -> tuple:
+    def allowed(self, knob: str, row: dict[str, int]) -> tuple[tuple[int, ...], list[str]]:
+        """The values of `knob` that pass every rule whose other knobs are already sampled (resolved knobs at
+        their smallest value: the most permissive one for the capacity rules); the rules that cut it."""
         kn = self.space.knobs[knob]
-        vals = kn.labels if kn.labels else kn.values
-        if knob == PRELOAD and stages is not None:
-            below = tuple(lab for lab, v in zip(vals, kn.values, strict=True) if v < stages)
-            return below or tuple(vals)  # nothing fits: sample the domain, the preload rule rejects it
-        return tuple(vals)
-
-    def stages_of(self, row: dict) -> int | None:
-        return int(row[STAGES]) if PRELOAD in self.sampled and STAGES in self.sampled else None
-
-    def suggest(self, trial) -> dict[str, int]:
-        """Sample the knobs; returns knob -> code."""
-        row: dict[str, int] = {}
-        order = [k for k in self.sampled if k != PRELOAD] + ([PRELOAD] if PRELOAD in self.sampled else [])
-        for k in order:
-            stages = self.stages_of(row) if k == PRELOAD else None
-            v = trial.suggest_categorical(self.param_name(k, stages), self.choices(k, stages))
-            row[k] = self.space.knobs[k].parse(v)
-        return row
-
-    def params(self, row: dict) -> dict:
-        """The optuna params that sample `row` (knob -> code or label); None if a value is outside the domain."""
-        out = {}
-        for k in self.sampled:
-            stages = self.stages_of(row) if k == PRELOAD else None
-            kn = self.space.knobs[k]
-            if int(row[k]) not in kn.values:
-                return None
-            v = kn.label(int(row[k]))
-            if v not in self.choices(k, stages):
-                return None
-            out[self.param_name(k, stages)] = v
+        if not self.conditional:
+            return kn.values, []
+        known = set(row) | {knob} | set(self.assume)
+        rules = [r for r, ks in self.model.RULES.items() if knob in ks and set(ks) <= known]
+        if not rules:
+            return kn.values, []
+        key = (knob, tuple(sorted(row.items())))
+        if key in self._allowed:
+            return self._allowed[key]
+        n = len(kn.values)
+        table = {k: np.full(n, v, dtype=np.int64) for k, v in {**self.assume, **row}.items()}
+        table[knob] = np.asarray(kn.values, dtype=np.int64)
+        try:
+            masks = self.model.feasible(self.problem, self.chip, table, rules)
+        except KeyError:  # a rule needs a knob not sampled yet: the final check catches it
+            masks = {}
+        ok = np.logical_and.reduce([np.asarray(m, dtype=bool) for m in masks.values()]) if masks else np.ones(n, bool)
+        out = (tuple(v for v, o in zip(kn.values, ok, strict=True) if o),
+               [r for r, m in masks.items() if not np.all(m)])
+        self._allowed[key] = out
         return out
+
+    def param(self, knob: str, allowed: tuple[int, ...]) -> tuple[str, tuple, bool]:
+        """(optuna name, choices, ordinal) for `knob` restricted to `allowed`: a narrower set of values gets its
+        own name (`preload|0,1`), as optuna needs one distribution per name."""
+        kn = self.space.knobs[knob]
+        choices = tuple(kn.label(v) for v in allowed)
+        name = knob if len(allowed) == len(kn.values) else f"{knob}|{','.join(map(str, choices))}"
+        ordinal = self.ordinal and not kn.labels and len(choices) > 2
+        return name, choices, ordinal
+
+    def walk(self, row: dict[str, int] | None, trial=None) -> tuple[dict[str, int] | None, dict, list[str]]:
+        """Sample (trial given) or re-trace (row given) the knobs in order; returns (row, params, dead-end rules)."""
+        out: dict[str, int] = {}
+        params = {}
+        for k in self.order:
+            allowed, cut = self.allowed(k, out)
+            if not allowed:
+                return None, params, cut
+            name, choices, ordinal = self.param(k, allowed)
+            if trial is not None:
+                if ordinal:  # an index into the sorted values: TPE's kernel spreads to the neighbours
+                    v = choices[trial.suggest_int(name, 0, len(choices) - 1)]
+                else:
+                    v = trial.suggest_categorical(name, choices)
+                out[k] = self.space.knobs[k].parse(v)
+            else:
+                if int(row[k]) not in allowed:
+                    return None, params, cut
+                out[k] = int(row[k])
+                v = self.space.knobs[k].label(out[k])
+            params[name] = choices.index(v) if ordinal else v
+        return out, params, []
+
+    def params(self, row: dict) -> dict | None:
+        """The optuna params that sample `row` (for enqueue_trial); None if the sampler could not reach it."""
+        got, params, _ = self.walk(row)
+        return params if got is not None else None
 
     def complete(self, row: dict[str, int]) -> Candidates:
         """The sampled knobs as a candidate table, resolved knobs filled, schedule knobs expanded."""
@@ -194,7 +225,10 @@ class Objective:
     def __call__(self, trial) -> float:
         import optuna
 
-        row = self.suggest(trial)
+        row, _, cut = self.walk(None, trial)
+        if row is None:
+            trial.set_user_attr("infeasible", cut)
+            raise optuna.TrialPruned("infeasible: " + ", ".join(cut))
         key = tuple(sorted(trial.params.items()))
         if key in self.cache:  # a tiling already evaluated: answer from the study, never re-measure
             number, value, error = self.cache[key]
@@ -298,7 +332,7 @@ def _warm_row(obj: Objective, problem, chip) -> tuple[dict | None, str]:
 def run(problem, chip, space: Space, strategy: str = "tpe", top: int = 5, seed: int = 0, trials: int | None = None,
         storage=None, study_name: str | None = None, measure=None, measure_timeout: float = 120,
         warm_start: bool = False, guided: int = 0, resolve: bool | None = None, inner: bool | None = None,
-        sampler_options: dict | None = None) -> SearchResult:
+        sampler_options: dict | None = None, ordinal: bool = False, conditional: bool = True) -> SearchResult:
     """TPE or random search over `space` for one problem on one chip; returns the top distinct tilings found.
 
     resolve/inner: resolve the model's RESOLVED knobs in closed form / score every SCHEDULE_KNOBS combination
@@ -321,10 +355,11 @@ def run(problem, chip, space: Space, strategy: str = "tpe", top: int = 5, seed: 
     measured = measure_fn is not None
     resolve = (not measured) if resolve is None else resolve
     inner = (not measured) if inner is None else inner
-    obj = Objective(problem, chip, space, model, measure_fn, resolve=resolve, inner=inner)
+    obj = Objective(problem, chip, space, model, measure_fn, resolve=resolve, inner=inner, ordinal=ordinal,
+                    conditional=conditional)
 
     signature = {"space": {k: kn.values for k, kn in space.knobs.items()}, "profile": chip.profile_hash,
-                 "objective": measure_id or "model", "resolve": bool(obj.resolved), "inner": bool(obj.inner),
+                 "objective": measure_id or "model", "resolve": bool(obj.resolved), "inner": bool(obj.inner), "ordinal": ordinal, "conditional": conditional,
                  "warm": bool(warm_start), "guided": guided, "sampler": sampler_options or {}}
     name = study_name or default_study_name(problem, chip, space, strategy, seed, signature)
     store = open_storage(storage)

@@ -32,7 +32,7 @@ BOUNDS = {
     "mma_n_half": (0.5, 256.0),
     "mma_efficiency_v2": (0.1, 1.0),
     "sm_load_bytes_per_cycle": (8.0, 256.0),
-    "l2_efficiency": (0.2, 2.5),
+    "l2_efficiency": (0.5, 3.0),
     "hbm_efficiency": (0.3, 1.0),
     "latency_scale": (0.5, 8.0),
     "step_overhead_cycles": (1.0, 5000.0),
@@ -46,6 +46,7 @@ BOUNDS = {
 }
 TIME_COLUMNS = {"ms": 1e-3, "time_ms": 1e-3, "us": 1e-6, "time_us": 1e-6, "s": 1.0}
 SOFT_L1 = 0.25  # |log ratio| above which a row's weight starts to fall (robust fit; a 28% miss)
+NEAR_BEST = 0.5  # log(measured / shape's best) at which a row's weight has fallen to 1/2
 
 
 @dataclass
@@ -75,19 +76,25 @@ class CalibrationResult:
     fit_shapes: list[str]               # shapes of the final fit
     source: str                         # source string of every fitted value
     folds: pd.DataFrame                 # per held-out shape of the k-fold: error before/after, ranking quality
-    summary: dict[str, float] = field(default_factory=dict)
+    metrics: dict[str, float] = field(default_factory=dict)  # k-fold summary (cv_error_before/after, cv_top1_...)
     train_error: float = float("nan")   # median |log(pred/measured)| of the final fit on its own rows
     seconds: float = 0.0
 
-    def report(self) -> str:
-        s = self.summary
+    def summary(self) -> str:
+        """What was fitted, and how well it predicts shapes it did not see (the k-fold)."""
+        s = self.metrics
         lines = [f"calibrated {self.chip.id}/{self.op} on {len(self.fit_shapes)} shapes in {self.seconds:.1f} s; "
-                 f"median |log ratio| on its rows {self.train_error:.3f}",
-                 f"k-fold by shape (held out): median |log ratio| {s.get('cv_error_before', float('nan')):.3f} -> "
-                 f"{s.get('cv_error_after', float('nan')):.3f}, Spearman {s.get('cv_spearman', float('nan')):.3f}, "
-                 f"top-1 geomean {s.get('cv_top1_geomean', float('nan')):.3f} (min {s.get('cv_top1_min', float('nan')):.3f})"]
+                 f"median |log(pred/measured)| on its own rows {self.train_error:.3f}"]
+        if s:
+            lines.append(f"k-fold by shape ({len(self.folds)} held-out shapes): median |log ratio| "
+                         f"{s['cv_error_before']:.3f} uncalibrated -> {s['cv_error_after']:.3f}; Spearman "
+                         f"{s['cv_spearman_before']:.3f} -> {s['cv_spearman']:.3f}; top-1 geomean {s['cv_top1_before']:.3f} -> "
+                         f"{s['cv_top1_geomean']:.3f} (min {s['cv_top1_min']:.3f}); best-of-top-4 {s['cv_top4_geomean']:.3f}")
         lines += [f"  {k} = {v:.4g} (was {self.start[k]:.4g})" for k, v in self.values.items()]
         return "\n".join(lines)
+
+    report = summary
+    __str__ = summary
 
 
 def _model_module(op: str, family: str):
@@ -160,13 +167,16 @@ def _fit(mod, chip, data: Measured, start: dict, names: list[str], iters: int = 
     hi = np.log([BOUNDS[k][1] for k in names])
     u = np.clip(np.log([start[k] for k in names]), lo, hi)
     y = np.log(data.seconds)
+    # rows near their shape's best matter most (that is where the choice is made): weight by closeness
+    best = np.array([data.seconds[data.shape_of == i].min() for i in range(len(data.shapes))])[data.shape_of]
+    near = np.sqrt(1.0 / (1.0 + (np.log(data.seconds / best) / NEAR_BEST) ** 2))
 
     def resid(uu):
         e = dict(start, **{k: float(np.exp(v)) for k, v in zip(names, uu, strict=True)})
         return np.log(_predict(mod, chip, data, e)) - y
 
     def weights(r):
-        return 1.0 / np.sqrt(np.sqrt(1.0 + (r / SOFT_L1) ** 2))  # sqrt of the soft-L1 IRLS weight
+        return near / np.sqrt(np.sqrt(1.0 + (r / SOFT_L1) ** 2))  # sqrt of the soft-L1 IRLS weight
 
     r = resid(u)
     w = weights(r)
@@ -228,7 +238,7 @@ def _folds(shapes: list[str], k: int, seed: int) -> list[list[str]]:
 
 def calibrate(chip: Chip, op: str, measurements: pd.DataFrame, folds: int = 4, seed: int = 0,
               fit_shapes: list[str] | None = None, params: list[str] | None = None,
-              data_name: str = "measurements", date: str | None = None) -> CalibrationResult:
+              data_name: str = "measurements", date: str | None = None, note: str = "") -> CalibrationResult:
     """Fit `chip`'s efficiency constants for `op` to `measurements` (columns as shared/data/h200_matmul_cal.csv).
 
     Args:
@@ -236,7 +246,7 @@ def calibrate(chip: Chip, op: str, measurements: pd.DataFrame, folds: int = 4, s
         seed: shuffles the shapes into folds.
         fit_shapes: shape keys ("MxNxK") to use; the others are ignored (kept for testing). Default: all.
         params: constants to fit; default the model's FITTABLE list.
-        data_name, date: name the data in the `source` of every fitted value.
+        data_name, date, note: name the data (and what was held out) in the `source` of every fitted value.
     """
     t0 = time.perf_counter()
     mod = _model_module(op, chip.family)
@@ -270,17 +280,17 @@ def calibrate(chip: Chip, op: str, measurements: pd.DataFrame, folds: int = 4, s
     pred = _predict(mod, chip, data, fitted)
     date = date or _dt.date.today().isoformat()
     source = (f"fitted by tiler calibrate on {data_name} ({len(data.seconds)} rows, shapes {', '.join(data.shapes)}), "
-              f"{date}")
+              f"{date}" + (f"; {note}" if note else ""))
     values = {k: float(f"{fitted[k]:.5g}") for k in names}
-    summary = {}
+    metrics = {}
     if len(fold_df):
-        summary = {"cv_error_before": float(fold_df.err_before.median()), "cv_error_after": float(fold_df.err_after.median()),
+        metrics = {"cv_error_before": float(fold_df.err_before.median()), "cv_error_after": float(fold_df.err_after.median()),
                    "cv_spearman": float(fold_df.spearman.mean()), "cv_spearman_before": float(fold_df.spearman_before.mean()),
                    "cv_top1_geomean": float(np.exp(np.log(fold_df.top1).mean())), "cv_top1_min": float(fold_df.top1.min()),
                    "cv_top1_before": float(np.exp(np.log(fold_df.top1_before).mean())),
                    "cv_top4_geomean": float(np.exp(np.log(fold_df.top4).mean()))}
     return CalibrationResult(chip.with_values(values, tag="fitted", source=source), op, values,
-                             {k: start[k] for k in names}, list(data.shapes), source, fold_df, summary,
+                             {k: start[k] for k in names}, list(data.shapes), source, fold_df, metrics,
                              float(np.median(np.abs(np.log(pred / data.seconds)))), time.perf_counter() - t0)
 
 

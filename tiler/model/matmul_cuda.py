@@ -18,7 +18,7 @@ import numpy as np
 
 from ..problem import Matmul
 from . import register
-from .common import PIPES, ceil_div, classify_bound, mixed_bandwidth, roofline_us
+from .common import ceil_div, classify_bound, roofline_us
 from .schedule import schedule_stats
 
 KNOBS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_stages", "num_warps", "GROUP_M", "ORDER", "SPLIT_K")
@@ -35,6 +35,7 @@ RULES = {
     "smem": ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_stages"),
     "registers": ("BLOCK_M", "BLOCK_N", "num_warps"),
     "occupancy": ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_stages", "num_warps"),
+    "dtype": (),
 }
 RULE_TEXT = {
     "pow2": "BLOCK_M, BLOCK_N, BLOCK_K powers of two (tl.arange: 'arange's range must be a power of 2')",
@@ -44,18 +45,19 @@ RULE_TEXT = {
     "registers": "fp32 accumulator BLOCK_M*BLOCK_N/(32*num_warps) + 16 <= min(255, regs per SM / threads) "
                  "(the accumulator itself would spill to local memory)",
     "occupancy": "at least one block fits an SM (shared memory + 1 KB reserved, registers, threads)",
+    "dtype": "the chip's tensor cores support the dtype (macs_per_cycle_<dtype> > 0)",
 }
 
 # The [efficiency] constants the model reads, with the value used when a profile lacks them (uncalibrated).
 # Each is a physical quantity; `tiler calibrate` fits them to measured latencies (docs/model_cuda.md, "constants").
 DEFAULTS = {
     "mma_version": 3.0,            # tensor-core instruction family: 3 = wgmma (sm90), 2 = mma.sync only (sm80)
-    "mma_efficiency_v3": 0.85,     # share of peak a wgmma pipeline reaches with wide instructions
-    "mma_n_half": 16.0,            # wgmma instruction N at which it reaches half of that (issue/operand overhead)
-    "mma_efficiency_v2": 0.6,      # share of peak mma.sync reaches (about 62% of wgmma on H800, Luo et al. 2024)
-    "sm_load_bytes_per_cycle": 64.0,   # global -> shared bytes per SM cycle (cp.async through the L1/TEX path)
+    "mma_efficiency_v3": 0.9,      # share of peak wgmma reaches with the widest instruction (N = 256)
+    "mma_n_half": 16.0,            # instruction N at which a wgmma would reach half of its peak (fixed cost per issue)
+    "mma_efficiency_v2": 0.6,      # share of peak mma.sync reaches (Hopper's peak needs wgmma: Luo et al., arXiv 2402.13499)
+    "sm_load_bytes_per_cycle": 128.0,  # global -> shared bytes per SM cycle: the SM's L1/TEX fill port (not fitted)
     "smem_bytes_per_cycle": 128.0,     # shared-memory bandwidth per SM (32 banks x 4 B)
-    "l2_efficiency": 1.0,          # share of the profile's L2 bandwidth loads get
+    "l2_efficiency": 1.0,          # share of the profile's L2 bandwidth loads get (fitted: may exceed 1, see docs)
     "hbm_efficiency": 0.92,        # share of the profile's HBM bandwidth (a read loop measured 4.42 of 4.8 TB/s)
     "latency_scale": 1.5,          # loaded latency of a tile load / idle pointer-chase latency (gm_latency_cycles)
     "step_overhead_cycles": 120.0,  # per K step of one program: barrier, wait, address update, loop
@@ -66,7 +68,7 @@ DEFAULTS = {
     "unaligned_elems_per_cycle": 4.0,  # elements per SM cycle of synchronous scalar loads (rows not 16-B aligned)
     "spill_cycles_per_reg": 60.0,  # cycles per K step per register a thread spills to local memory
 }
-FITTABLE = ("mma_efficiency_v3", "mma_n_half", "mma_efficiency_v2", "sm_load_bytes_per_cycle", "l2_efficiency",
+FITTABLE = ("mma_efficiency_v3", "mma_n_half", "mma_efficiency_v2", "l2_efficiency",
             "latency_scale", "step_overhead_cycles", "program_overhead_cycles", "overlap_power",
             "atomic_gelems_per_s", "extra_kernel_us", "unaligned_elems_per_cycle", "spill_cycles_per_reg")
 # Largest number of tiles the L2 simulation walks for one schedule; bigger grids are simulated on a prefix of whole
@@ -125,17 +127,25 @@ def _vector_elems(stride: int, contiguous_ok: bool, b: int, chip) -> int:
 
 
 def _registers(c: dict, b: int, v3, wm, wn, vec_a: int, vec_b: int):
-    """Estimated registers per thread (before the launch cap) and the accumulator's share."""
+    """Estimated registers per thread (before the launch cap) and the accumulator's share.
+
+    Accumulator: BLOCK_M*BLOCK_N fp32 values over the threads. mma.sync keeps a warp's A and B fragments of the
+    K step in registers (wgmma reads both from shared memory). Async (cp.async) loads write shared memory directly
+    and need one 64-bit address per 16-B vector. A synchronous 1-element load path (rows not 16-B aligned) stages
+    every element in a register and keeps one 64-bit base address per tile row the thread touches (offsets along
+    the row are immediates): a warp's 32 lanes cover 32 consecutive elements of a row.
+    """
     bm, bn, bk, w = _i(c, "BLOCK_M"), _i(c, "BLOCK_N"), _i(c, "BLOCK_K"), _i(c, "num_warps")
     threads = 32 * w
     acc = bm * bn / threads
-    # mma.sync keeps a warp's A and B fragments of the whole K step in registers (32-bit regs hold 4/b elements)
     frag = np.where(v3, 0.0, ((bm / wm) * bk + bk * (bn / wn)) * b / 4.0 / 32.0)
-    # each load (vector) keeps a 64-bit address; a 1-element (unaligned) load also stages its value in a register
     la = bm * bk / threads
     lb = bk * bn / threads
-    addr = 2.0 * (la / vec_a + lb / vec_b)
-    staged = (la if vec_a == 1 else 0.0) + (lb if vec_b == 1 else 0.0)
+    addr = 2.0 * ((la / vec_a if vec_a > 1 else 0.0) + (lb / vec_b if vec_b > 1 else 0.0))
+    # synchronous path: values + row bases (A rows: BLOCK_M over the warps; B rows: BLOCK_K over the warps)
+    rows_a = np.maximum(bm * np.minimum(bk, 32) / threads, 1.0)
+    rows_b = np.maximum(bk * np.minimum(bn, 32) / threads, 1.0)
+    staged = (la + 2.0 * rows_a if vec_a == 1 else 0.0) + (lb + 2.0 * rows_b if vec_b == 1 else 0.0)
     return acc + frag + addr + staged + _BASE_REGS, acc
 
 
@@ -216,7 +226,6 @@ def prepare(p: Matmul, chip, c: dict) -> dict[str, np.ndarray]:
     cap = _reg_cap(chip, w)
     occ = occupancy(p, chip, c, regs)
     occ_eff = np.maximum(occ, 1)
-    spill = np.maximum(regs - cap, 0.0)
     # --- the SM-level schedule: programs per SM, rounds of `occ`, the explicit tail round
     n_sm = ceil_div(programs, sms)
     rounds = ceil_div(n_sm, occ_eff)
@@ -266,7 +275,7 @@ def prepare(p: Matmul, chip, c: dict) -> dict[str, np.ndarray]:
         "v3": v3.astype(np.float64), "instr_n": f(instr_n), "rep": f(rep), "smem_traffic": f(smem_traffic),
         "unal_a": np.full(n, float(vec_a == 1)), "unal_b": np.full(n, float(vec_b == 1)),
         "unal_c": np.full(n, float(vec_c == 1)), "out_bytes": np.full(n, float(ob)),
-        "regs": f(regs), "acc_regs": f(acc), "reg_cap": f(cap), "spill": f(spill), "occ": f(occ),
+        "regs": f(regs), "acc_regs": f(acc), "reg_cap": f(cap), "occ": f(occ),
         "n_sm": f(n_sm), "rounds": f(rounds), "k_full": f(k_full), "k_last": f(k_last),
         "act_full": f(act_full), "act_last": f(act_last),
         "a_step": a_step, "b_step": b_step, "hit": hit, "a_hit": a_hit, "b_hit": b_hit,
@@ -296,14 +305,17 @@ def timing(g: dict, chip, e: dict[str, float]) -> dict[str, np.ndarray]:
     prog_ovh = e["program_overhead_cycles"] / f
     v3 = g["v3"] > 0
     # tensor cores: one program's K step with the whole SM's tensor cores
-    eff3 = min(e["mma_efficiency_v3"], 1.0) / (1.0 + e["mma_n_half"] / g["instr_n"])
+    n0 = e["mma_n_half"]
+    eff3 = min(e["mma_efficiency_v3"], 1.0) * (1.0 + n0 / 256.0) / (1.0 + n0 / g["instr_n"])
     macs = g["bm"] * g["bn"] * g["bk"] * g["rep"]
     rate = g["macs_per_cycle"] * f
     unal_ab = g["unal_a"] * g["a_step"] + g["unal_b"] * g["b_step"]  # bytes on the synchronous scalar path
     async_b = g["a_step"] + g["b_step"] - unal_ab
     unal_elems = unal_ab / (g["a_step"] + g["b_step"]) * (g["bm"] + g["bn"]) * g["bk"]
-    t_unal1 = unal_elems / (e["unaligned_elems_per_cycle"] * f)
-    t_spill = g["spill"] * e["spill_cycles_per_reg"] / f
+    t_unal1 = unal_elems / (e["unaligned_elems_per_cycle"] * f)  # the SM's rate on the synchronous path
+    # registers beyond the cap spill to local memory
+    spill = np.maximum(g["regs"] - g["reg_cap"], 0.0)
+    t_spill = spill * e["spill_cycles_per_reg"] / f
     t_mte1 = g["smem_traffic"] / (e["smem_bytes_per_cycle"] * f)
     stages = g["stages"]
     sync = unal_ab > 0
@@ -312,8 +324,10 @@ def timing(g: dict, chip, e: dict[str, float]) -> dict[str, np.ndarray]:
         """Busy time of one SM for one K step of its `k` resident programs, with `act` SMs loading at once."""
         eff = np.where(v3, eff3, min(e["mma_efficiency_v2"], 1.0) * np.minimum(1.0, k * g["warps"] / 4.0))
         t_mma = macs / (rate * eff)
-        bw = np.minimum(sm_bw, mixed_bandwidth(g["hit"], l2_bw / act, hbm_bw / act))
-        t_x = async_b / bw
+        # the SM's fill port, its share of the L2 bandwidth, and its share of HBM for the bytes that miss L2
+        # (HBM fills L2 while L2 serves the SMs: the two overlap, the slower one sets the pace)
+        per_byte = np.maximum(np.maximum(1.0 / sm_bw, act / l2_bw), (1.0 - g["hit"]) * act / hbm_bw)
+        t_x = async_b * per_byte
         # Little's law: each program keeps (stages - 1) steps of loads in flight; with 1 stage the load is serial
         t_lat = np.where(stages >= 2, (lat + k * t_x) / np.maximum(stages - 1, 1), lat + k * t_x + t_mma)
         # the chain one program cannot overlap: its own mma, the step's sync, the synchronous loads, spills
@@ -373,7 +387,7 @@ def timing(g: dict, chip, e: dict[str, float]) -> dict[str, np.ndarray]:
         "tail_sms": g["act_last"].astype(np.int64),
         "wgmma": v3,
         "regs_per_thread": g["regs"],
-        "spill_regs": g["spill"],
+        "spill_regs": spill,
     }
 
 
@@ -392,9 +406,12 @@ class MatmulCuda:
     def feasible(self, p: Matmul, chip, c: dict, rules=None) -> dict[str, np.ndarray]:
         """One boolean mask per rule (True = allowed), for the rules whose knobs are all present."""
         names = [r for r in (rules or RULES) if all(k in c for k in RULES[r])]
+        n = len(next(iter(c.values()))) if c else 0
         out = {}
         for r in names:
-            if r == "pow2":
+            if r == "dtype":
+                out[r] = np.full(n, chip.macs_per_cycle(p.dtype) > 0)
+            elif r == "pow2":
                 out[r] = np.logical_and.reduce([(_i(c, k) & (_i(c, k) - 1)) == 0 for k in RULES[r]])
             elif r == "dot_min":
                 out[r] = np.logical_and.reduce([_i(c, k) >= 16 for k in RULES[r]])

@@ -1,0 +1,72 @@
+"""Model throughput and exhaustive-search time, measured in one run (one process).
+
+    python3 bench/model_throughput.py
+
+Prints candidates/s for the full estimate and for the lower bound the search prunes with, the exhaustive
+search wall time per shape (the issue's target: 4096^3 on ascend910b3 under 5 s), and line counts per module.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+
+from tiler.hardware import load_chip
+from tiler.model import get_model
+from tiler.problem import parse_problem
+from tiler.search import search
+from tiler.space import load_space, take
+
+
+def feasible_sample(p, chip, space, model, n, seed=0):
+    rng = np.random.default_rng(seed)
+    cand = {k: rng.choice(np.array(kn.values, dtype=np.int64), size=n * 4) for k, kn in space.knobs.items()}
+    ok = np.logical_and.reduce(list(model.feasible(p, chip, cand).values()))
+    return take(cand, np.nonzero(ok)[0][:n])
+
+
+def rate(fn, n, repeat=3):
+    best = np.inf
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t)
+    return n / best, best
+
+
+def main():
+    chip = load_chip("ascend910b3")
+    space = load_space("matmul", "ascend")
+    model = get_model("matmul", "ascend")
+    p = parse_problem("matmul", {"M": 4096, "N": 4096, "K": 4096})
+    print("== model throughput (ascend910b3, matmul 4096^3, random feasible tilings, one process) ==")
+    for n in (10_000, 200_000):
+        cand = feasible_sample(p, chip, space, model, n)
+        n = len(cand["base_m"])
+        r_est, t_est = rate(lambda c=cand: model.estimate(p, chip, c), n)
+        r_lb, t_lb = rate(lambda c=cand: model.bound(p, chip, c), n)
+        r_feas, _ = rate(lambda c=cand: model.feasible(p, chip, c), n)
+        print(f"  {n:>7} candidates: estimate {r_est:12,.0f}/s ({t_est:.3f} s)   bound {r_lb:12,.0f}/s   "
+              f"rules {r_feas:12,.0f}/s")
+    print("== exhaustive search (wall time, proven optimum) ==")
+    shapes = [(4096, 4096, 4096), (8192, 8192, 8192), (1000, 1000, 1000), (128, 128, 131072), (16, 4096, 4096),
+              (2048, 14336, 4096), (4096, 4097, 4096)]
+    for chip_id in ("ascend910b3", "ascend910b1"):
+        chip = load_chip(chip_id)
+        for s in shapes:
+            p = parse_problem("matmul", dict(zip("MNK", s, strict=True)))
+            t = time.perf_counter()
+            r = search(p, chip, space)
+            dt = time.perf_counter() - t
+            print(f"  {chip_id:12} {str(s):20} {dt:6.2f} s   scored {r.evaluated:>8,}  bounded {r.bounded:>8,}  "
+                  f"time {r.row(0)['time_us']:10.2f} us  {r.row(0)['bound']:7}  proven={r.proven_optimal}")
+    print("== lines per module ==")
+    root = Path(__file__).resolve().parent.parent / "tiler"
+    for f in sorted(root.rglob("*.py")):
+        print(f"  {len(f.read_text().splitlines()):5}  {f.relative_to(root.parent)}")
+
+
+if __name__ == "__main__":
+    main()

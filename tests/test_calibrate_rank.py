@@ -1,0 +1,176 @@
+"""rank_candidates on measured tables; calibrate and write_profile."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tiler.calibrate import calibrate, load_measurements, replace_section, shape_quality, write_profile
+from tiler.errors import TilerError
+from tiler.hardware import load_chip, load_profile
+from tiler.model import matmul_cuda as mc
+from tiler.problem import Matmul
+from tiler.rank import rank_candidates
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "bench" / "data" / "h200_matmul_cal.csv"
+
+
+@pytest.fixture(scope="module")
+def data():
+    return pd.read_csv(DATA)
+
+
+@pytest.fixture(scope="module")
+def chip():
+    return load_chip("h200")
+
+
+@pytest.fixture(scope="module")
+def raw_chip(chip):
+    """The h200 profile with the model's uncalibrated defaults in place of any fitted constant."""
+    return chip.with_values({k: mc.DEFAULTS[k] for k in mc.FITTABLE}, tag="estimated", source="model default")
+
+
+# ---------------------------------------------------------------- rank
+def test_rank_the_shared_csv(chip, data):
+    ranked, rejected = rank_candidates(Matmul(4096, 4096, 4096), chip, data)
+    assert len(rejected) == 0
+    assert len(ranked) == 104  # the triton rows of that shape; torch rows and other shapes are ignored
+    assert (ranked["impl"] == "triton").all() and (ranked["M"] == 4096).all()
+    assert ranked["rank"].min() == 1 and ranked["rank"].is_monotonic_increasing
+    assert ranked["predicted_us"].is_monotonic_increasing
+    assert {"row", "ms", "source", "bound"} <= set(ranked.columns)
+    # row numbers count data rows from 1 in file order: row r is line r + 1 of the CSV
+    r = ranked.iloc[0]
+    assert data.iloc[int(r["row"]) - 1]["ms"] == r["ms"]
+    # ranking quality on a measured shape
+    q = shape_quality(ranked["predicted_us"].to_numpy(), ranked["ms"].to_numpy())
+    assert q["spearman"] > 0.7 and q["top4"] > 0.9
+
+
+def test_rank_without_shape_columns_takes_every_row(chip):
+    df = pd.DataFrame({"BLOCK_M": [128, 64], "BLOCK_N": [128, 64], "BLOCK_K": [64, 32], "num_stages": [3, 4],
+                       "num_warps": [8, 4], "GROUP_M": [8, 8], "ORDER": ["grouped", 1], "SPLIT_K": [1, 1],
+                       "note": ["a", "b"]})
+    ranked, rejected = rank_candidates(Matmul(2048, 2048, 2048), chip, df)
+    assert len(ranked) == 2 and len(rejected) == 0
+    assert sorted(ranked["rank"]) == [1, 2] and "note" in ranked.columns
+
+
+def test_rank_reports_infeasible_and_out_of_domain_rows(chip, data):
+    df = data[(data.M == 1024) & (data.N == 1024) & (data.K == 1024)].copy().reset_index(drop=True)
+    df.loc[3, ["BLOCK_M", "BLOCK_N", "BLOCK_K", "num_stages"]] = [256, 256, 128, 4]  # 512 KiB of stages
+    df.loc[5, "ORDER"] = 5
+    df.loc[7, "BLOCK_M"] = 48  # open knob, but not a power of two
+    ranked, rejected = rank_candidates(Matmul(1024, 1024, 1024), chip, df)
+    assert len(ranked) == len(df) - 3 - (df.impl != "triton").sum()
+    got = dict(zip(rejected["row"], rejected["rule"], strict=True))
+    assert got == {4: "smem", 6: "domain", 8: "pow2"}
+    assert "ORDER" in rejected.set_index("row").loc[6, "reason"]
+
+
+def test_rank_rejects_malformed_tables_with_the_row_and_column(chip, data):
+    df = data.copy()
+    df["BLOCK_K"] = df["BLOCK_K"].astype(object)
+    df.loc[10, "BLOCK_K"] = "sixty-four"
+    with pytest.raises(TilerError, match=r"row 11: column 'BLOCK_K'"):
+        rank_candidates(Matmul(16, 4096, 4096), chip, df)
+    with pytest.raises(TilerError, match="missing column 'num_warps'"):
+        rank_candidates(Matmul(16, 4096, 4096), chip, data.drop(columns=["num_warps"]))
+    # an empty knob on a triton row is malformed too (torch rows have empty knobs and are skipped)
+    df = data.copy()
+    df.loc[2, "SPLIT_K"] = np.nan
+    with pytest.raises(TilerError, match=r"row 3: column 'SPLIT_K'"):
+        rank_candidates(Matmul(16, 4096, 4096), chip, df)
+    rank_candidates(Matmul(128, 6144, 4096), chip, df)  # other shapes are not read
+
+
+# ---------------------------------------------------------------- calibrate
+FIT = ["1024x1024x1024", "512x512x32768", "4096x4096x4096", "16x4096x4096", "896x2432x4096"]
+HELD = ["2048x4096x4096", "256x8192x8192", "640x3328x2048", "3072x768x3072"]
+
+
+def test_calibration_on_a_fold_improves_held_out_error(raw_chip, data):
+    res = calibrate(raw_chip, "matmul", data, folds=0, fit_shapes=FIT, data_name="h200_matmul_cal.csv",
+                    date="2026-11-30")
+    assert res.seconds < 60
+    held = load_measurements(raw_chip, "matmul", data).take(HELD)
+    start = mc.efficiency(raw_chip)
+    after = dict(start, **res.values)
+    t0 = mc.timing(held.prepared, raw_chip, start)["time_us"] * 1e-6
+    t1 = mc.timing(held.prepared, raw_chip, after)["time_us"] * 1e-6
+    err0 = np.median(np.abs(np.log(t0 / held.seconds)))
+    err1 = np.median(np.abs(np.log(t1 / held.seconds)))
+    assert err1 < 0.8 * err0, (err0, err1)
+    # fitted values carry their tag and a source naming the data, its shapes and the date
+    assert set(res.values) == set(mc.FITTABLE)
+    k = "latency_scale"
+    assert res.chip.tags[k] == "fitted"
+    assert "h200_matmul_cal.csv" in res.chip.sources[k] and "1024x1024x1024" in res.chip.sources[k]
+    assert "2026-11-30" in res.chip.sources[k]
+    # every fitted constant stays inside its physical box
+    from tiler.calibrate import BOUNDS
+
+    for name, v in res.values.items():
+        lo, hi = BOUNDS[name]
+        assert lo * 0.999 <= v <= hi * 1.001
+
+
+def test_kfold_by_shape_reports_held_out_quality(raw_chip, data):
+    shapes = FIT + HELD
+    res = calibrate(raw_chip, "matmul", data, folds=3, seed=1, fit_shapes=shapes)
+    assert sorted(res.folds["shape"]) == sorted(shapes)  # every shape held out exactly once
+    m = res.metrics
+    assert m["cv_error_after"] < m["cv_error_before"]
+    assert 0 < m["cv_top1_geomean"] <= 1 and -1 <= m["cv_spearman"] <= 1
+    assert "k-fold" in res.summary()
+
+
+def test_calibrate_rejects_bad_input(raw_chip, data):
+    with pytest.raises(TilerError, match="no time column"):
+        calibrate(raw_chip, "matmul", data.drop(columns=["ms"]), folds=0)
+    with pytest.raises(TilerError, match="no measured rows for shape"):
+        calibrate(raw_chip, "matmul", data, folds=0, fit_shapes=["7x7x7"])
+    with pytest.raises(TilerError, match="cannot fit"):
+        calibrate(raw_chip, "matmul", data, folds=0, params=["cores"])
+
+
+def test_write_profile_keeps_the_file_and_rewrites_efficiency(raw_chip, data, tmp_path):
+    res = calibrate(raw_chip, "matmul", data, folds=0, fit_shapes=["1024x1024x1024", "512x512x32768"],
+                    data_name="h200_matmul_cal.csv", date="2026-11-30")
+    path = tmp_path / "h200.toml"
+    path.write_text((ROOT / "hardware" / "h200.toml").read_text())
+    write_profile(res, path)
+    text = path.read_text()
+    assert text.startswith("# NVIDIA H200")  # comments and layout of the existing profile survive
+    back = load_profile(path)
+    for k, v in res.values.items():
+        assert back[k] == pytest.approx(v) and back.tags[k] == "fitted"
+    assert back["cores"] == 132 and back.tags["cores"] == "confirmed"
+    raw = tomllib.loads(text)
+    assert raw["efficiency"]["latency_scale"]["tag"] == "fitted"
+    # a new file is written whole from the schema
+    new = tmp_path / "sub" / "other.toml"
+    write_profile(res, new)
+    assert load_profile(new)["latency_scale"] == pytest.approx(res.values["latency_scale"])
+
+
+def test_replace_section_appends_when_missing():
+    out = replace_section('id = "x"\n[compute]\na = 1\n', "efficiency", ["b = 2"])
+    assert out.endswith("[efficiency]\nb = 2\n")
+    out2 = replace_section(out, "efficiency", ["c = 3"])
+    assert "b = 2" not in out2 and out2.endswith("[efficiency]\nc = 3\n")
+    out3 = replace_section('[efficiency]\nold = 1\n[overhead]\nz = 1\n', "efficiency", ["n = 2"])
+    assert out3 == "[efficiency]\nn = 2\n\n[overhead]\nz = 1\n"
+
+
+def test_shipped_h200_profile_is_calibrated_on_part_of_the_shared_data(chip):
+    fitted = [k for k, t in chip.tags.items() if t == "fitted"]
+    assert set(fitted) == set(mc.FITTABLE)
+    src = chip.sources[fitted[0]]
+    assert "h200_matmul_cal.csv" in src and "held out" in src

@@ -1,0 +1,257 @@
+"""The cuda matmul model: feasibility, directions a toy model gets wrong (on measured rows), invariants."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tiler.hardware import load_chip
+from tiler.model import get_model
+from tiler.model import matmul_cuda as mc
+from tiler.model.common import RECORD
+from tiler.problem import Matmul
+from tiler.rank import parse_knobs, select_rows
+from tiler.space import load_space
+
+DATA = Path(__file__).resolve().parent.parent / "bench" / "data" / "h200_matmul_cal.csv"
+KNOBS = mc.KNOBS
+
+
+@pytest.fixture(scope="module")
+def chip():
+    return load_chip("h200")
+
+
+@pytest.fixture(scope="module")
+def space():
+    return load_space("matmul", "cuda")
+
+
+@pytest.fixture(scope="module")
+def data():
+    return pd.read_csv(DATA)
+
+
+@pytest.fixture(scope="module")
+def model():
+    return get_model("matmul", "cuda")
+
+
+def cands(**kw) -> dict:
+    """One candidate per position of the given lists (scalars broadcast)."""
+    base = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, num_stages=4, num_warps=8, GROUP_M=8, ORDER=1, SPLIT_K=1)
+    base.update(kw)
+    n = max(len(v) if isinstance(v, list | tuple) else 1 for v in base.values())
+    return {k: np.broadcast_to(np.asarray(v, dtype=np.int64), (n,)).copy() for k, v in base.items()}
+
+
+def rows_of(data: pd.DataFrame, p: Matmul, space) -> tuple[pd.DataFrame, dict]:
+    sel = select_rows(p, "cuda", data).reset_index(drop=True)
+    c, ok, _ = parse_knobs(sel, space)
+    assert ok.all()
+    return sel, c
+
+
+def predict(model, chip, p: Matmul, c: dict) -> np.ndarray:
+    return model.estimate(p, chip, c)["time_us"]
+
+
+# ---------------------------------------------------------------- space and feasibility
+def test_space_covers_every_measured_value(space, data):
+    tri = data[data.impl == "triton"]
+    for k in KNOBS:
+        knob = space.knobs[k]
+        for v in tri[k].dropna().unique():
+            assert int(v) in knob.values, f"{k}={v} from the shared CSV is not in the domain"
+    assert space.knobs["ORDER"].labels == ("row", "grouped", "serpentine")
+
+
+def test_every_measured_tiling_is_feasible(model, chip, space, data):
+    for (m, n, k), _ in data[data.impl == "triton"].groupby(["M", "N", "K"]):
+        p = Matmul(int(m), int(n), int(k))
+        _, c = rows_of(data, p, space)
+        for rule, mask in model.feasible(p, chip, c).items():
+            assert mask.all(), f"{p}: rule {rule} rejects a tiling that ran on the H200"
+
+
+def test_stages_that_overflow_shared_memory_are_rejected(model, chip):
+    p = Matmul(4096, 4096, 4096)
+    # (128*128 + 128*256) * 2 B * 4 stages = 384 KiB > 227 KiB; 2 stages = 192 KiB fits
+    c = cands(BLOCK_M=128, BLOCK_N=256, BLOCK_K=128, num_stages=[4, 2])
+    ok = model.feasible(p, chip, c)
+    assert list(ok["smem"]) == [False, True]
+    assert list(ok["occupancy"]) == [False, True]
+
+
+def test_accumulator_that_cannot_fit_registers_is_rejected(model, chip):
+    p = Matmul(4096, 4096, 4096)
+    # fp32 accumulator per thread: 256x128 over 4 warps = 256 (> 255); over 8 warps 128; over 16 warps 64; 256x256
+    # over 16 warps = 128, but 512 threads may use at most 65536 / 512 = 128 registers each
+    c = cands(BLOCK_M=256, BLOCK_N=[128, 128, 128, 256], BLOCK_K=32, num_stages=2, num_warps=[4, 8, 16, 16])
+    assert list(model.feasible(p, chip, c)["registers"]) == [False, True, True, False]
+
+
+def test_block_sizes_must_be_powers_of_two_and_at_least_16(model, chip):
+    c = cands(BLOCK_M=[96, 8, 64], BLOCK_N=64)
+    ok = model.feasible(Matmul(1024, 1024, 1024), chip, c)
+    assert list(ok["pow2"]) == [False, True, True]
+    assert list(ok["dot_min"]) == [True, False, True]
+
+
+def test_dominated_drops_duplicate_orders_and_empty_slices(model):
+    p = Matmul(4096, 4096, 4096)
+    c = cands(ORDER=[0, 0, 1, 1, 1], GROUP_M=[1, 8, 1, 8, 8], SPLIT_K=[1, 1, 1, 1, 128], BLOCK_K=64)
+    # ORDER=row ignores GROUP_M (keep the smallest); 4096/64 = 64 K steps cannot feed 128 slices
+    assert list(model.dominated(p, None, c)) == [False, True, False, False, True]
+
+
+# ---------------------------------------------------------------- directions on measured rows
+def test_misaligned_rows_are_predicted_much_slower_than_an_aligned_neighbour(model, chip, space, data):
+    """1000^3 rows are 2000 B apart: a 16-B multiple, but not 16 elements, so Triton cannot prove alignment and
+    loads one element at a time. Measured: ~4x slower than 1024^3 for the same tiling."""
+    p0, p1 = Matmul(1000, 1000, 1000), Matmul(1024, 1024, 1024)
+    s0, c0 = rows_of(data, p0, space)
+    s1, _ = rows_of(data, p1, space)
+    t0, t1 = predict(model, chip, p0, c0), predict(model, chip, p1, c0)
+    ratio = t0 / t1
+    measured = (s0.set_index(list(KNOBS)).ms / s1.drop_duplicates(list(KNOBS)).set_index(list(KNOBS)).ms).dropna()
+    assert np.median(ratio) > 2.5, "the model misses the alignment penalty"
+    assert np.median(measured) > 2.5  # the data says so too
+    # best against best: the model's fastest 1000^3 tiling is still far slower than its fastest 1024^3 one
+    assert t0.min() > 2.0 * t1.min()
+
+
+def test_misaligned_tilings_are_ranked_sensibly(model, chip, space, data):
+    p = Matmul(1000, 1000, 1000)
+    s, c = rows_of(data, p, space)
+    est = model.estimate(p, chip, c)
+    t = est["time_us"]
+    ms = s["ms"].to_numpy()
+    rho = pd.Series(t).rank().corr(pd.Series(ms).rank())
+    assert rho > 0.75
+    # the picks that spill (e.g. 64x256x128, 4 warps: 320 staged elements per thread) are among the slowest
+    spill = est["spill_regs"] > 0
+    assert spill.any() and np.median(t[spill]) > np.median(t[~spill])
+    # the model's top 4 contain a tiling within 10% of the best measured
+    top4 = np.argsort(t)[:4]
+    assert ms.min() / ms[top4].min() > 0.9
+
+
+def test_k_heavy_small_mn_prefers_split_k(model, chip, space, data):
+    p = Matmul(512, 512, 32768)
+    s, c = rows_of(data, p, space)
+    t = predict(model, chip, p, c)
+    assert c["SPLIT_K"][np.argmin(t)] > 1
+    assert s["SPLIT_K"].to_numpy()[np.argmin(s["ms"].to_numpy())] > 1  # and the H200 agrees
+    # the same tiling with and without split-K: split-K is predicted faster here ...
+    two = cands(BLOCK_M=64, BLOCK_N=64, BLOCK_K=128, num_stages=5, num_warps=4, SPLIT_K=[1, 4])
+    t2 = predict(model, chip, p, two)
+    assert t2[1] < t2[0]
+    # ... and slower on a large square problem, where its fp32 atomics are pure overhead
+    t3 = predict(model, chip, Matmul(4096, 4096, 4096), two)
+    assert t3[1] > t3[0]
+
+
+def test_skinny_m_prefers_small_block_m(model, chip, space, data):
+    for p in (Matmul(16, 4096, 4096), Matmul(128, 6144, 4096)):
+        s, c = rows_of(data, p, space)
+        t = predict(model, chip, p, c)
+        assert c["BLOCK_M"][np.argmin(t)] <= 64, p
+        assert c["BLOCK_M"][np.argmin(t)] <= np.median(c["BLOCK_M"])
+    # same tiling but BLOCK_M: for M=16 every row beyond 16 is wasted tensor work and L2 traffic
+    c = cands(BLOCK_M=[64, 128, 256], BLOCK_N=64, BLOCK_K=128, num_stages=3, num_warps=4)
+    t = predict(model, chip, Matmul(16, 4096, 4096), c)
+    assert t[0] < t[1] < t[2]
+
+
+def test_exhaustive_search_of_the_full_space_is_fast_and_sensible(chip, space):
+    from tiler.search import search
+
+    t0 = time.perf_counter()
+    res = search(Matmul(16, 4096, 4096), chip, space)
+    assert time.perf_counter() - t0 < 15
+    assert res.tiling(0)["BLOCK_M"] <= 64
+    res = search(Matmul(512, 512, 32768), chip, space)
+    assert res.tiling(0)["SPLIT_K"] > 1
+    assert res.evaluated > 10_000
+
+
+def test_wgmma_needs_64_rows_and_a_warpgroup(chip):
+    g = mc.prepare(Matmul(4096, 4096, 4096), chip,
+                   cands(BLOCK_M=[128, 32, 128, 64], num_warps=[8, 4, 2, 4]))
+    assert list(g["v3"].astype(bool)) == [True, False, False, True]
+
+
+def test_tail_wave_is_explicit(model, chip):
+    # 133 programs on 132 SMs, one per SM at a time: two rounds, the second on one SM
+    p = Matmul(128 * 133, 128, 4096)
+    est = model.estimate(p, chip, cands(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, num_stages=6, num_warps=8))
+    assert est["waves"][0] == 2 and est["tail_sms"][0] == 1 and est["occupancy"][0] == 1
+    assert est["balance"][0] == pytest.approx(133 / 264)
+    full = model.estimate(Matmul(128 * 132, 128, 4096), chip,
+                          cands(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, num_stages=6, num_warps=8))
+    assert est["time_us"][0] > 1.6 * full["time_us"][0]
+
+
+def test_serpentine_and_grouping_change_l2_hits(model, chip):
+    p = Matmul(4096, 18944, 3584)
+    c = cands(BLOCK_M=128, BLOCK_N=256, num_stages=3, ORDER=[0, 1, 2], GROUP_M=[1, 8, 1])
+    hit = model.estimate(p, chip, c)["l2_hit_rate"]
+    assert hit[1] > hit[0] and hit[2] >= hit[0]
+
+
+def test_advice_names_alignment_and_split_k(model, chip):
+    p = Matmul(1000, 1000, 1000)
+    c = cands(SPLIT_K=2)
+    lines = model.advice(p, chip, c, model.estimate(p, chip, c), 0)
+    text = " ".join(lines)
+    assert "multiple of 16" in text and "split-K" in text
+
+
+# ---------------------------------------------------------------- invariants (DESIGN §4)
+def _space_cands(space, rng, n):
+    return {k: rng.choice(np.asarray(space.knobs[k].values), n) for k in KNOBS}
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(m=st.integers(1, 9000), n=st.integers(1, 9000), k=st.integers(1, 9000), seed=st.integers(0, 2**16))
+def test_record_is_complete_finite_and_above_roofline(model, chip, space, m, n, k, seed):
+    p = Matmul(m, n, k)
+    c = _space_cands(space, np.random.default_rng(seed), 64)
+    ok = np.logical_and.reduce(list(model.feasible(p, chip, c).values()))
+    c = {key: v[ok] for key, v in c.items()}
+    if not ok.any():
+        return
+    est = model.estimate(p, chip, c)
+    for f in RECORD:
+        assert f in est
+        if f != "bound":
+            v = np.asarray(est[f], dtype=np.float64)
+            assert np.isfinite(v).all() and (v >= 0).all(), f
+    assert (est["time_us"] >= est["roofline_us"] * (1 - 1e-9)).all()
+    assert set(np.unique(est["bound"])) <= {"mte2", "mte1", "cube", "vector", "fixpipe", "mte3", "scalar", "latency"}
+    assert ((est["balance"] > 0) & (est["balance"] <= 1 + 1e-9)).all()
+    assert ((est["l2_hit_rate"] >= 0) & (est["l2_hit_rate"] <= 1)).all()
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(m=st.integers(1, 6000), n=st.integers(1, 6000), k=st.integers(1, 6000), grow=st.integers(1, 400),
+       seed=st.integers(0, 2**16))
+def test_time_never_falls_when_k_grows(model, chip, space, m, n, k, grow, seed):
+    """More K with everything else fixed never predicts less time. K grows in steps of 16 elements, so the rows
+    stay in the same alignment class (K % 16): crossing it changes the load path, not just the work (1000 vs
+    1024 is 4x on the H200)."""
+    c = _space_cands(space, np.random.default_rng(seed), 64)
+    p0, p1 = Matmul(m, n, k), Matmul(m, n, k + 16 * grow)
+    ok = np.logical_and.reduce(list(model.feasible(p0, chip, c).values()))
+    c = {key: v[ok] for key, v in c.items()}
+    if not ok.any():
+        return
+    t0, t1 = predict(model, chip, p0, c), predict(model, chip, p1, c)
+    assert (t1 >= t0 * (1 - 1e-9)).all()

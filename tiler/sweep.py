@@ -1,0 +1,792 @@
+"""Batch sweeps over shape CSVs: every (row, chip) searched, in parallel, resumable, one ordered output table.
+
+    tiler sweep SHAPES.csv --op matmul --chip ascend910b3[,h200] [--out PATH] [--library FILE] [--jobs N]
+                [--resume] [--strategy S] [--seed N] [--trials N] [--fix K=V]... [--scheduler ADDR] [--quiet]
+
+How a sweep runs (docs/sweep.md has the user's view):
+
+1. The CSV is read as text. Each row is parsed with `tiler.problem.parse_problem` (the same checker as
+   `--shape`); a bad row (missing, non-numeric or negative field, unknown dtype, bad `count`) becomes an
+   output row with status=error and the checker's message, which names the field. Other columns pass through.
+2. Rows with the same problem on the same chip are searched once (a model has many identical layers).
+3. Each search's result is committed to a SQLite journal (`<out>.journal.db`) as soon as it arrives, keyed by
+   (chip id, op, problem key, strategy, seed, trials, pinned knobs/space, profile hash) -- not by row number --
+   so `--resume` skips what is done even after the CSV is re-ordered or extended, a SIGKILL loses only the
+   searches in flight, and no key is ever written twice (it is the table's primary key).
+4. Work runs in this process (`--jobs 1`), in a local process pool (`--jobs N`, chunks of searches), or on a
+   Dask distributed cluster (`--scheduler ADDRESS`); all three give the same rows because the output is
+   rebuilt from the journal in input order at the end, never in completion order.
+5. The output (CSV, or Parquet for a `.parquet` path) is written once, atomically, after the last search; then
+   the optional tiling library (`tiler.library/v1`, one file per chip), then a summary on stderr.
+
+Exit codes of the command: 0 every row ok; 1 at least one row has status=error (the file is still complete);
+2 bad input (missing file, unknown chip or op, bad option); 130 interrupted (Ctrl-C; rerun with --resume).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shlex
+import signal
+import sqlite3
+import sys
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import click
+
+from .errors import InfeasibleError, TilerError, closest
+
+PIPE_COLUMNS = ("mac_us", "vec_us", "scalar_us", "mte1_us", "mte2_us", "mte3_us", "fixpipe_us")
+ESTIMATE_COLUMNS = ("time_us", "bound", *PIPE_COLUMNS, "cores_used", "waves", "balance", "l2_hit_rate",
+                    "hbm_bytes", "l2_bytes", "roofline_us")
+SEARCH_COLUMNS = ("strategy", "seed", "evaluated", "proven_optimal")
+STATUS_COLUMNS = ("chip", "status", "error", "key")
+JOURNAL_SUFFIX = ".journal.db"
+MAX_CHUNK = 4  # searches per pool task: a few seconds of work at most, so a kill loses little
+
+
+# --------------------------------------------------------------------------------------------------- config
+
+
+@dataclass(frozen=True)
+class SweepConfig:
+    """What decides a search's result besides the problem and the chip (part of every journal key)."""
+
+    op: str
+    strategy: str = "exhaustive"
+    seed: int = 0
+    trials: int | None = None
+    fix: tuple[tuple[str, str], ...] = ()
+
+    def fix_text(self) -> str:
+        return ";".join(f"{k}={v}" for k, v in self.fix)
+
+
+@dataclass(frozen=True)
+class _Context:
+    """Everything a worker needs besides its chunk: shipped once per pool task or scattered once to Dask."""
+
+    cfg: SweepConfig
+    chips: dict  # chip id -> _chip_state(chip)
+    spaces: dict  # chip id -> pinned Space
+
+
+def _chip_state(chip) -> tuple:
+    """A picklable copy of a Chip (its mappings are read-only proxies, which do not pickle)."""
+    return (chip.id, chip.family, chip.name, dict(chip.values), dict(chip.sources), dict(chip.tags), chip.path,
+            chip.profile_hash)
+
+
+_CHIPS: dict[tuple, Any] = {}
+
+
+def _chip_from_state(state: tuple):
+    key = (state[0], state[7])
+    if key not in _CHIPS:
+        from .hardware import Chip
+
+        cid, fam, name, vals, srcs, tags, path, phash = state
+        _CHIPS[key] = Chip(cid, fam, name, MappingProxyType(vals), MappingProxyType(srcs), MappingProxyType(tags),
+                           path, phash)
+    return _CHIPS[key]
+
+
+def space_hash(space) -> str:
+    """A short fingerprint of the (pinned) knob domains: a changed search space never reuses old results."""
+    text = repr(sorted((k, kn.values, kn.labels, kn.open) for k, kn in space.knobs.items()))
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def journal_key(chip, problem, cfg: SweepConfig, space) -> str:
+    """The resume key of one search: chip id, op, problem key, strategy, seed, trials, pins, space, profile."""
+    trials = cfg.trials if cfg.strategy in ("tpe", "random") else None
+    return "|".join([chip.id, cfg.op, problem.key(), cfg.strategy, f"seed={cfg.seed}", f"trials={trials}",
+                     f"fix={cfg.fix_text()}", f"space={space_hash(space)}", f"profile={chip.profile_hash}"])
+
+
+# --------------------------------------------------------------------------------------------------- solving
+
+
+def _py(v):
+    return v.item() if hasattr(v, "item") else v
+
+
+def solve(problem, chip, space, cfg: SweepConfig) -> dict:
+    """One search, never raising: {'status': 'ok', tiling, row, search} or {'status': 'error', kind, error}.
+
+    `kind` is 'input' for a problem no tiling fits or a rejected setting (deterministic: a resume keeps it) and
+    'internal' for anything else (a bug or a crash: a resume retries it).
+    """
+    from .search import search
+
+    t0 = time.perf_counter()
+    try:
+        res = search(problem, chip, space, strategy=cfg.strategy, top=1, seed=cfg.seed, trials=cfg.trials)
+        tiling = {k: _py(v) for k, v in res.tiling(0).items()}
+        row = {k: _py(v) for k, v in res.row(0).items()}
+    except InfeasibleError as exc:
+        return {"status": "error", "kind": "input", "error": f"shape: {exc}"}
+    except TilerError as exc:
+        return {"status": "error", "kind": "input", "error": str(exc)}
+    except Exception as exc:  # noqa: BLE001 -- one broken search must not stop the sweep
+        return {"status": "error", "kind": "internal", "error": f"internal: {type(exc).__name__}: {exc}"}
+    info = {"strategy": res.strategy, "evaluated": int(res.evaluated), "bounded": int(res.bounded),
+            "space_size": int(res.space_size), "feasible": int(res.feasible),
+            "seed": None if res.seed is None else int(res.seed), "proven_optimal": bool(res.proven_optimal),
+            "elapsed_s": round(time.perf_counter() - t0, 4)}
+    return {"status": "ok", "tiling": tiling, "row": row, "search": info}
+
+
+def _solve_chunk(chunk: Sequence[tuple[str, str, Any]], ctx: _Context) -> list[tuple[str, dict]]:
+    """Worker entry point (process pool or Dask): [(journal key, chip id, problem)] -> [(key, result)]."""
+    out = []
+    for key, chip_id, problem in chunk:
+        out.append((key, solve(problem, _chip_from_state(ctx.chips[chip_id]), ctx.spaces[chip_id], ctx.cfg)))
+    return out
+
+
+def _worker_init() -> None:
+    """Pool workers ignore Ctrl-C: the parent decides what to stop, and no worker prints a traceback."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+# --------------------------------------------------------------------------------------------------- journal
+
+
+def journal_path(out: str | os.PathLike) -> Path:
+    """The journal of an output file: next to it, `<out>.journal.db`."""
+    out = Path(out)
+    return out.with_name(out.name + JOURNAL_SUFFIX)
+
+
+class Journal:
+    """SQLite table of finished searches, one committed row each; the key is the primary key.
+
+    WAL mode with one writer (the sweep's parent process): a reader (a test, a second terminal) can watch it
+    while the sweep runs, and a process killed at any instant leaves every committed row intact.
+    """
+
+    def __init__(self, path: str | os.PathLike, fresh: bool):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if fresh:
+            for p in (self.path, Path(str(self.path) + "-wal"), Path(str(self.path) + "-shm")):
+                if p.exists():
+                    p.unlink()
+        try:
+            self.db = sqlite3.connect(str(self.path), timeout=30)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            self.db.execute(
+                "CREATE TABLE IF NOT EXISTS results (key TEXT PRIMARY KEY, chip TEXT NOT NULL, op TEXT NOT NULL, "
+                "problem TEXT NOT NULL, strategy TEXT NOT NULL, seed INTEGER, profile_hash TEXT NOT NULL, "
+                "status TEXT NOT NULL, kind TEXT, error TEXT, result TEXT, written_at REAL NOT NULL)")
+            self.db.commit()
+        except sqlite3.DatabaseError as exc:
+            raise TilerError(f"journal: cannot open {self.path}: {exc} (delete it, or run without --resume)") from None
+
+    def load(self) -> dict[str, dict]:
+        """Finished results to reuse. Internal errors are dropped here so that a resume retries them."""
+        self.db.execute("DELETE FROM results WHERE status = 'error' AND kind = 'internal'")
+        self.db.commit()
+        out = {}
+        for key, status, kind, error, result in self.db.execute(
+                "SELECT key, status, kind, error, result FROM results"):
+            out[key] = json.loads(result) if status == "ok" else {"status": status, "kind": kind, "error": error}
+        return out
+
+    def put(self, key: str, chip, op: str, problem, cfg: SweepConfig, result: dict) -> bool:
+        """Commit one result; returns False (and writes nothing) if the key is already there."""
+        cur = self.db.execute(
+            "INSERT OR IGNORE INTO results (key, chip, op, problem, strategy, seed, profile_hash, status, kind, "
+            "error, result, written_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (key, chip.id, op, problem.key(), cfg.strategy, cfg.seed, chip.profile_hash, result["status"],
+             result.get("kind"), result.get("error"), json.dumps(result) if result["status"] == "ok" else None,
+             time.time()))
+        self.db.commit()
+        return cur.rowcount == 1
+
+    def count(self) -> int:
+        return self.db.execute("SELECT COUNT(*) FROM results").fetchone()[0]
+
+    def close(self) -> None:
+        self.db.close()
+
+
+# --------------------------------------------------------------------------------------------------- input
+
+
+def read_shapes(source) -> Any:
+    """The shape table as text (no type guessing: '0010' and '' pass through unchanged)."""
+    import pandas as pd
+
+    if isinstance(source, pd.DataFrame):
+        return source.astype(str).reset_index(drop=True)
+    path = Path(source)
+    if not path.is_file():
+        raise TilerError(f"SHAPES: no such file: {path}")
+    try:
+        if path.suffix == ".parquet":
+            df = pd.read_parquet(path).astype(str)
+        else:
+            df = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True)
+    except ImportError as exc:
+        raise TilerError(f"SHAPES: reading Parquet needs pyarrow: pip install pyarrow ({exc})") from None
+    except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError, ValueError, OSError) as exc:
+        raise TilerError(f"SHAPES: cannot read {path}: {str(exc).strip()}") from None
+    df.columns = [str(c).strip() for c in df.columns]
+    dup = sorted({c for c in df.columns if list(df.columns).count(c) > 1})
+    if dup:
+        raise TilerError(f"SHAPES: column(s) {', '.join(dup)} appear more than once in {path}")
+    return df
+
+
+def _parse_count(text: str) -> int:
+    text = str(text).strip()
+    if text == "":
+        return 1
+    try:
+        f = float(text)
+    except ValueError:
+        raise TilerError(f"count: must be an integer >= 0, got {text!r}") from None
+    if f != f or f != int(f) or f < 0:
+        raise TilerError(f"count: must be an integer >= 0, got {text!r}")
+    return int(f)
+
+
+@dataclass
+class _Row:
+    index: int  # 0-based data row
+    values: dict  # the input row as text
+    problem: Any = None
+    count: int = 1
+    error: str | None = None
+
+
+def parse_rows(df, op: str, dtype: str | None = None) -> list[_Row]:
+    """Parse every row; a bad row keeps its error (naming the field) instead of stopping the sweep."""
+    from .problem import parse_problem, problem_class
+
+    cls = problem_class(op)
+    names = list(cls.FIELDS) + list(cls.OPTIONAL) + ["dtype"]
+    missing = [f for f in cls.FIELDS if f not in df.columns]
+    if missing:
+        hint = closest(missing[0], list(df.columns)) if len(df.columns) else "the file has no columns"
+        raise TilerError(f"SHAPES: column {missing[0]!r} is missing; {op} rows need {', '.join(cls.FIELDS)} "
+                         f"(optional: {', '.join(list(cls.OPTIONAL) + ['dtype', 'name', 'count'])}); "
+                         f"columns found: {hint}")
+    rows = []
+    for i, rec in enumerate(df.to_dict("records")):
+        r = _Row(i, {k: ("" if v is None else str(v)) for k, v in rec.items()})
+        fields_ = {k: r.values[k].strip() for k in names if k in r.values}
+        if not fields_.get("dtype") and dtype:
+            fields_["dtype"] = dtype
+        try:
+            r.problem = parse_problem(op, fields_, strict=False)
+            r.count = _parse_count(r.values.get("count", ""))
+        except TilerError as exc:
+            r.problem, r.error = None, str(exc)
+        rows.append(r)
+    return rows
+
+
+# --------------------------------------------------------------------------------------------------- running
+
+
+@dataclass
+class _Task:
+    key: str
+    chip: Any
+    problem: Any
+    slots: list[tuple[int, int]] = field(default_factory=list)  # (row index, chip index) it fills
+
+
+def _chunks(tasks: list[_Task], jobs: int) -> list[list[_Task]]:
+    size = max(1, min(MAX_CHUNK, len(tasks) // max(1, jobs * 16)))
+    return [tasks[i:i + size] for i in range(0, len(tasks), size)]
+
+
+def _payload(chunk: list[_Task]) -> list[tuple[str, str, Any]]:
+    return [(t.key, t.chip.id, t.problem) for t in chunk]
+
+
+def _run_local(chunks, ctx: _Context, on_result: Callable[[str, dict], None]) -> None:
+    for chunk in chunks:
+        for key, res in _solve_chunk(_payload(chunk), ctx):
+            on_result(key, res)
+
+
+def _stop_pool(pool) -> None:
+    """Cancel what has not started and end the workers this sweep started (their pids, not by name)."""
+    pool.shutdown(wait=False, cancel_futures=True)
+    stop = getattr(pool, "terminate_workers", None)  # Python >= 3.14
+    if stop is not None:
+        stop()
+        return
+    for proc in list((getattr(pool, "_processes", None) or {}).values()):
+        if proc.is_alive():
+            proc.terminate()
+    for proc in list((getattr(pool, "_processes", None) or {}).values()):
+        proc.join(timeout=5)
+
+
+def _run_pool(chunks, ctx: _Context, jobs: int, on_result) -> None:
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from concurrent.futures.process import BrokenProcessPool
+
+    pool = ProcessPoolExecutor(max_workers=min(jobs, len(chunks)), initializer=_worker_init)
+    try:
+        futures = [pool.submit(_solve_chunk, _payload(c), ctx) for c in chunks]
+        for fut in as_completed(futures):
+            for key, res in fut.result():
+                on_result(key, res)
+    except BrokenProcessPool:
+        _stop_pool(pool)
+        raise TilerError("--jobs: a worker process died (killed, or out of memory); the finished rows are in the "
+                         "journal: rerun the same command with --resume") from None
+    except BaseException:
+        _stop_pool(pool)
+        raise
+    pool.shutdown(wait=True)
+
+
+def _import_distributed():
+    try:
+        import dask.distributed
+    except ImportError:
+        raise TilerError("--scheduler: needs dask.distributed, which is not installed: pip install 'tiler[dask]' "
+                         "(or pip install 'dask[distributed]')") from None
+    return dask.distributed
+
+
+def _run_dask(address: str, chunks, ctx: _Context, on_result) -> None:
+    distributed = _import_distributed()
+    Client, as_completed = distributed.Client, distributed.as_completed
+    try:
+        client = Client(address, timeout="10s", set_as_default=False)
+    except (OSError, TimeoutError, ValueError) as exc:
+        raise TilerError(f"--scheduler: cannot reach the Dask scheduler at {address!r}: {exc}") from None
+    futures = []
+    try:
+        shared = client.scatter(ctx, broadcast=True)
+        futures = client.map(_solve_chunk, [_payload(c) for c in chunks], ctx=shared, pure=False)
+        for fut in as_completed(futures, loop=client.loop):
+            for key, res in fut.result():
+                on_result(key, res)
+    except BaseException:
+        if futures:
+            client.cancel(futures)
+        raise
+    finally:
+        client.close()
+
+
+# --------------------------------------------------------------------------------------------------- output
+
+
+def default_out(op: str, chip_ids: Sequence[str]) -> Path:
+    return Path("results") / f"sweep_{op}_{'_'.join(chip_ids)}.csv"
+
+
+def _check_writable_format(path: Path) -> None:
+    if path.suffix == ".parquet":
+        try:
+            import pyarrow  # noqa: F401
+        except ImportError:
+            raise TilerError(f"--out: writing Parquet ({path.name}) needs pyarrow, which is not installed: "
+                             "pip install pyarrow (or use a .csv path)") from None
+
+
+def write_table(frame, path: str | os.PathLike) -> None:
+    """CSV, or Parquet when the path ends in .parquet; written to a temporary file, then renamed (atomic)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    try:
+        if path.suffix == ".parquet":
+            _check_writable_format(path)
+            frame.to_parquet(tmp, index=False)
+        else:
+            frame.to_csv(tmp, index=False, na_rep="")
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+@dataclass
+class SweepReport:
+    """What a sweep produced: the output rows (input order), where they went, and counts."""
+
+    frame: Any  # pandas DataFrame, one row per (input row, chip)
+    out: Path
+    journal: Path
+    chips: list
+    op: str
+    libraries: list[Path]
+    ok: int
+    failed: int
+    computed: int  # searches run by this invocation
+    reused: int  # searches taken from the journal (--resume)
+    elapsed_s: float
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.failed else 0
+
+    def summary(self, slowest: int = 5) -> list[str]:
+        """Lines for stderr: ok/failed, count-weighted predicted time per chip, the slowest rows and bounds."""
+        df = self.frame
+        lines = [f"sweep {self.op}: {len(df)} rows ({self.ok} ok, {self.failed} failed) on "
+                 f"{', '.join(c.id for c in self.chips)}; {self.computed} searched, {self.reused} reused from "
+                 f"the journal, {self.elapsed_s:.1f} s -> {self.out}"]
+        if self.failed:
+            bad = df[df["status"] == "error"]
+            for _, r in bad.head(5).iterrows():
+                lines.append(f"  failed: row {r['_row'] + 1} on {r['chip']}: {r['error']}")
+            if len(bad) > 5:
+                lines.append(f"  ... and {len(bad) - 5} more (status=error in the output)")
+        for chip in self.chips:
+            ok = df[(df["status"] == "ok") & (df["chip"] == chip.id)]
+            if not len(ok):
+                continue
+            weighted = ok["time_us"].astype(float) * ok["_count"].astype(float)
+            lines.append(f"{chip.id}: predicted total {weighted.sum():,.1f} us over {len(ok)} ok rows "
+                         f"(time_us x count, {int(ok['_count'].sum())} occurrences)")
+            top = weighted.sort_values(ascending=False, kind="stable").head(slowest)
+            lines.append(f"  slowest {len(top)} (time_us x count):")
+            for idx, total in top.items():
+                r = ok.loc[idx]
+                label = r.get("name") or f"row {r['_row'] + 1}"
+                lines.append(f"    {str(label)[:28]:28} {r['key']:34} {float(r['time_us']):11.2f} us x "
+                             f"{int(r['_count']):<4} = {total:12,.1f} us  {r['bound']}")
+        return lines + self.notes
+
+    def table(self):
+        """The output table without the helper columns."""
+        return self.frame.drop(columns=[c for c in self.frame.columns if c.startswith("_")])
+
+
+def _knob_columns(spaces: dict) -> list[str]:
+    cols: list[str] = []
+    for space in spaces.values():
+        cols += [k for k in space.names if k not in cols]
+    return cols
+
+
+def build_frame(df_in, rows: list[_Row], chips: list, tasks: dict[tuple[int, int], _Task], results: dict[str, dict],
+                spaces: dict, cfg: SweepConfig):
+    """The output, one row per (input row, chip) in input order, built only from journaled results."""
+    import pandas as pd
+
+    knobs = _knob_columns(spaces)
+    produced = list(STATUS_COLUMNS) + knobs + list(ESTIMATE_COLUMNS) + list(SEARCH_COLUMNS)
+    passthrough = [c for c in df_in.columns if c not in produced]
+    records = []
+    for r in rows:
+        for ci, chip in enumerate(chips):
+            rec: dict[str, Any] = {c: r.values.get(c, "") for c in passthrough}
+            rec.update({"chip": chip.id, "_row": r.index, "_count": r.count})
+            rec["key"] = r.problem.key() if r.problem is not None else None
+            task = tasks.get((r.index, ci))
+            res = results.get(task.key) if task else None
+            if r.error is not None:
+                rec.update(status="error", error=r.error)
+            elif res is None:
+                rec.update(status="error", error="internal: no result (the sweep was interrupted)")
+            elif res["status"] != "ok":
+                rec.update(status="error", error=res["error"])
+            else:
+                rec.update(status="ok", error=None)
+                for k in spaces[chip.id].names:
+                    rec[k] = res["tiling"].get(k)
+                for k in ESTIMATE_COLUMNS:
+                    rec[k] = res["row"].get(k)
+                rec.update(strategy=res["search"]["strategy"], seed=cfg.seed,
+                           evaluated=res["search"]["evaluated"], proven_optimal=res["search"]["proven_optimal"])
+            records.append(rec)
+    cols = passthrough + produced + ["_row", "_count"]
+    # object columns keep each value's own type: ints stay ints next to the empty cells of failed rows
+    return pd.DataFrame({c: pd.Series([rec.get(c) for rec in records], dtype=object) for c in cols}, columns=cols)
+
+
+def library_paths(path: str | os.PathLike, chip_ids: Sequence[str]) -> list[Path]:
+    """One library per chip: with several chips the chip id goes before the extension (lib.h200.json)."""
+    path = Path(path)
+    if len(chip_ids) == 1:
+        return [path]
+    return [path.with_name(f"{path.stem}.{cid}{path.suffix or '.json'}") for cid in chip_ids]
+
+
+def write_libraries(path, rows: list[_Row], chips: list, tasks: dict, results: dict, spaces: dict,
+                    cfg: SweepConfig) -> list[Path]:
+    """`tiler.library/v1` per chip: the ok rows, one entry per problem key (first in input order wins)."""
+    from .export import library_document, tiling_document, validate, write_json
+
+    written = []
+    for ci, (chip, lib_path) in enumerate(zip(chips, library_paths(path, [c.id for c in chips]), strict=True)):
+        entries, seen = [], set()
+        for r in rows:
+            task = tasks.get((r.index, ci))
+            res = results.get(task.key) if task else None
+            if res is None or res["status"] != "ok" or task.problem.key() in seen:
+                continue
+            seen.add(task.problem.key())
+            info = {k: res["search"][k] for k in ("strategy", "evaluated", "seed", "proven_optimal")}
+            doc = tiling_document(task.problem, chip, spaces[chip.id], res["tiling"], res["row"], info)
+            validate(doc)
+            entries.append({"key": task.problem.key(), "problem": doc["problem"], "tiling": doc["tiling"],
+                            "estimate": doc["estimate"], "launch": doc["launch"], "search": doc["search"],
+                            "targets": doc["targets"]})
+        lib_path.parent.mkdir(parents=True, exist_ok=True)
+        write_json(library_document(chip, cfg.op, entries), lib_path)
+        written.append(lib_path)
+    return written
+
+
+# --------------------------------------------------------------------------------------------------- entry
+
+
+def _split_chips(chips) -> list[str]:
+    if isinstance(chips, str):
+        chips = chips.split(",")
+    ids = [c.strip() for c in chips if c and c.strip()]
+    if not ids:
+        raise TilerError("--chip: give at least one chip id (tiler chips lists them)")
+    if len(set(ids)) != len(ids):
+        raise TilerError(f"--chip: a chip is listed twice: {','.join(ids)}")
+    return ids
+
+
+def _parse_fix(fix) -> tuple[tuple[str, str], ...]:
+    if not fix:
+        return ()
+    if isinstance(fix, dict):
+        return tuple((str(k).strip(), str(v).strip()) for k, v in fix.items())
+    out = []
+    for item in fix:
+        if "=" not in str(item):
+            raise TilerError(f"--fix: expected KNOB=VALUE, got {item!r}")
+        k, v = str(item).split("=", 1)
+        out.append((k.strip(), v.strip()))
+    return tuple(out)
+
+
+def run_sweep(shapes, op: str, chips, out=None, *, library=None, jobs: int = 1, resume: bool = False,
+              strategy: str = "exhaustive", seed: int = 0, trials: int | None = None, fix=None,
+              dtype: str | None = None, scheduler: str | None = None, quiet: bool = True,
+              hardware_dir=None, progress_stream=None) -> SweepReport:
+    """Run a sweep and write its output (and library); returns the report. See the module docstring.
+
+    Args:
+        shapes: a CSV path (or .parquet), or a pandas DataFrame of the same columns.
+        chips: one chip id, a comma-separated string, or a list of ids (profile .toml paths work too).
+        out: output path; default results/sweep_<op>_<chips>.csv. The journal is `<out>.journal.db`.
+        jobs: local worker processes (1: in this process; 0: one per CPU).
+        resume: reuse the journal's finished searches; without it the journal is started afresh.
+        fix: knobs pinned for every search ({knob: value} or ["knob=value", ...]), as `tiler search --fix`.
+        dtype: the dtype of rows that give none (default fp16).
+        scheduler: a Dask distributed scheduler address; the searches run on its workers.
+        quiet: no progress line (it is drawn only on a TTY anyway).
+    Raises TilerError for bad input (nothing has run then) and KeyboardInterrupt when interrupted (the journal
+    keeps every finished search).
+    """
+    from .hardware import load_chip
+    from .problem import DTYPES, problem_class
+    from .progress import Progress
+    from .search import STRATEGIES
+    from .space import load_space
+
+    t0 = time.perf_counter()
+    problem_class(op)  # unknown op -> ProblemError naming the known ones
+    if strategy not in STRATEGIES:
+        raise TilerError(f"--strategy: must be one of {', '.join(STRATEGIES)}, got {strategy!r}")
+    if jobs is None or jobs < 0:
+        raise TilerError(f"--jobs: must be >= 0 (0: one per CPU), got {jobs}")
+    jobs = jobs or os.cpu_count() or 1
+    if trials is not None and trials < 1:
+        raise TilerError(f"--trials: must be >= 1, got {trials}")
+    if dtype is not None and dtype not in DTYPES:
+        raise TilerError(f"--dtype: must be one of {', '.join(DTYPES)}, got {dtype!r}")
+    cfg = SweepConfig(op, strategy, int(seed), trials, _parse_fix(fix))
+    chip_ids = _split_chips(chips)
+    chip_objs = [load_chip(c, hardware_dir) for c in chip_ids]
+    spaces = {c.id: load_space(op, c.family).pin(dict(cfg.fix)) for c in chip_objs}
+    from .model import get_model
+
+    for c in chip_objs:
+        get_model(op, c.family)  # no model for this family -> SpaceError now, not per row
+    out = Path(out) if out else default_out(op, [c.id for c in chip_objs])
+    _check_writable_format(out)
+    if scheduler:
+        _import_distributed()  # a missing extra is bad input: say so before anything runs
+    df_in = read_shapes(shapes)
+    rows = parse_rows(df_in, op, dtype)
+
+    # one task per distinct (chip, problem), in input order
+    tasks_by_key: dict[str, _Task] = {}
+    slot_task: dict[tuple[int, int], _Task] = {}
+    for r in rows:
+        if r.problem is None:
+            continue
+        for ci, chip in enumerate(chip_objs):
+            key = journal_key(chip, r.problem, cfg, spaces[chip.id])
+            task = tasks_by_key.setdefault(key, _Task(key, chip, r.problem))
+            task.slots.append((r.index, ci))
+            slot_task[(r.index, ci)] = task
+
+    jpath = journal_path(out)
+    notes = []
+    if resume and not jpath.exists():
+        notes.append(f"note: --resume: no journal at {jpath}; started from the beginning")
+    journal = Journal(jpath, fresh=not resume)
+    try:
+        results = journal.load() if resume else {}
+        results = {k: v for k, v in results.items() if k in tasks_by_key}
+        todo = [t for t in tasks_by_key.values() if t.key not in results]
+        reused = len(tasks_by_key) - len(todo)
+        total = len(rows) * len(chip_objs)
+        done = total - sum(len(t.slots) for t in todo)
+        bar = Progress(total, label=f"sweep {op}", done=done, quiet=quiet, stream=progress_stream)
+
+        def on_result(key: str, res: dict) -> None:
+            task = tasks_by_key[key]
+            journal.put(key, task.chip, op, task.problem, cfg, res)
+            results[key] = res
+            bar.update(len(task.slots))
+
+        if todo:
+            ctx = _Context(cfg, {c.id: _chip_state(c) for c in chip_objs}, spaces)
+            chunks = _chunks(todo, 1 if scheduler else jobs)
+            try:
+                if scheduler:
+                    _run_dask(scheduler, chunks, ctx, on_result)
+                elif jobs == 1 or len(chunks) == 1:
+                    _run_local(chunks, ctx, on_result)
+                else:
+                    _run_pool(chunks, ctx, jobs, on_result)
+            finally:
+                bar.close()
+        frame = build_frame(df_in, rows, chip_objs, slot_task, results, spaces, cfg)
+        report = SweepReport(frame, out, jpath, chip_objs, op, [], int((frame["status"] == "ok").sum()),
+                             int((frame["status"] != "ok").sum()), len(todo), reused, 0.0, notes)
+        write_table(report.table(), out)
+        if library:
+            report.libraries = write_libraries(library, rows, chip_objs, slot_task, results, spaces, cfg)
+            report.notes.append("library: " + ", ".join(map(str, report.libraries)))
+        report.elapsed_s = time.perf_counter() - t0
+        return report
+    finally:
+        journal.close()
+
+
+# --------------------------------------------------------------------------------------------------- CLI
+
+
+class _InputError(click.ClickException):
+    """A TilerError inside the command: one line, exit code 2 (also when the command runs standalone)."""
+
+    exit_code = 2
+
+    def show(self, file=None) -> None:
+        click.echo(f"error: {self.format_message()}", err=True)
+
+
+def _resume_command(params: dict) -> str:
+    """The command line that continues this sweep: the same options, plus --resume."""
+    argv = ["tiler", "sweep", str(params["shapes"]), "--op", params["op"], "--chip", params["chip_ids"]]
+    for name, opt in (("out_path", "--out"), ("library_path", "--library"), ("scheduler", "--scheduler"),
+                      ("trials", "--trials"), ("dtype", "--dtype"), ("hardware_dir", "--hardware-dir")):
+        if params.get(name) is not None:
+            argv += [opt, str(params[name])]
+    if params.get("jobs", 1) != 1:
+        argv += ["--jobs", str(params["jobs"])]
+    if params.get("strategy", "exhaustive") != "exhaustive":
+        argv += ["--strategy", params["strategy"]]
+    if params.get("seed", 0) != 0:
+        argv += ["--seed", str(params["seed"])]
+    for f in params.get("fix") or ():
+        argv += ["--fix", f]
+    if params.get("quiet"):
+        argv.append("--quiet")
+    return shlex.join(argv + ["--resume"])
+
+
+@click.command("sweep")
+@click.argument("shapes", type=click.Path(dir_okay=False))
+@click.option("--op", required=True, help="Operator (tiler ops); the CSV columns are its problem fields.")
+@click.option("--chip", "chip_ids", required=True, help="Chip id, or several separated by commas.")
+@click.option("--out", "out_path", type=click.Path(dir_okay=False), default=None,
+              help="Output table: .csv (default results/sweep_<op>_<chips>.csv) or .parquet (needs pyarrow).")
+@click.option("--library", "library_path", type=click.Path(dir_okay=False), default=None,
+              help="Also write a tiler.library/v1 JSON of the ok rows (one file per chip: lib.<chip>.json).")
+@click.option("--jobs", type=int, default=1, show_default=True, help="Local worker processes (0: one per CPU).")
+@click.option("--resume", is_flag=True, help="Skip the searches already in the journal (<out>.journal.db).")
+@click.option("--strategy", default="exhaustive", show_default=True, help="exhaustive, tpe, random or auto.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--trials", type=int, default=None, help="Trials per search for tpe/random.")
+@click.option("--fix", multiple=True, help="Pin a knob for every row: --fix base_k=64 (repeatable).")
+@click.option("--dtype", default=None, help="dtype of rows without a dtype value (default fp16).")
+@click.option("--scheduler", default=None, help="Dask distributed scheduler address (needs tiler[dask]).")
+@click.option("--quiet", is_flag=True, help="No progress line (it is drawn only on a terminal anyway).")
+@click.option("--hardware-dir", type=click.Path(file_okay=False), default=None,
+              help="Folder of extra chip profiles (default: the tiler group's --hardware-dir).")
+@click.pass_context
+def sweep_command(ctx, shapes, op, chip_ids, out_path, library_path, jobs, resume, strategy, seed, trials, fix,
+                  dtype, scheduler, quiet, hardware_dir):
+    """Search every row of a shape CSV on one or more chips; write one table (and a tiling library).
+
+    Exit codes: 0 all rows ok; 1 some rows failed (status=error, reason in `error`); 2 bad input; 130 interrupted
+    (finished rows are kept: rerun with --resume).
+    """
+    if hardware_dir is None and isinstance(ctx.obj, dict):
+        hardware_dir = ctx.obj.get("hardware_dir")
+    out = Path(out_path) if out_path else None
+    try:
+        report = run_sweep(shapes, op, chip_ids, out, library=library_path, jobs=jobs, resume=resume,
+                           strategy=strategy, seed=seed, trials=trials, fix=list(fix), dtype=dtype,
+                           scheduler=scheduler, quiet=quiet, hardware_dir=hardware_dir)
+    except TilerError as exc:
+        raise _InputError(str(exc)) from None
+    except KeyboardInterrupt:
+        jp = journal_path(out or default_out(op, _split_chips(chip_ids)))
+        click.echo(f"\ninterrupted: finished rows are kept in {jp}.\nto continue, run the same command with "
+                   f"--resume:\n  {_resume_command(ctx.params)}", err=True)
+        raise SystemExit(130) from None
+    for line in report.summary():
+        click.echo(line, err=True)
+    if report.exit_code:
+        # SystemExit, not ctx.exit(): it keeps its code through `tiler`'s non-standalone main() as well
+        raise SystemExit(report.exit_code)
+
+
+def main(argv: Iterable[str] | None = None) -> int:
+    """`python -m tiler.sweep ...`: the command on its own (same options and exit codes as `tiler sweep`)."""
+    try:
+        sweep_command.main(args=list(sys.argv[1:] if argv is None else argv), prog_name="tiler sweep",
+                           standalone_mode=False)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else 1
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except click.exceptions.Abort:
+        return 130
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code if isinstance(exc, _InputError) else 2
+    return 0
+
+
+if __name__ == "__main__":
+    # run the importable module's main, so that pickled work (pool, Dask) refers to tiler.sweep, not __main__
+    from tiler.sweep import main as _main
+
+    sys.exit(_main())
