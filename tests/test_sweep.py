@@ -145,6 +145,32 @@ def test_jobs2_equals_jobs1_and_shapes_are_searched_once(tmp_path):
     assert list(got["name"][::2]) == list(df["name"])
 
 
+def test_chips_of_two_families_take_their_own_pins(tmp_path):
+    shapes = write(tmp_path / "s.csv", "M,N,K\n256,256,256")
+    pins = [*FAST, "BLOCK_M=64", "BLOCK_N=64", "BLOCK_K=64", "num_stages=3", "num_warps=4"]
+    rep = run_sweep(shapes, "matmul", "ascend910b3,h200", tmp_path / "o.csv", fix=pins, library=tmp_path / "l.json")
+    assert rep.failed == 0, rep.frame["error"].tolist()
+    row = rep.frame.set_index("chip")
+    assert row.loc["ascend910b3", "base_m"] == 64 and row.loc["ascend910b3", "BLOCK_M"] is None
+    assert row.loc["h200", "BLOCK_M"] == 64 and row.loc["h200", "base_m"] is None
+    cuda = json.loads((tmp_path / "l.h200.json").read_text())
+    assert cuda["entries"][0]["targets"]["triton"]["BLOCK_M"] == 64
+
+
+def test_tpe_is_seeded_in_memory_and_equal_across_jobs(tmp_path, monkeypatch):
+    pytest.importorskip("optuna")
+    monkeypatch.chdir(tmp_path)
+    shapes = grid(tmp_path / "s.csv", ms=(64, 128), ns=(128,), ks=(128, 256))
+    outs = []
+    for jobs in (1, 2):
+        out = tmp_path / f"o{jobs}.csv"
+        rep = run_sweep(shapes, "matmul", "ascend910b3", out, jobs=jobs, strategy="tpe", trials=8, seed=1, fix=FAST)
+        assert rep.failed == 0 and set(rep.frame["strategy"]) == {"tpe"}
+        outs.append(out.read_bytes())
+    assert outs[0] == outs[1]
+    assert not (tmp_path / "results").exists()  # no optuna study file: the journal is the sweep's memory
+
+
 def _journal_rows(db: Path) -> int:
     if not db.exists():
         return 0

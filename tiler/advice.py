@@ -72,7 +72,10 @@ def advice(problem, chip, space: Space, cand: Candidates, est: dict, min_gain: f
             label = space.knobs[knob].label(np.array(alts)[ok][i]) if knob in space.knobs else np.array(alts)[ok][i]
             gains.append((gain, f"{item}: {knob}={label} predicts -{gain:.0%} ({base:.1f} -> {float(t[i]):.1f} us)"))
     lines += [text for _, text in sorted(gains, reverse=True)]
-    lines += _static(problem, chip, est)
+    if hasattr(model, "advice"):  # the family's own checklist items (GPU: alignment, waves, wgmma, spills)
+        lines += model.advice(problem, chip, cand, est, 0)
+    else:
+        lines += _static(problem, chip, est)
     return lines
 
 

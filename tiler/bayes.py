@@ -84,13 +84,42 @@ def open_storage(storage=None):
     if "://" not in url:
         raise TilerError(f"--storage: not a storage URL: {url!r} (e.g. sqlite:///results/studies.db, "
                          "postgresql://user@host/db, memory)")
+    engine_kwargs = _sqlite_kwargs(url)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # heartbeat is experimental in some optuna versions
-            return optuna.storages.RDBStorage(url, heartbeat_interval=60, grace_period=180)
+            return optuna.storages.RDBStorage(url, engine_kwargs=engine_kwargs, heartbeat_interval=60,
+                                              grace_period=180)
     except Exception as exc:  # sqlalchemy/driver errors: bad scheme, missing folder, no server, no driver
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise TilerError(f"--storage: cannot open {url!r}: {first[:200]}") from None
+        _raise_storage(url, first[:200])
+
+
+def _sqlite_kwargs(url: str) -> dict:
+    """SQLite files: write-ahead log and synchronous=NORMAL, so a commit does not wait for the disk (about 3 ms
+    each, ~25 per trial). A killed process loses nothing that was committed; only a power cut could."""
+    if not url.startswith("sqlite:///"):
+        return {}
+    from sqlalchemy.engine import make_url
+
+    db = make_url(url).database
+    if not db or db == ":memory:":
+        return {}
+    Path(db).parent.exists() or _raise_storage(url, f"folder {str(Path(db).parent)!r} does not exist")
+
+    def connect():
+        import sqlite3
+
+        con = sqlite3.connect(db, check_same_thread=False, timeout=30)
+        con.execute("PRAGMA journal_mode=WAL")
+        con.execute("PRAGMA synchronous=NORMAL")
+        return con
+
+    return {"creator": connect}
+
+
+def _raise_storage(url: str, why: str):
+    raise TilerError(f"--storage: cannot open {url!r}: {why}")
 
 
 def default_study_name(problem, chip, space: Space, strategy: str, seed: int, signature: dict) -> str:
@@ -106,6 +135,8 @@ def make_sampler(strategy: str, seed: int, options: dict | None = None):
     if strategy == "random":
         return optuna.samplers.RandomSampler(seed=seed)
     opts = dict(TPE_OPTIONS, **(options or {}))
+    if not opts.get("multivariate"):
+        opts["group"] = False  # optuna: group needs multivariate
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         # one process samples at a time: no liar needed, and without it TPE reuses its trial cache

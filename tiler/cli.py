@@ -275,8 +275,9 @@ def rank(obj, op, chip_id, shape, dtype, candidates, fmt):
 @click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False))
 @click.option("--folds", type=int, default=4, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--fit-shapes", default=None, help="Shapes to fit, e.g. 1024x1024x1024;4096x4096x4096 (default: all).")
 @click.pass_obj
-def calibrate(obj, chip_id, op, measurements, out_path, folds, seed):
+def calibrate(obj, chip_id, op, measurements, out_path, folds, seed, fit_shapes):
     """Fit the profile's efficiency constants to measured latencies; report held-out error and ranking."""
     import pandas as pd
 
@@ -284,10 +285,24 @@ def calibrate(obj, chip_id, op, measurements, out_path, folds, seed):
     from .calibrate import write_profile
 
     chip = _chip(chip_id, obj["hardware_dir"])
-    result = fit(chip, op, pd.read_csv(measurements), folds=folds, seed=seed)
+    shapes = [s.strip() for s in fit_shapes.split(";") if s.strip()] if fit_shapes else None
+    try:
+        data = pd.read_csv(measurements)
+    except (OSError, ValueError) as exc:
+        raise TilerError(f"--measurements: cannot read {measurements}: {exc}") from None
+    result = fit(chip, op, data, folds=folds, seed=seed, fit_shapes=shapes, data_name=Path(measurements).name)
     write_profile(result, out_path)
     click.echo(result.summary() if hasattr(result, "summary") else str(result))
     click.echo(f"wrote {out_path}", err=True)
+
+
+def _register_sweep() -> None:
+    from .sweep import sweep_command
+
+    cli.add_command(sweep_command)
+
+
+_register_sweep()
 
 
 def main(argv=None) -> int:
@@ -295,7 +310,9 @@ def main(argv=None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args
     try:
-        cli.main(args=args, prog_name="tiler", standalone_mode=False)
+        rv = cli.main(args=args, prog_name="tiler", standalone_mode=False)
+    except SystemExit as exc:  # a command that sets its own exit code (sweep: 1 when rows failed, 130 on Ctrl-C)
+        return exc.code if isinstance(exc.code, int) else 1
     except TilerError as exc:
         if debug:
             raise
@@ -311,7 +328,7 @@ def main(argv=None) -> int:
             raise
         click.echo(f"error: {exc.format_message()}", err=True)
         return 2
-    return 0
+    return rv if isinstance(rv, int) else 0
 
 
 if __name__ == "__main__":

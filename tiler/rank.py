@@ -57,32 +57,30 @@ def parse_knobs(df: pd.DataFrame, space: Space) -> tuple[dict[str, np.ndarray], 
                              f"{', '.join(space.names)}")
     n = len(df)
     ok = np.ones(n, dtype=bool)
-    why = [""] * n
+    why = np.array([""] * n, dtype=object)
     cols: dict[str, np.ndarray] = {}
     rows = df["row"].to_numpy()
     for k, knob in space.knobs.items():
-        raw = df[k].tolist()
-        vals = np.zeros(n, dtype=np.int64)
-        for i, v in enumerate(raw):
-            s = str(v).strip()
-            if knob.labels and s in knob.labels:
-                vals[i] = knob.values[knob.labels.index(s)]
-                continue
-            try:
-                f = float(s)
-            except ValueError:
-                f = float("nan")
-            if v is None or f != f:
-                raise TilerError(f"candidates: row {rows[i]}: column {k!r} must be a number"
-                                 + (f" or one of {', '.join(knob.labels)}" if knob.labels else "")
-                                 + f", got {v!r}")
-            if f != int(f) or (int(f) not in knob.values and not (knob.open and f > 0)):
-                if ok[i]:
-                    ok[i] = False
-                    why[i] = f"domain: {k} must be one of {knob.allowed()}, got {s}"
-                continue
-            vals[i] = int(f)
-        cols[k] = vals
+        raw = df[k]
+        text = raw.astype(str).str.strip()
+        num = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=np.float64)
+        if knob.labels:  # a categorical knob may be given by label
+            for code, label in zip(knob.values, knob.labels, strict=True):
+                num = np.where(text.to_numpy() == label, float(code), num)
+        bad = ~np.isfinite(num)
+        if bad.any():
+            i = int(np.nonzero(bad)[0][0])
+            raise TilerError(f"candidates: row {rows[i]}: column {k!r} must be a number"
+                             + (f" or one of {', '.join(knob.labels)}" if knob.labels else "")
+                             + f", got {raw.iloc[i]!r}")
+        whole = num == np.round(num)
+        inside = np.isin(num, np.asarray(knob.values, dtype=np.float64)) | (knob.open & (num > 0))
+        out = ~(whole & inside)
+        first = out & ok
+        why[first] = [f"domain: {k} must be one of {knob.allowed()}, got {t}" for t in text.to_numpy()[first]]
+        ok &= ~out
+        cols[k] = np.where(out, 0, num).astype(np.int64)
+    why = list(why)
     return cols, ok, why
 
 

@@ -133,7 +133,8 @@ def exhaustive(problem: Problem, chip, space: Space, top: int = 5) -> SearchResu
 
     bounded = 0
     if sched and hasattr(model, "bound"):
-        lb = np.concatenate([model.bound(problem, chip, take(table, slice(lo, lo + CHUNK)))
+        domains = {k: space.knobs[k].values for k in sched_names}
+        lb = np.concatenate([model.bound(problem, chip, take(table, slice(lo, lo + CHUNK)), domains)
                              for lo in range(0, length(table), CHUNK)])
         bounded = length(table)
         order = np.argsort(lb, kind="stable")

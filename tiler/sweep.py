@@ -65,8 +65,9 @@ class SweepConfig:
     trials: int | None = None
     fix: tuple[tuple[str, str], ...] = ()
 
-    def fix_text(self) -> str:
-        return ";".join(f"{k}={v}" for k, v in self.fix)
+    def fix_text(self, space=None) -> str:
+        """The pins as text; with a space, only those it has (a pin of another chip family's knob is not used)."""
+        return ";".join(f"{k}={v}" for k, v in self.fix if space is None or k in space.knobs)
 
 
 @dataclass(frozen=True)
@@ -108,7 +109,7 @@ def journal_key(chip, problem, cfg: SweepConfig, space) -> str:
     """The resume key of one search: chip id, op, problem key, strategy, seed, trials, pins, space, profile."""
     trials = cfg.trials if cfg.strategy in ("tpe", "random") else None
     return "|".join([chip.id, cfg.op, problem.key(), cfg.strategy, f"seed={cfg.seed}", f"trials={trials}",
-                     f"fix={cfg.fix_text()}", f"space={space_hash(space)}", f"profile={chip.profile_hash}"])
+                     f"fix={cfg.fix_text(space)}", f"space={space_hash(space)}", f"profile={chip.profile_hash}"])
 
 
 # --------------------------------------------------------------------------------------------------- solving
@@ -127,8 +128,11 @@ def solve(problem, chip, space, cfg: SweepConfig) -> dict:
     from .search import search
 
     t0 = time.perf_counter()
+    # tpe/random: an in-memory optuna study per search; the sweep's journal is what persists and resumes (a
+    # shared SQLite study file would serialise the workers and make a rerun silently replay old studies)
+    kw = {"storage": "memory"} if cfg.strategy in ("tpe", "random") else {}
     try:
-        res = search(problem, chip, space, strategy=cfg.strategy, top=1, seed=cfg.seed, trials=cfg.trials)
+        res = search(problem, chip, space, strategy=cfg.strategy, top=1, seed=cfg.seed, trials=cfg.trials, **kw)
         tiling = {k: _py(v) for k, v in res.tiling(0).items()}
         row = {k: _py(v) for k, v in res.row(0).items()}
     except InfeasibleError as exc:
@@ -337,6 +341,10 @@ def _stop_pool(pool) -> None:
         proc.join(timeout=5)
 
 
+class WorkerDied(RuntimeError):
+    """A pool worker vanished (OOM killer, kill -9): not bad input, and the journal keeps what finished."""
+
+
 def _run_pool(chunks, ctx: _Context, jobs: int, on_result) -> None:
     from concurrent.futures import ProcessPoolExecutor, as_completed
     from concurrent.futures.process import BrokenProcessPool
@@ -349,7 +357,7 @@ def _run_pool(chunks, ctx: _Context, jobs: int, on_result) -> None:
                 on_result(key, res)
     except BrokenProcessPool:
         _stop_pool(pool)
-        raise TilerError("--jobs: a worker process died (killed, or out of memory); the finished rows are in the "
+        raise WorkerDied("a worker process died (killed, or out of memory); the finished searches are in the "
                          "journal: rerun the same command with --resume") from None
     except BaseException:
         _stop_pool(pool)
@@ -580,6 +588,14 @@ def _parse_fix(fix) -> tuple[tuple[str, str], ...]:
     return tuple(out)
 
 
+def _pinned_space(op: str, family: str, fix: tuple[tuple[str, str], ...]):
+    """The family's space with the pins it knows (with chips of two families, each takes its own knobs)."""
+    from .space import load_space
+
+    space = load_space(op, family)
+    return space.pin({k: v for k, v in fix if k in space.knobs})
+
+
 def run_sweep(shapes, op: str, chips, out=None, *, library=None, jobs: int = 1, resume: bool = False,
               strategy: str = "exhaustive", seed: int = 0, trials: int | None = None, fix=None,
               dtype: str | None = None, scheduler: str | None = None, quiet: bool = True,
@@ -619,7 +635,10 @@ def run_sweep(shapes, op: str, chips, out=None, *, library=None, jobs: int = 1, 
     cfg = SweepConfig(op, strategy, int(seed), trials, _parse_fix(fix))
     chip_ids = _split_chips(chips)
     chip_objs = [load_chip(c, hardware_dir) for c in chip_ids]
-    spaces = {c.id: load_space(op, c.family).pin(dict(cfg.fix)) for c in chip_objs}
+    spaces = {c.id: _pinned_space(op, c.family, cfg.fix) for c in chip_objs}
+    unknown = [k for k, _ in cfg.fix if not any(k in sp.knobs for sp in spaces.values())]
+    if unknown:  # pinning it on the first chip's space raises the SpaceError that names the known knobs
+        load_space(op, chip_objs[0].family).pin({unknown[0]: "0"})
     from .model import get_model
 
     for c in chip_objs:
@@ -756,6 +775,9 @@ def sweep_command(ctx, shapes, op, chip_ids, out_path, library_path, jobs, resum
                            scheduler=scheduler, quiet=quiet, hardware_dir=hardware_dir)
     except TilerError as exc:
         raise _InputError(str(exc)) from None
+    except WorkerDied as exc:
+        click.echo(f"error: {exc}", err=True)
+        raise SystemExit(1) from None
     except KeyboardInterrupt:
         jp = journal_path(out or default_out(op, _split_chips(chip_ids)))
         click.echo(f"\ninterrupted: finished rows are kept in {jp}.\nto continue, run the same command with "

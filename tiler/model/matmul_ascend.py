@@ -14,7 +14,7 @@ import numpy as np
 from ..problem import Matmul
 from . import register
 from .common import PIPES, ceil_div, classify_bound, mixed_bandwidth, roofline_us, round_up, segment_efficiency, stride_efficiency
-from .schedule import schedule_stats
+from .schedule import max_b_reuse, schedule_stats
 
 KNOBS = ("base_m", "base_n", "base_k", "step_m", "step_n", "step_ka", "step_kb", "l1_stages", "preload",
          "l0_pingpong", "multi_load", "weight_resident", "iterate_order", "swizzle_offset", "swizzle_direction",
@@ -23,6 +23,7 @@ KNOBS = ("base_m", "base_n", "base_k", "step_m", "step_n", "step_ka", "step_kb",
 SCHEDULE_KNOBS = ("swizzle_offset", "swizzle_direction", "serpentine", "tail_split")
 # Knobs whose best value follows from the others in closed form (see resolve()); not enumerated unless pinned.
 RESOLVED = ("l0_pingpong", "l1_stages", "preload")
+REUSE_EXACT = 2048  # tile grids up to this size get the exact weight-reuse maximum in bound()
 # Enumeration levels: each level's rules prune before the next level multiplies the table.
 LEVELS = (("base_m", "base_n", "base_k", "split_k"),
           ("step_m", "step_n", "step_ka", "step_kb", "weight_resident"),
@@ -36,7 +37,7 @@ RULES = {
     "l0b": ("base_n", "base_k", "l0_pingpong"),
     "l0c": ("base_m", "base_n"),
     "mdl_step": ("base_k", "step_m", "step_n", "step_ka", "step_kb", "split_k"),
-    "k_step_ratio": ("step_ka", "step_kb"),
+    "k_step_ratio": ("base_k", "step_ka", "step_kb", "split_k", "weight_resident"),
     "l1": ("base_m", "base_n", "base_k", "step_m", "step_n", "step_ka", "step_kb", "l1_stages", "weight_resident", "split_k"),
     "preload": ("l1_stages", "preload"),
 }
@@ -48,7 +49,7 @@ RULE_TEXT = {
     "l0b": "base_n*base_k*bytes*(1+l0_pingpong) <= L0B",
     "l0c": "base_m*base_n*4 <= L0C (fp32/int32 accumulator)",
     "mdl_step": "step_m > 1 needs A fully loaded along K (step_ka*base_k >= K slice); same for step_n and B",
-    "k_step_ratio": "step_ka and step_kb must divide one another",
+    "k_step_ratio": "A's and B's L1 load counts along K (kaStepIter, kbStepIter) must divide one another",
     "l1": "A and B L1 buffers (all stages; a resident B panel holds its whole K slice) <= L1",
     "preload": "preload < l1_stages",
 }
@@ -171,14 +172,23 @@ def tile_cost(p: Matmul, chip, c: dict, mt, nt, kc, hit_a, hit_b, b_resident, ac
     inner = np.where(pp, np.maximum(t_mte1, t_mac) + np.minimum(t_mte1, t_mac) / steps, t_mte1 + t_mac)
     t_comp = inner + np.where(l0c_db, t_fix / np.maximum(nbm * nbn, 1), t_fix)
     t_gm = t_mte2 + t_fix  # reads and write-backs share the core's GM port and the HBM channels
-    chunks = np.maximum(np.maximum(chunks_a, chunks_b), 1)
-    l_chunk, c_chunk = t_mte2 / chunks, t_comp / chunks
+    # The first L1 chunk (the finer of A's and B's K extents) must land before the cube starts: its bytes over the
+    # bandwidth plus its transfers' latency; its compute is its K steps at the per-step cost. Both grow with K.
+    k_first = np.minimum(np.where(b_resident, ka, np.minimum(ka, kb)), kc)
+    l_chunk = (mt * k_first * b / bw_a + np.where(b_resident, 0.0, nt * k_first * b / bw_b)
+               + (per_chunk_a + np.where(b_resident, 0, per_chunk_b)) * r["lat"] / stages)
+    step_mac = (mt16 // 16) * (nt16 // 16) * (bk / k0) * r["mac_cycle"] / f
+    step_mte1 = (mt16 * bk * b / chip["l1_to_l0a_bytes_per_cycle"] + nt16 * bk * b / chip["l1_to_l0b_bytes_per_cycle"]) / f
+    step = np.where(pp, np.maximum(step_mac, step_mte1), step_mac + step_mte1)
+    c_chunk = ceil_div(k_first, bk) * step
     # preload: the next tile's first chunk loads while MTE2 idles during this tile's last `preload` chunks
     hidden = np.minimum(l_chunk, c["preload"] * np.maximum(c_chunk - l_chunk, 0.0))
-    piped = np.maximum(np.maximum(chunks * np.maximum(l_chunk, c_chunk), t_scalar), t_gm) + np.minimum(l_chunk, c_chunk) - hidden
+    # two-stage pipeline over the chunks: the slower stage throughout, plus one chunk of the faster one
+    piped = np.maximum(np.maximum(np.maximum(t_mte2, t_comp), t_scalar), t_gm) + np.minimum(l_chunk, c_chunk) - hidden
     serial = np.maximum(t_mte2 + t_comp, np.maximum(t_scalar, t_gm))
     busy = np.where(stages >= 2, piped, serial)
-    return {"busy": busy, "fill": l_chunk, "mac": t_mac, "scalar": t_scalar, "mte1": t_mte1, "mte2": t_mte2,
+    # fill: the first tile of a core waits for its first chunk (serial tiles already pay their loads)
+    return {"busy": busy, "fill": np.where(stages >= 2, l_chunk, 0.0), "mac": t_mac, "scalar": t_scalar, "mte1": t_mte1, "mte2": t_mte2,
             "fixpipe": t_fix, "mte2_bw": t_a + t_b, "l2_read": a_bytes + b_bytes,
             "hbm_read": a_first * (1 - hit_a) + b_first * (1 - hit_b)}
 
@@ -237,7 +247,10 @@ class MatmulAscend:
                 kc = _geometry(p, c)["kc"]
                 out[r] = ((c["step_m"] == 1) | (c["base_k"] * c["step_ka"] >= kc)) & ((c["step_n"] == 1) | (c["base_k"] * c["step_kb"] >= kc))
             elif r == "k_step_ratio":
-                hi, lo = np.maximum(c["step_ka"], c["step_kb"]), np.minimum(c["step_ka"], c["step_kb"])
+                kc = _geometry(p, c)["kc"]
+                ka_iter = ceil_div(kc, c["base_k"] * c["step_ka"])
+                kb_iter = np.where(c["weight_resident"] == 1, 1, ceil_div(kc, c["base_k"] * c["step_kb"]))
+                hi, lo = np.maximum(ka_iter, kb_iter), np.minimum(ka_iter, kb_iter)
                 out[r] = hi % lo == 0
             elif r == "l1":
                 out[r] = _l1_bytes(p, c, _geometry(p, c)["kc"]) <= chip["l1_bytes"]
@@ -275,12 +288,15 @@ class MatmulAscend:
         return c
 
     # ------------------------------------------------------------------ estimate
-    def bound(self, p: Matmul, chip, c: dict) -> np.ndarray:
+    def bound(self, p: Matmul, chip, c: dict, schedules: dict | None = None) -> np.ndarray:
         """Lower bound of time_us over every value of SCHEDULE_KNOBS (see docs/model.md, "exhaustive search").
 
         Hit rates at their ceiling (every panel misses at least once), weight residency everywhere it is on,
         makespan at least the average busy time and at least the full rounds every core must run.
+        `schedules` gives the schedule knobs' domains (default: the whole space file's); with weight residency
+        on, only as many tiles as the best of those traversals lets reuse a B panel get the resident cost.
         """
+        schedules = schedules or {"swizzle_offset": (1, 2, 3, 4, 8), "swizzle_direction": (0, 1), "serpentine": (0, 1)}
         g = _geometry(p, c)
         cores = chip.cores
         hit_a = 1.0 - 1.0 / g["gn"]
@@ -292,17 +308,37 @@ class MatmulAscend:
         work = np.zeros(len(c["base_m"]))
         cheapest = np.full(len(c["base_m"]), np.inf)
         fill0 = None
+        # residency saves a B load only on tiles whose core just ran the same panel: at most `reuse_max`
+        reuse_max = np.zeros(len(c["base_m"]))
+        if res.any():
+            # exact maximum for grids up to REUSE_EXACT tiles; beyond, the trivial bound (every tile but the
+            # first user of each panel reuses it) keeps the bound valid without walking huge grids
+            reuse_max = g["tiles"] - g["gn"] * g["splits"] * p.batch
+            small = res & (g["tiles"] <= REUSE_EXACT)
+            if small.any():
+                geo = np.stack([g["gm"], g["gn"], g["splits"]], axis=1)[small]
+                uniq, inv = np.unique(geo, axis=0, return_inverse=True)
+                best = np.array([max_b_reuse(int(a), int(b), int(s), p.batch, cores,
+                                             tuple(schedules["swizzle_offset"]), tuple(schedules["swizzle_direction"]),
+                                             tuple(schedules["serpentine"])) for a, b, s in uniq])
+                reuse_max[small] = best[inv.ravel()]
+        must_load = np.maximum(g["tiles"] - reuse_max, 0)
+        extra = np.full(len(c["base_m"]), np.inf)
         for t in range(4):
             cost = tile_cost(p, chip, c, ms[t], ns[t], g["kc"], hit_a, hit_b, res, active)
             work += counts[t] * cost["busy"]
             cheapest = np.where(counts[t] > 0, np.minimum(cheapest, cost["busy"]), cheapest)
             if t == 0:
                 fill0 = cost["fill"]
+            if res.any():
+                loaded = tile_cost(p, chip, c, ms[t], ns[t], g["kc"], hit_a, hit_b, False, active)["busy"]
+                extra = np.where(counts[t] > 0, np.minimum(extra, loaded - cost["busy"]), extra)
+        work += np.where(res, must_load * np.maximum(np.where(np.isfinite(extra), extra, 0.0), 0.0), 0.0)
         # cores that can share the work: every core in full rounds; in a partial last round only the tiles
         # there, each re-cut into at most cores // last pieces (tail_split) of at least 16 rows/columns
         last = np.where(g["tiles"] > cores, g["tiles"] % cores, np.where(g["tiles"] < cores, g["tiles"], 0))
         pieces = np.minimum(cores // np.maximum(last, 1), ceil_div(np.maximum(g["tm"], g["tn"]), 16))
-        if "tail_split" in c and len(np.unique(c["tail_split"])) == 1 and c["tail_split"][0] == 0:
+        if tuple(schedules.get("tail_split", (0, 1))) == (0,):
             pieces = np.ones_like(pieces)
         sharing = np.where(last > 0, np.minimum(cores, (g["tiles"] - last) + last * pieces), cores)
         make = np.maximum(work / sharing, (g["tiles"] // cores) * cheapest)

@@ -73,7 +73,7 @@ FITTABLE = ("mma_efficiency_v3", "mma_n_half", "mma_efficiency_v2", "l2_efficien
             "atomic_gelems_per_s", "extra_kernel_us", "unaligned_elems_per_cycle", "spill_cycles_per_reg")
 # Largest number of tiles the L2 simulation walks for one schedule; bigger grids are simulated on a prefix of whole
 # tile rows (groups) of the traversal, which has the same steady-state reuse (docs/model_cuda.md, "L2").
-SIM_TILES = 4096
+SIM_TILES = 2048
 _BASE_REGS = 24    # per-thread registers besides accumulator, fragments and load addresses (indices, loop, masks)
 _SMEM_RESERVED = 1024  # bytes of shared memory the driver reserves per block (sm80+)
 

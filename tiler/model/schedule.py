@@ -22,15 +22,19 @@ def traversal(tm: int, tn: int, offset: int = 1, direction: int = 0, serpentine:
     `serpentine` reverses the walk of every odd group, so the next group starts where the last one ended and the
     panels just used are still in L2. offset=1, direction=0, serpentine=False is plain row-major raster.
     """
-    rows, cols = np.divmod(np.arange(tm * tn, dtype=np.int64), tn)
     if direction == 1:  # transpose, walk, transpose back
         c, r = traversal(tn, tm, offset, 0, serpentine)
         return r, c
+    rows, cols = np.divmod(np.arange(tm * tn, dtype=np.int64), tn)
     group = rows // offset
+    height = np.minimum(offset, tm - group * offset)  # the last group may be shorter
     along = np.where(serpentine & (group % 2 == 1), tn - 1 - cols, cols)
-    inside = rows - group * offset
-    order = np.lexsort((inside, along, group))
-    return rows[order], cols[order]
+    # position in the walk, computed directly (no sort): earlier groups are full, then column-major in the group
+    pos = group * offset * tn + along * height + (rows - group * offset)
+    r = np.empty_like(rows)
+    c = np.empty_like(cols)
+    r[pos], c[pos] = rows, cols
+    return r, c
 
 
 @dataclass(frozen=True)
@@ -120,3 +124,25 @@ def _hit_rate(rnd, a_id, b_id, a_bytes, b_bytes, l2_bytes, which: int) -> float:
     hit_pair = same & (between <= l2_bytes)
     misses = int(pr.size - hit_pair.sum())
     return float(1.0 - misses / loads) if loads else 0.0
+
+
+@lru_cache(maxsize=8192)
+def max_b_reuse(tm: int, tn: int, splits: int, batch: int, cores: int, offsets: tuple, directions: tuple,
+                serpentines: tuple) -> int:
+    """The most tiles, over the given traversals, whose core ran a tile of the same B panel just before.
+
+    Weight residency can skip a B load only on such tiles; the lower bound uses this maximum.
+    """
+    best = 0
+    per = tm * tn
+    if batch * splits * per <= cores:
+        return 0
+    for off in offsets:
+        for d in directions:
+            for sp in serpentines:
+                _, c = traversal(tm, tn, int(off), int(d), bool(sp))
+                c = np.tile(c, batch * splits)
+                outer = np.repeat(np.arange(batch * splits), per)
+                same = (c[cores:] == c[:-cores]) & (outer[cores:] == outer[:-cores])
+                best = max(best, int(same.sum()))
+    return best

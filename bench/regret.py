@@ -1,0 +1,341 @@
+"""Regret of the Bayesian search against the exhaustive optimum, and an offline replay of measured search.
+
+    python3 bench/regret.py [--quick] [--jobs N] [--seeds 0,1] [--no-replay]
+
+1. Regret (model objective): for a fixed suite of matmul shapes x 3 chips (ascend910b3, ascend910b1, and h200 when
+   the cuda model and its exhaustive search work, else ascend310p3), run `tpe`, `tpe --warm-start` and `random`
+   for 200 evaluated trials and read the best prediction after 50, 100 and 200 of them (one run per seed gives all
+   three: the first N trials of a 200-trial run are the N-trial run, same seed). regret = best predicted time
+   found / exhaustive optimum - 1. Prints the median and 90th percentile per (strategy, trials) and the wall time
+   per evaluated trial and per optuna trial (infeasible points and repeats included).
+2. Replay (measured objective, offline): bench/data/h200_matmul_cal.csv is the "hardware": for each shape, the
+   search space is the set of Triton configs measured for it, and a measurement is a look-up of that row's time.
+   Prints how many measurements model-guided TPE (the cuda model's top-5 first, then TPE), the model's ranking alone,
+   plain TPE and random need to reach 0.95 and 0.99 of the table's best (time <= best / q).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from tiler import bayes  # noqa: E402
+from tiler.hardware import load_chip  # noqa: E402
+from tiler.problem import parse_problem  # noqa: E402
+from tiler.search import exhaustive  # noqa: E402
+from tiler.space import load_space  # noqa: E402
+
+DATA = ROOT / "bench" / "data" / "h200_matmul_cal.csv"
+SHARED_DATA = Path("/work/shared/data/h200_matmul_cal.csv")
+NEW_DATA = ROOT / "bench" / "data" / "h200_matmul_new.csv"  # 16 more shapes, none used to fit the profile
+
+# 24 shapes: squares, LLM layers (prefill and decode), skinny, deep-K, odd sizes that leave tails.
+SUITE = [
+    (4096, 4096, 4096), (8192, 8192, 8192), (1024, 1024, 1024), (2048, 2048, 2048), (1000, 1000, 1000),
+    (4096, 11008, 4096), (4096, 4096, 11008), (2048, 14336, 4096), (2048, 4096, 14336), (8192, 1024, 4096),
+    (4096, 6144, 4096), (512, 4096, 4096), (128, 4096, 4096), (16, 8192, 8192), (1, 14336, 4096),
+    (32, 4096, 14336), (333, 777, 2048), (4097, 4096, 4096), (2048, 5120, 1280), (256, 256, 65536),
+    (128, 128, 131072), (3000, 3000, 512), (768, 3072, 768), (6144, 2048, 2048),
+]
+QUICK = [(4096, 4096, 4096), (1024, 1024, 1024), (4096, 11008, 4096), (128, 4096, 4096), (333, 777, 2048),
+         (2048, 5120, 1280)]
+TRIALS = (50, 100, 200)
+STRATEGIES = {"tpe": dict(strategy="tpe"), "tpe+warm": dict(strategy="tpe", warm_start=True),
+              "random": dict(strategy="random")}
+CUDA_KNOBS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_stages", "num_warps", "GROUP_M", "ORDER", "SPLIT_K")
+GUIDED_K = 5
+QS = (0.95, 0.99)
+
+
+# ------------------------------------------------------------------ regret
+
+
+def cuda_ready() -> tuple[bool, str]:
+    """Whether the cuda matmul model and its exhaustive search run (h200 joins the suite then)."""
+    try:
+        p = parse_problem("matmul", {"M": 256, "N": 256, "K": 256})
+        exhaustive(p, load_chip("h200"), load_space("matmul", "cuda"), top=1)
+        return True, ""
+    except Exception as exc:  # the cuda model lands separately; any failure means "not yet"
+        return False, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+
+
+def one_regret(args) -> dict:
+    """One (chip, shape, strategy, seed): regret after each budget, wall time per trial."""
+    import optuna
+
+    chip_id, shape, name, seed, budgets = args
+    chip = load_chip(chip_id)
+    space = load_space("matmul", chip.family)
+    p = parse_problem("matmul", dict(zip("MNK", shape, strict=True)))
+    opt = float(exhaustive(p, chip, space, top=1).est["time_us"][0])
+    storage = optuna.storages.InMemoryStorage()
+    t0 = time.perf_counter()
+    bayes.run(p, chip, space, top=1, seed=seed, trials=max(budgets), storage=storage, study_name="bench",
+              **STRATEGIES[name])
+    wall = time.perf_counter() - t0
+    trials = optuna.load_study(study_name="bench", storage=storage).get_trials(deepcopy=False)
+    evald = [t for t in trials if t.value is not None and "tiling" in t.user_attrs and "repeat_of" not in t.user_attrs]
+    best = np.minimum.accumulate([t.user_attrs["predicted_us"] for t in evald])
+    reg = {n: float(best[min(n, len(best)) - 1] / opt - 1) for n in budgets}
+    return {"chip": chip_id, "shape": shape, "strategy": name, "seed": seed, "regret": reg, "wall": wall,
+            "evaluated": len(evald), "trials": len(trials)}
+
+
+def regret_table(rows: list[dict], budgets) -> list[str]:
+    out = [f"{'strategy':10} {'trials':>6} {'median':>8} {'p90':>8} {'mean':>8} {'<=2%':>6}  runs"]
+    for name in STRATEGIES:
+        sel = [r for r in rows if r["strategy"] == name]
+        if not sel:
+            continue
+        for n in budgets:
+            a = np.array([r["regret"][n] for r in sel])
+            out.append(f"{name:10} {n:>6} {np.median(a):8.2%} {np.quantile(a, 0.9):8.2%} {a.mean():8.2%} "
+                       f"{(a <= 0.02).mean():6.0%}  {len(a)}")
+    return out
+
+
+# ------------------------------------------------------------------ replay
+
+
+def load_replay(path: Path | None = None) -> dict:
+    """(M, N, K) -> (config matrix [rows x 8] as int64, ms per row) for the Triton rows of a measured table."""
+    import pandas as pd
+
+    path = Path(path) if path else DATA
+    if not path.is_file() and path == DATA and SHARED_DATA.is_file():
+        path = SHARED_DATA
+    df = pd.read_csv(path)
+    df = df[(df["impl"] == "triton") & df["ms"].notna()]
+    out = {}
+    for (m, n, k), g in df.groupby(["M", "N", "K"]):
+        g = g.groupby(list(CUDA_KNOBS), as_index=False)["ms"].min()  # one row per config
+        out[(int(m), int(n), int(k))] = (g[list(CUDA_KNOBS)].to_numpy(dtype=np.int64), g["ms"].to_numpy(dtype=float))
+    return out
+
+
+def fitted_shapes() -> set[tuple[int, int, int]]:
+    """The shapes the shipped h200 profile's [efficiency] constants were fitted on (read from their sources)."""
+    import re
+
+    chip = load_chip("h200")
+    for key, tag in chip.tags.items():
+        m = re.search(r"shapes ([0-9x, ]+)\)", chip.sources.get(key, "")) if tag == "fitted" else None
+        if m:
+            return {tuple(int(v) for v in s.strip().split("x")) for s in m.group(1).split(",")}
+    return set()
+
+
+def replay_sets() -> dict[str, dict]:
+    """Shape groups for the replay: in the profile's fit set, held out of it, and the later table (held out)."""
+    cal = load_replay()
+    fit = fitted_shapes()
+    groups = {f"{DATA.name}, fitted ({len(fit & set(cal))})": {s: v for s, v in cal.items() if s in fit},
+              f"{DATA.name}, held out ({len(set(cal) - fit)})": {s: v for s, v in cal.items() if s not in fit}}
+    if NEW_DATA.is_file():
+        new = load_replay(NEW_DATA)
+        groups[f"{NEW_DATA.name}, held out ({len(new)})"] = new
+    return {k: v for k, v in groups.items() if v}
+
+
+def model_order(shape, configs: np.ndarray) -> tuple[np.ndarray | None, str]:
+    """Rows in the cuda model's predicted order (best first) on h200, or None and why not."""
+    try:
+        from tiler.model import get_model
+
+        model = get_model("matmul", "cuda")
+        chip = load_chip("h200")
+    except Exception as exc:
+        return None, f"no cuda model yet ({type(exc).__name__}: {exc})"
+    p = parse_problem("matmul", dict(zip("MNK", shape, strict=True)))
+    cand = {k: configs[:, i].copy() for i, k in enumerate(CUDA_KNOBS)}
+    t = np.asarray(model.estimate(p, chip, cand)["time_us"], dtype=float)
+    return np.argsort(t, kind="stable"), ""
+
+
+def replay(configs: np.ndarray, ms: np.ndarray, strategy: str, seed: int = 0, first: list[int] | None = None,
+           stop_at: float | None = max(QS)) -> list[int]:
+    """Measured search over the measured configs only; returns the row indices in the order they were measured.
+
+    `first`: rows measured before the sampler starts (the model's ranking). strategy "tpe" or "random" uses
+    tiler.bayes.make_sampler (the same sampler setup as `tiler search`), over one parameter per knob restricted
+    to the values measured for this shape (ordinal index; ORDER categorical). A sampled point that is not a
+    measured config is snapped to the nearest unmeasured one (index distance), and the sampler is told the
+    config actually measured (the proposal is closed as FAIL, which TPE ignores). "model" measures in `first`
+    order only. Stops once the best measured reaches `stop_at` of the table's best (None: measure every row).
+    """
+    import optuna
+    from optuna.distributions import CategoricalDistribution, IntDistribution
+    from optuna.trial import TrialState, create_trial
+
+    n = len(ms)
+    best = ms.min()
+    vals = [sorted(set(configs[:, i].tolist())) for i in range(len(CUDA_KNOBS))]
+    idx = np.stack([np.searchsorted(vals[i], configs[:, i]) for i in range(len(CUDA_KNOBS))], axis=1)
+    cat = [k == "ORDER" for k in CUDA_KNOBS]
+    dists = {k: (CategoricalDistribution(tuple(vals[i])) if cat[i] else IntDistribution(0, len(vals[i]) - 1))
+             for i, k in enumerate(CUDA_KNOBS)}
+
+    def params(r: int) -> dict:
+        return {k: (vals[i][idx[r, i]] if cat[i] else int(idx[r, i])) for i, k in enumerate(CUDA_KNOBS)}
+
+    prev = optuna.logging.get_verbosity()
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    study = optuna.create_study(sampler=bayes.make_sampler("random" if strategy == "random" else "tpe", seed))
+    seen = np.zeros(n, dtype=bool)
+    order: list[int] = []
+
+    def measure(r: int) -> bool:
+        seen[r] = True
+        order.append(r)
+        study.add_trial(create_trial(params=params(r), distributions=dists, value=float(ms[r])))
+        return stop_at is not None and ms[order].min() <= best / stop_at
+
+    try:
+        for r in first or []:
+            if not seen[r] and measure(int(r)):
+                return order
+        if strategy == "model":
+            return order
+        while not seen.all():
+            t = study.ask(dists)
+            want = np.array([vals[i].index(t.params[k]) if cat[i] else t.params[k] for i, k in enumerate(CUDA_KNOBS)])
+            dist = np.abs(idx - want)
+            dist[:, cat] = dist[:, cat] > 0
+            d = dist.sum(axis=1).astype(float)
+            d[seen] = np.inf
+            r = int(np.argmin(d))  # the nearest unmeasured config (lowest row on ties: deterministic)
+            study.tell(t, state=TrialState.FAIL)
+            if measure(r):
+                break
+    finally:
+        optuna.logging.set_verbosity(prev)
+    return order
+
+
+def to_reach(ms: np.ndarray, order: list[int], q: float) -> int | None:
+    """Measurements until the best measured time is within 1/q of the table's best (None: never)."""
+    bar = ms.min() / q
+    for i, r in enumerate(order):
+        if ms[r] <= bar:
+            return i + 1
+    return None
+
+
+def one_replay(args) -> dict:
+    shape, configs, ms, strategy, seed = args
+    first = None
+    if strategy in ("guided", "model"):
+        rank, why = model_order(shape, configs)
+        if rank is None:
+            return {"shape": shape, "strategy": strategy, "seed": seed, "skip": why}
+        first = [int(r) for r in (rank if strategy == "model" else rank[:GUIDED_K])]
+    sampler = {"random": "random", "model": "model"}.get(strategy, "tpe")
+    order = replay(configs, ms, sampler, seed, first=first)
+    return {"shape": shape, "strategy": strategy, "seed": seed, "rows": len(ms),
+            "n": {q: to_reach(ms, order, q) for q in QS}}
+
+
+def replay_table(rows: list[dict]) -> list[str]:
+    out = [f"{'strategy':26}" + "".join(f"{'q=' + str(q) + ' median':>16} {'mean':>6} {'max':>5}" for q in QS)]
+    names = {"guided": f"model-guided TPE (top-{GUIDED_K})", "model": "model ranking", "tpe": "plain TPE",
+             "random": "random"}
+    for s in ("guided", "model", "tpe", "random"):
+        sel = [r for r in rows if r["strategy"] == s]
+        if not sel:
+            continue
+        if "skip" in sel[0]:
+            out.append(f"{names[s]:26} skipped: {sel[0]['skip']}")
+            continue
+        line = f"{names[s]:26}"
+        for q in QS:
+            # per shape: mean over seeds; a run that never gets there counts as all rows
+            per = {}
+            for r in sel:
+                per.setdefault(r["shape"], []).append(r["n"][q] if r["n"][q] is not None else r["rows"])
+            a = np.array([np.mean(v) for v in per.values()])
+            line += f"{np.median(a):16.1f} {a.mean():6.1f} {a.max():5.0f}"
+        out.append(line)
+    return out
+
+
+# ------------------------------------------------------------------ main
+
+
+def run_jobs(fn, jobs, n_jobs):
+    if n_jobs <= 1:
+        return [fn(j) for j in jobs]
+    from multiprocessing import get_context
+
+    with get_context("spawn").Pool(n_jobs) as pool:
+        return pool.map(fn, jobs, chunksize=1)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="6 shapes, budgets 50 and 100, one seed")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="worker processes")
+    ap.add_argument("--seeds", default=None, help="comma-separated seeds (default 0; replay 0,1,2)")
+    ap.add_argument("--no-replay", action="store_true")
+    ap.add_argument("--no-regret", action="store_true")
+    a = ap.parse_args(argv)
+    seeds = [int(s) for s in a.seeds.split(",")] if a.seeds else [0]
+    shapes = QUICK if a.quick else SUITE
+    budgets = TRIALS[:2] if a.quick else TRIALS
+    ok, why = cuda_ready()
+    chips = ["ascend910b3", "ascend910b1", "h200" if ok else "ascend310p3"]
+    t0 = time.perf_counter()
+    if not a.no_regret:
+        print(f"== regret vs exhaustive optimum: {len(shapes)} shapes x {chips} x seeds {seeds}, "
+              f"budgets {budgets} (evaluated trials) ==")
+        if not ok:
+            print(f"  (h200 left out: {why})")
+        jobs = [(c, s, n, sd, budgets) for c in chips for s in shapes for n in STRATEGIES for sd in seeds]
+        rows = run_jobs(one_regret, jobs, a.jobs)
+        for line in regret_table(rows, budgets):
+            print("  " + line)
+        for c in chips:
+            sub = [r for r in rows if r["chip"] == c]
+            print(f"  {c}: " + ", ".join(
+                f"{n}@100 median {np.median([r['regret'][budgets[1]] for r in sub if r['strategy'] == n]):.2%}"
+                for n in STRATEGIES))
+        print("  wall time per trial (one process):")
+        for n in STRATEGIES:
+            sel = [r for r in rows if r["strategy"] == n]
+            ev = sum(r["evaluated"] for r in sel)
+            tr = sum(r["trials"] for r in sel)
+            wall = sum(r["wall"] for r in sel)
+            print(f"    {n:10} {wall / ev * 1e3:7.1f} ms per evaluated trial, {wall / tr * 1e3:6.1f} ms per optuna "
+                  f"trial ({tr / ev:.1f} optuna trials per evaluation: infeasible and repeats are free)")
+    if not a.no_replay:
+        rseeds = [int(s) for s in a.seeds.split(",")] if a.seeds else [0, 1, 2]
+        if a.quick:
+            rseeds = rseeds[:1]
+        sets = replay_sets()
+        print(f"== replay of measured search (offline: a measurement is a look-up of the measured time), seeds "
+              f"{rseeds} ==")
+        print("  measurements needed until the best measured time is <= table's best / q; per shape the mean over "
+              "seeds, then median / mean / max over shapes")
+        for label, table in sets.items():
+            size = int(np.median([len(v[1]) for v in table.values()]))
+            print(f"  -- {label} shapes, {size} measured configs each --")
+            jobs = [(s, cfg, ms, st, sd) for s, (cfg, ms) in table.items()
+                    for st in ("guided", "model", "tpe", "random") for sd in (rseeds if st != "model" else rseeds[:1])]
+            rows = run_jobs(one_replay, jobs, a.jobs)
+            for line in replay_table(rows):
+                print("    " + line)
+    print(f"total {time.perf_counter() - t0:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
