@@ -60,11 +60,22 @@ def evaluate(chip, frames: list[tuple[str, pd.DataFrame]]) -> pd.DataFrame:
             q["top1"] = best / float(ranked["ms"].iloc[0])  # against every measured row, rejected ones too
             q["top4"] = best / float(ranked["ms"].iloc[:4].min())
             peer = d[d["source"].astype(str) == "peer"] if "source" in d.columns else d.iloc[:0]
-            rows.append({"data": name, "shape": f"{p.M}x{p.N}x{p.K}", "rows": len(d), "rejected": len(rejected),
-                         "best_ms": best, "pick_ms": float(ranked["ms"].iloc[0]),
-                         "pred_ms": float(ranked["predicted_us"].iloc[0]) / 1e3,
-                         "top1": q["top1"], "top4": q["top4"], "rho": q["spearman"], "err": q["err"],
-                         "peer": best / float(peer["ms"].iloc[0]) if len(peer) else np.nan})
+            rows.append(
+                {
+                    "data": name,
+                    "shape": f"{p.M}x{p.N}x{p.K}",
+                    "rows": len(d),
+                    "rejected": len(rejected),
+                    "best_ms": best,
+                    "pick_ms": float(ranked["ms"].iloc[0]),
+                    "pred_ms": float(ranked["predicted_us"].iloc[0]) / 1e3,
+                    "top1": q["top1"],
+                    "top4": q["top4"],
+                    "rho": q["spearman"],
+                    "err": q["err"],
+                    "peer": best / float(peer["ms"].iloc[0]) if len(peer) else np.nan,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -79,19 +90,29 @@ def summary(res: pd.DataFrame) -> str:
         if not len(g):
             continue
         peer = g.dropna(subset=["peer"])
-        peer_txt = (f"; peer top-1 geomean {_geo(peer.peer):.3f} (ours on the same {len(peer)} shapes "
-                    f"{_geo(peer.top1):.3f})") if len(peer) else ""
-        lines.append(f"{label:9s} {len(g):2d} shapes: top-1 geomean {_geo(g.top1):.3f} min {g.top1.min():.3f} | "
-                     f"best-of-top-4 geomean {_geo(g.top4):.3f} min {g.top4.min():.3f} | Spearman mean "
-                     f"{g.rho.mean():.3f} min {g.rho.min():.3f} | median |log(pred/meas)| {g.err.median():.3f}"
-                     + peer_txt)
+        peer_txt = (
+            (
+                f"; peer top-1 geomean {_geo(peer.peer):.3f} (ours on the same {len(peer)} shapes "
+                f"{_geo(peer.top1):.3f})"
+            )
+            if len(peer)
+            else ""
+        )
+        lines.append(
+            f"{label:9s} {len(g):2d} shapes: top-1 geomean {_geo(g.top1):.3f} min {g.top1.min():.3f} | "
+            f"best-of-top-4 geomean {_geo(g.top4):.3f} min {g.top4.min():.3f} | Spearman mean "
+            f"{g.rho.mean():.3f} min {g.rho.min():.3f} | median |log(pred/meas)| {g.err.median():.3f}"
+            + peer_txt
+        )
     return "\n".join(lines)
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--chip", default="h200")
-    ap.add_argument("--data", nargs="*", default=None, help="measured CSV files (default: bench/data/h200_matmul_*.csv)")
+    ap.add_argument(
+        "--data", nargs="*", default=None, help="measured CSV files (default: bench/data/h200_matmul_*.csv)"
+    )
     args = ap.parse_args(argv)
     try:
         chip = load_chip(args.chip)
@@ -104,8 +125,11 @@ def main(argv=None) -> int:
         show = res.assign(fit=np.where(res.fit, "fit", "held")).drop(columns=["rows"])
         print(show.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
         print()
-        print(f"profile {chip.id}: {len(fit)} shapes used in the fit" if fit else
-              f"profile {chip.id}: no fitted constants (every shape is held out)")
+        print(
+            f"profile {chip.id}: {len(fit)} shapes used in the fit"
+            if fit
+            else f"profile {chip.id}: no fitted constants (every shape is held out)"
+        )
         print(summary(res))
     except Exception as exc:  # a benchmark report: say what went wrong, never fail the caller
         print(f"fidelity: {type(exc).__name__}: {exc}")

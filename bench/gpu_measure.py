@@ -38,58 +38,149 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-COLUMNS = ["M", "N", "K", "impl", "source", "BLOCK_M", "BLOCK_N", "BLOCK_K", "num_stages", "num_warps",
-           "GROUP_M", "ORDER", "SPLIT_K", "ms", "tflops", "rel_err"]
+COLUMNS = [
+    "M",
+    "N",
+    "K",
+    "impl",
+    "source",
+    "BLOCK_M",
+    "BLOCK_N",
+    "BLOCK_K",
+    "num_stages",
+    "num_warps",
+    "GROUP_M",
+    "ORDER",
+    "SPLIT_K",
+    "ms",
+    "tflops",
+    "rel_err",
+]
 KNOBS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_stages", "num_warps", "GROUP_M", "ORDER", "SPLIT_K")
 
 # The fixed candidate grid: the distinct configs of the source=grid rows of shared/data/h200_matmul_cal.csv,
 # in their order there (100 configs). Tuples follow KNOBS.
 GRID = [
-    (128, 256, 64, 3, 8, 8, 1, 1), (64, 256, 32, 4, 4, 8, 1, 1), (128, 128, 32, 4, 4, 8, 1, 1), (128, 64, 32, 4, 4, 8, 1, 1),
-    (64, 128, 32, 4, 4, 8, 1, 1), (128, 32, 32, 4, 4, 8, 1, 1), (64, 32, 32, 5, 2, 8, 1, 1), (32, 64, 32, 5, 2, 8, 1, 1),
-    (128, 256, 64, 4, 8, 8, 1, 1), (256, 128, 64, 3, 8, 8, 1, 1), (128, 128, 64, 4, 8, 8, 1, 1), (128, 128, 64, 3, 4, 8, 1, 1),
-    (128, 128, 64, 5, 4, 8, 1, 1), (64, 128, 64, 5, 4, 8, 1, 1), (64, 64, 64, 4, 4, 8, 1, 1), (64, 64, 128, 3, 4, 8, 1, 1),
-    (64, 128, 32, 2, 4, 8, 1, 1), (64, 64, 64, 5, 4, 8, 1, 1), (256, 64, 32, 5, 8, 8, 1, 1), (128, 64, 64, 2, 4, 8, 1, 1),
-    (64, 64, 64, 2, 8, 8, 1, 1), (64, 64, 128, 5, 4, 8, 1, 1), (64, 256, 32, 5, 8, 8, 1, 1), (128, 64, 32, 5, 8, 8, 1, 1),
-    (64, 64, 64, 2, 4, 8, 1, 1), (64, 128, 32, 5, 4, 8, 1, 1), (64, 64, 64, 3, 8, 8, 1, 1), (128, 128, 32, 3, 4, 8, 1, 1),
-    (256, 64, 64, 2, 4, 8, 1, 1), (64, 64, 32, 5, 8, 8, 1, 1), (64, 256, 32, 2, 8, 8, 1, 1), (64, 64, 64, 5, 8, 8, 1, 1),
-    (128, 128, 64, 4, 4, 8, 1, 1), (64, 256, 64, 3, 8, 8, 1, 1), (128, 128, 32, 5, 4, 8, 1, 1), (64, 256, 128, 2, 4, 8, 1, 1),
-    (128, 128, 32, 4, 8, 8, 1, 1), (64, 256, 64, 2, 8, 8, 1, 1), (64, 64, 32, 5, 4, 8, 1, 1), (64, 256, 64, 4, 4, 8, 1, 1),
-    (64, 64, 32, 4, 8, 8, 1, 1), (128, 128, 32, 3, 8, 8, 1, 1), (64, 64, 128, 2, 8, 8, 1, 1), (64, 128, 64, 4, 8, 8, 1, 1),
-    (256, 64, 32, 4, 4, 8, 1, 1), (256, 64, 64, 4, 8, 8, 1, 1), (128, 128, 32, 2, 8, 8, 1, 1), (64, 256, 64, 4, 8, 8, 1, 1),
-    (256, 64, 32, 4, 8, 8, 1, 1), (64, 128, 64, 5, 8, 8, 1, 1), (64, 256, 64, 5, 8, 8, 1, 1), (128, 128, 128, 3, 8, 8, 1, 1),
-    (64, 64, 128, 5, 8, 8, 1, 1), (64, 64, 64, 4, 8, 8, 1, 1), (64, 256, 32, 5, 4, 8, 1, 1), (256, 128, 32, 4, 8, 8, 1, 1),
-    (256, 64, 64, 4, 4, 8, 1, 1), (128, 64, 32, 2, 8, 8, 1, 1), (256, 64, 64, 5, 4, 8, 1, 1), (256, 64, 32, 2, 4, 8, 1, 1),
-    (256, 64, 32, 3, 8, 8, 1, 1), (64, 256, 64, 5, 4, 8, 1, 1), (64, 256, 64, 2, 4, 8, 1, 1), (128, 128, 64, 3, 8, 8, 1, 1),
-    (64, 128, 32, 3, 4, 8, 1, 1), (128, 64, 128, 2, 8, 8, 1, 1), (128, 128, 32, 2, 4, 8, 1, 1), (64, 256, 128, 2, 8, 8, 1, 1),
-    (64, 128, 128, 2, 4, 8, 1, 1), (128, 64, 64, 4, 8, 8, 1, 1), (128, 256, 64, 2, 8, 8, 1, 1), (128, 64, 64, 4, 4, 8, 1, 1),
-    (128, 256, 64, 3, 8, 1, 0, 1), (128, 256, 64, 3, 8, 1, 2, 1), (128, 256, 64, 3, 8, 4, 1, 1), (128, 256, 64, 3, 8, 16, 1, 1),
-    (128, 128, 64, 4, 8, 1, 0, 1), (128, 128, 64, 4, 8, 1, 2, 1), (128, 128, 64, 4, 8, 4, 1, 1), (128, 128, 64, 4, 8, 16, 1, 1),
-    (128, 128, 32, 4, 4, 1, 0, 1), (128, 128, 32, 4, 4, 1, 2, 1), (128, 128, 32, 4, 4, 4, 1, 1), (128, 128, 32, 4, 4, 16, 1, 1),
-    (256, 128, 64, 3, 8, 1, 0, 1), (256, 128, 64, 3, 8, 1, 2, 1), (256, 128, 64, 3, 8, 4, 1, 1), (256, 128, 64, 3, 8, 16, 1, 1),
-    (128, 128, 64, 4, 8, 8, 1, 2), (128, 128, 64, 4, 8, 8, 1, 4), (128, 128, 64, 4, 8, 8, 1, 8), (64, 128, 64, 5, 4, 8, 1, 2),
-    (64, 128, 64, 5, 4, 8, 1, 4), (64, 128, 64, 5, 4, 8, 1, 8), (64, 64, 128, 5, 4, 8, 1, 2), (64, 64, 128, 5, 4, 8, 1, 4),
-    (64, 64, 128, 5, 4, 8, 1, 8), (128, 256, 64, 3, 8, 8, 1, 2), (128, 256, 64, 3, 8, 8, 1, 4), (128, 256, 64, 3, 8, 8, 1, 8),
+    (128, 256, 64, 3, 8, 8, 1, 1),
+    (64, 256, 32, 4, 4, 8, 1, 1),
+    (128, 128, 32, 4, 4, 8, 1, 1),
+    (128, 64, 32, 4, 4, 8, 1, 1),
+    (64, 128, 32, 4, 4, 8, 1, 1),
+    (128, 32, 32, 4, 4, 8, 1, 1),
+    (64, 32, 32, 5, 2, 8, 1, 1),
+    (32, 64, 32, 5, 2, 8, 1, 1),
+    (128, 256, 64, 4, 8, 8, 1, 1),
+    (256, 128, 64, 3, 8, 8, 1, 1),
+    (128, 128, 64, 4, 8, 8, 1, 1),
+    (128, 128, 64, 3, 4, 8, 1, 1),
+    (128, 128, 64, 5, 4, 8, 1, 1),
+    (64, 128, 64, 5, 4, 8, 1, 1),
+    (64, 64, 64, 4, 4, 8, 1, 1),
+    (64, 64, 128, 3, 4, 8, 1, 1),
+    (64, 128, 32, 2, 4, 8, 1, 1),
+    (64, 64, 64, 5, 4, 8, 1, 1),
+    (256, 64, 32, 5, 8, 8, 1, 1),
+    (128, 64, 64, 2, 4, 8, 1, 1),
+    (64, 64, 64, 2, 8, 8, 1, 1),
+    (64, 64, 128, 5, 4, 8, 1, 1),
+    (64, 256, 32, 5, 8, 8, 1, 1),
+    (128, 64, 32, 5, 8, 8, 1, 1),
+    (64, 64, 64, 2, 4, 8, 1, 1),
+    (64, 128, 32, 5, 4, 8, 1, 1),
+    (64, 64, 64, 3, 8, 8, 1, 1),
+    (128, 128, 32, 3, 4, 8, 1, 1),
+    (256, 64, 64, 2, 4, 8, 1, 1),
+    (64, 64, 32, 5, 8, 8, 1, 1),
+    (64, 256, 32, 2, 8, 8, 1, 1),
+    (64, 64, 64, 5, 8, 8, 1, 1),
+    (128, 128, 64, 4, 4, 8, 1, 1),
+    (64, 256, 64, 3, 8, 8, 1, 1),
+    (128, 128, 32, 5, 4, 8, 1, 1),
+    (64, 256, 128, 2, 4, 8, 1, 1),
+    (128, 128, 32, 4, 8, 8, 1, 1),
+    (64, 256, 64, 2, 8, 8, 1, 1),
+    (64, 64, 32, 5, 4, 8, 1, 1),
+    (64, 256, 64, 4, 4, 8, 1, 1),
+    (64, 64, 32, 4, 8, 8, 1, 1),
+    (128, 128, 32, 3, 8, 8, 1, 1),
+    (64, 64, 128, 2, 8, 8, 1, 1),
+    (64, 128, 64, 4, 8, 8, 1, 1),
+    (256, 64, 32, 4, 4, 8, 1, 1),
+    (256, 64, 64, 4, 8, 8, 1, 1),
+    (128, 128, 32, 2, 8, 8, 1, 1),
+    (64, 256, 64, 4, 8, 8, 1, 1),
+    (256, 64, 32, 4, 8, 8, 1, 1),
+    (64, 128, 64, 5, 8, 8, 1, 1),
+    (64, 256, 64, 5, 8, 8, 1, 1),
+    (128, 128, 128, 3, 8, 8, 1, 1),
+    (64, 64, 128, 5, 8, 8, 1, 1),
+    (64, 64, 64, 4, 8, 8, 1, 1),
+    (64, 256, 32, 5, 4, 8, 1, 1),
+    (256, 128, 32, 4, 8, 8, 1, 1),
+    (256, 64, 64, 4, 4, 8, 1, 1),
+    (128, 64, 32, 2, 8, 8, 1, 1),
+    (256, 64, 64, 5, 4, 8, 1, 1),
+    (256, 64, 32, 2, 4, 8, 1, 1),
+    (256, 64, 32, 3, 8, 8, 1, 1),
+    (64, 256, 64, 5, 4, 8, 1, 1),
+    (64, 256, 64, 2, 4, 8, 1, 1),
+    (128, 128, 64, 3, 8, 8, 1, 1),
+    (64, 128, 32, 3, 4, 8, 1, 1),
+    (128, 64, 128, 2, 8, 8, 1, 1),
+    (128, 128, 32, 2, 4, 8, 1, 1),
+    (64, 256, 128, 2, 8, 8, 1, 1),
+    (64, 128, 128, 2, 4, 8, 1, 1),
+    (128, 64, 64, 4, 8, 8, 1, 1),
+    (128, 256, 64, 2, 8, 8, 1, 1),
+    (128, 64, 64, 4, 4, 8, 1, 1),
+    (128, 256, 64, 3, 8, 1, 0, 1),
+    (128, 256, 64, 3, 8, 1, 2, 1),
+    (128, 256, 64, 3, 8, 4, 1, 1),
+    (128, 256, 64, 3, 8, 16, 1, 1),
+    (128, 128, 64, 4, 8, 1, 0, 1),
+    (128, 128, 64, 4, 8, 1, 2, 1),
+    (128, 128, 64, 4, 8, 4, 1, 1),
+    (128, 128, 64, 4, 8, 16, 1, 1),
+    (128, 128, 32, 4, 4, 1, 0, 1),
+    (128, 128, 32, 4, 4, 1, 2, 1),
+    (128, 128, 32, 4, 4, 4, 1, 1),
+    (128, 128, 32, 4, 4, 16, 1, 1),
+    (256, 128, 64, 3, 8, 1, 0, 1),
+    (256, 128, 64, 3, 8, 1, 2, 1),
+    (256, 128, 64, 3, 8, 4, 1, 1),
+    (256, 128, 64, 3, 8, 16, 1, 1),
+    (128, 128, 64, 4, 8, 8, 1, 2),
+    (128, 128, 64, 4, 8, 8, 1, 4),
+    (128, 128, 64, 4, 8, 8, 1, 8),
+    (64, 128, 64, 5, 4, 8, 1, 2),
+    (64, 128, 64, 5, 4, 8, 1, 4),
+    (64, 128, 64, 5, 4, 8, 1, 8),
+    (64, 64, 128, 5, 4, 8, 1, 2),
+    (64, 64, 128, 5, 4, 8, 1, 4),
+    (64, 64, 128, 5, 4, 8, 1, 8),
+    (128, 256, 64, 3, 8, 8, 1, 2),
+    (128, 256, 64, 3, 8, 8, 1, 4),
+    (128, 256, 64, 3, 8, 8, 1, 8),
 ]
 
 # New shapes (none is in h200_matmul_cal.csv), most informative first, since a timeout cuts the tail.
 SHAPES = [
-    (2048, 6144, 4096),    # Llama-3-8B fused QKV projection, 2048 tokens
-    (32, 4096, 4096),      # decode-like skinny M
-    (3000, 3000, 3000),    # odd: sizes not multiples of 16 (rows 16-byte aligned, but Triton cannot know)
-    (256, 256, 65536),     # K-heavy, tiny MN: wants SPLIT_K
-    (2000, 2000, 1001),    # K = 1001: A's row stride (2002 bytes) is not a multiple of 16 bytes
-    (1024, 50257, 768),    # GPT-2 LM head: N = 50257 odd, B and C rows unaligned
-    (4095, 4095, 4095),    # odd everywhere, no row aligned
-    (1536, 1536, 1536),    # small square
-    (2048, 4096, 14336),   # Llama-3-8B MLP down projection
-    (64, 8192, 8192),      # decode-like skinny M, larger layer
-    (1024, 1024, 16384),   # K-heavy, medium MN
-    (8192, 8192, 2048),    # large MN, short K
-    (1024, 14336, 4096),   # Llama-3-8B MLP up/gate, 1024 tokens
-    (512, 11008, 4096),    # Llama-2-7B MLP up/gate, 512 tokens
-    (6144, 6144, 6144),    # large square, compute-bound
-    (32, 14336, 4096),     # decode-like MLP up/gate
+    (2048, 6144, 4096),  # Llama-3-8B fused QKV projection, 2048 tokens
+    (32, 4096, 4096),  # decode-like skinny M
+    (3000, 3000, 3000),  # odd: sizes not multiples of 16 (rows 16-byte aligned, but Triton cannot know)
+    (256, 256, 65536),  # K-heavy, tiny MN: wants SPLIT_K
+    (2000, 2000, 1001),  # K = 1001: A's row stride (2002 bytes) is not a multiple of 16 bytes
+    (1024, 50257, 768),  # GPT-2 LM head: N = 50257 odd, B and C rows unaligned
+    (4095, 4095, 4095),  # odd everywhere, no row aligned
+    (1536, 1536, 1536),  # small square
+    (2048, 4096, 14336),  # Llama-3-8B MLP down projection
+    (64, 8192, 8192),  # decode-like skinny M, larger layer
+    (1024, 1024, 16384),  # K-heavy, medium MN
+    (8192, 8192, 2048),  # large MN, short K
+    (1024, 14336, 4096),  # Llama-3-8B MLP up/gate, 1024 tokens
+    (512, 11008, 4096),  # Llama-2-7B MLP up/gate, 512 tokens
+    (6144, 6144, 6144),  # large square, compute-bound
+    (32, 14336, 4096),  # decode-like MLP up/gate
 ]
 
 
@@ -102,8 +193,10 @@ def cfg_dict(t) -> dict:
 
 
 def cfg_str(c: dict) -> str:
-    return (f"{c['BLOCK_M']}x{c['BLOCK_N']}x{c['BLOCK_K']} s{c['num_stages']} w{c['num_warps']} "
-            f"g{c['GROUP_M']} o{c['ORDER']} sk{c['SPLIT_K']}")
+    return (
+        f"{c['BLOCK_M']}x{c['BLOCK_N']}x{c['BLOCK_K']} s{c['num_stages']} w{c['num_warps']} "
+        f"g{c['GROUP_M']} o{c['ORDER']} sk{c['SPLIT_K']}"
+    )
 
 
 def spec_class(M: int, N: int, K: int) -> tuple:
@@ -137,7 +230,12 @@ def _compile_one(task):
         precompile(M, N, K, cfg_dict(knobs), dtype=dtype)
         return task, True, "", time.perf_counter() - t
     except Exception as e:  # noqa: BLE001 - reported, the main process skips the config
-        return task, False, f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}", time.perf_counter() - t
+        return (
+            task,
+            False,
+            f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}",
+            time.perf_counter() - t,
+        )
 
 
 def precompile_all(tasks, jobs: int, deadline: float) -> dict:
@@ -156,8 +254,10 @@ def precompile_all(tasks, jobs: int, deadline: float) -> dict:
             left = deadline - time.time()
             if left <= 0:
                 stats["cut"] = True
-                log(f"[compile] deadline reached after {stats['done'] + stats['failed']}/{len(tasks)}; "
-                    "the rest compiles on first use")
+                log(
+                    f"[compile] deadline reached after {stats['done'] + stats['failed']}/{len(tasks)}; "
+                    "the rest compiles on first use"
+                )
                 break
             try:
                 task, ok, msg, sec = it.next(timeout=left)
@@ -194,13 +294,15 @@ def machine_info() -> dict:
         "triton": triton.__version__,
     }
     p = torch.cuda.get_device_properties(0)
-    info.update({
-        "gpu": p.name,
-        "sm_count": p.multi_processor_count,
-        "capability": f"{p.major}.{p.minor}",
-        "memory_gib": round(p.total_memory / 2**30, 1),
-        "l2_mb": round(getattr(p, "L2_cache_size", 0) / 1e6, 1) or None,
-    })
+    info.update(
+        {
+            "gpu": p.name,
+            "sm_count": p.multi_processor_count,
+            "capability": f"{p.major}.{p.minor}",
+            "memory_gib": round(p.total_memory / 2**30, 1),
+            "l2_mb": round(getattr(p, "L2_cache_size", 0) / 1e6, 1) or None,
+        }
+    )
     info["nvidia_smi"] = smi_state()
     return info
 
@@ -208,8 +310,16 @@ def machine_info() -> dict:
 def smi_state() -> str | None:
     try:
         r = subprocess.run(
-            ["nvidia-smi", "--query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,"
-             "power.draw,power.limit", "--format=csv,noheader"], capture_output=True, text=True, timeout=20)
+            [
+                "nvidia-smi",
+                "--query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,"
+                "power.draw,power.limit",
+                "--format=csv,noheader",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=20,
+        )
         return r.stdout.strip() or r.stderr.strip()
     except Exception as e:  # noqa: BLE001
         return f"nvidia-smi failed: {e}"
@@ -224,8 +334,14 @@ def measure_ceilings(path: Path) -> list[dict]:
     src = torch.empty(n, dtype=torch.float16, device="cuda").normal_()
     dst = torch.empty_like(src)
     ms = triton.testing.do_bench(lambda s=src, d=dst: d.copy_(s), warmup=25, rep=200, return_mode="median")
-    rows.append({"metric": "copy_bandwidth", "value": f"{2 * n * 2 / (ms * 1e-3) / 1e9:.0f}", "unit": "GB/s",
-                 "detail": f"dst.copy_(src) of 2 GiB fp16 device-to-device, bytes read+written, median {ms:.4f} ms"})
+    rows.append(
+        {
+            "metric": "copy_bandwidth",
+            "value": f"{2 * n * 2 / (ms * 1e-3) / 1e9:.0f}",
+            "unit": "GB/s",
+            "detail": f"dst.copy_(src) of 2 GiB fp16 device-to-device, bytes read+written, median {ms:.4f} ms",
+        }
+    )
     del src, dst
     torch.cuda.empty_cache()
     for name, dt in (("fp16", torch.float16), ("bf16", torch.bfloat16)):
@@ -235,11 +351,17 @@ def measure_ceilings(path: Path) -> list[dict]:
         a = torch.randn((s, s), generator=g, device="cuda").to(dt)
         b = torch.randn((s, s), generator=g, device="cuda").to(dt)
         c = torch.empty((s, s), dtype=dt, device="cuda")
-        ms = triton.testing.do_bench(lambda a=a, b=b, c=c: torch.matmul(a, b, out=c), warmup=25, rep=200,
-                                     return_mode="median")
-        rows.append({"metric": f"{name}_matmul_8192", "value": f"{2 * s**3 / (ms * 1e-3) / 1e12:.1f}",
-                     "unit": "TFLOP/s",
-                     "detail": f"torch.matmul {name} 8192x8192x8192 random normal, median {ms:.4f} ms"})
+        ms = triton.testing.do_bench(
+            lambda a=a, b=b, c=c: torch.matmul(a, b, out=c), warmup=25, rep=200, return_mode="median"
+        )
+        rows.append(
+            {
+                "metric": f"{name}_matmul_8192",
+                "value": f"{2 * s**3 / (ms * 1e-3) / 1e12:.1f}",
+                "unit": "TFLOP/s",
+                "detail": f"torch.matmul {name} 8192x8192x8192 random normal, median {ms:.4f} ms",
+            }
+        )
         del a, b, c
     torch.cuda.empty_cache()
     with open(path, "w", newline="") as f:
@@ -284,7 +406,9 @@ def main(argv=None) -> int:
     ap.add_argument("--env", help="machine JSON (default: h200_env.json beside --out)")
     ap.add_argument("--candidates", help="extra configs: CSV with M,N,K,BLOCK_M..SPLIT_K[,source]")
     ap.add_argument("--dtype", default="fp16", choices=["fp16", "bf16"])
-    ap.add_argument("--budget-s", type=float, default=440.0, help="stop timing after this many seconds from start")
+    ap.add_argument(
+        "--budget-s", type=float, default=440.0, help="stop timing after this many seconds from start"
+    )
     ap.add_argument("--compile-budget-s", type=float, default=170.0, help="compile pool deadline, from start")
     ap.add_argument("--jobs", type=int, default=max(1, min(15, (os.cpu_count() or 2) - 1)))
     ap.add_argument("--shapes", help="only these shapes, e.g. 32x4096x4096,3000x3000x3000")
@@ -321,7 +445,9 @@ def main(argv=None) -> int:
         for M, N, K, source, knobs in read_candidates(args.candidates):
             work.setdefault((M, N, K), []).append((source, knobs))
     n_rows = sum(len(v) + 1 for v in work.values())
-    log(f"[plan] {len(work)} shapes, {n_rows} rows (torch + triton), budget {args.budget_s:.0f}s, dtype {args.dtype}")
+    log(
+        f"[plan] {len(work)} shapes, {n_rows} rows (torch + triton), budget {args.budget_s:.0f}s, dtype {args.dtype}"
+    )
 
     if not args.no_ceilings:
         t = time.time()
@@ -338,12 +464,17 @@ def main(argv=None) -> int:
             if key not in seen:
                 seen.add(key)
                 tasks.append((M, N, K, knobs, args.dtype))
-    log(f"[compile] {len(tasks)} kernels ({len({spec_class(*s) for s in work})} specialisations) on {args.jobs} workers")
+    log(
+        f"[compile] {len(tasks)} kernels ({len({spec_class(*s) for s in work})} specialisations) on {args.jobs} workers"
+    )
     cstats = precompile_all(tasks, args.jobs, t_start + args.compile_budget_s)
     secs = cstats.pop("seconds")
     if secs:
-        cstats.update(per_kernel_median_s=round(statistics.median(secs), 2), per_kernel_max_s=round(max(secs), 2),
-                      cpu_s=round(sum(secs), 1))
+        cstats.update(
+            per_kernel_median_s=round(statistics.median(secs), 2),
+            per_kernel_max_s=round(max(secs), 2),
+            cpu_s=round(sum(secs), 1),
+        )
     log(f"[compile] {json.dumps(cstats)}")
     info["compile"] = cstats
     env_path.write_text(json.dumps(info, indent=2) + "\n")
@@ -399,7 +530,10 @@ def main(argv=None) -> int:
             timed.sort(key=lambda x: x[0])
             ms_list = [t[0] for t in timed]
             s = {
-                "shape": f"{M}x{N}x{K}", "torch_ms": torch_ms, "n": len(timed), "fail": fails,
+                "shape": f"{M}x{N}x{K}",
+                "torch_ms": torch_ms,
+                "n": len(timed),
+                "fail": fails,
                 "best_ms": ms_list[0] if ms_list else math.nan,
                 "best": cfg_str(timed[0][2]) if timed else "-",
                 "median_ms": statistics.median(ms_list) if ms_list else math.nan,
@@ -407,9 +541,11 @@ def main(argv=None) -> int:
                 "tflops_best": 2 * M * N * K / (ms_list[0] * 1e-3) / 1e12 if ms_list else math.nan,
             }
             summary.append(s)
-            log(f"[{M}x{N}x{K}] {len(timed)} ok, {fails} skipped, {time.time() - t_shape:.1f}s; cublas "
+            log(
+                f"[{M}x{N}x{K}] {len(timed)} ok, {fails} skipped, {time.time() - t_shape:.1f}s; cublas "
                 f"{torch_ms:.4f} ms, best {s['best_ms']:.4f} ms ({s['best']}), median {s['median_ms']:.4f}, "
-                f"worst {s['worst_ms']:.4f}; elapsed {time.time() - t_start:.0f}s")
+                f"worst {s['worst_ms']:.4f}; elapsed {time.time() - t_start:.0f}s"
+            )
             if stopped and stopped.startswith("CUDA"):
                 break
 
@@ -420,13 +556,19 @@ def main(argv=None) -> int:
     info["stopped"] = stopped
     env_path.write_text(json.dumps(info, indent=2) + "\n")
 
-    print(f"\n{'shape':>18} {'cublas ms':>10} {'best ms':>9} {'med ms':>9} {'worst ms':>9} {'best/cub':>8} "
-          f"{'TF best':>8} {'n':>4} {'skip':>4}  best config")
+    print(
+        f"\n{'shape':>18} {'cublas ms':>10} {'best ms':>9} {'med ms':>9} {'worst ms':>9} {'best/cub':>8} "
+        f"{'TF best':>8} {'n':>4} {'skip':>4}  best config"
+    )
     for s in summary:
-        print(f"{s['shape']:>18} {s['torch_ms']:10.4f} {s['best_ms']:9.4f} {s['median_ms']:9.4f} {s['worst_ms']:9.4f} "
-              f"{s['best_ms'] / s['torch_ms']:8.2f} {s['tflops_best']:8.1f} {s['n']:4d} {s['fail']:4d}  {s['best']}")
-    print(f"rows written: {n_ok}, skipped: {n_fail}, elapsed {time.time() - t_start:.0f}s"
-          + (f", stopped: {stopped}" if stopped else ""))
+        print(
+            f"{s['shape']:>18} {s['torch_ms']:10.4f} {s['best_ms']:9.4f} {s['median_ms']:9.4f} {s['worst_ms']:9.4f} "
+            f"{s['best_ms'] / s['torch_ms']:8.2f} {s['tflops_best']:8.1f} {s['n']:4d} {s['fail']:4d}  {s['best']}"
+        )
+    print(
+        f"rows written: {n_ok}, skipped: {n_fail}, elapsed {time.time() - t_start:.0f}s"
+        + (f", stopped: {stopped}" if stopped else "")
+    )
     return 0
 
 

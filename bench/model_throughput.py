@@ -48,11 +48,20 @@ def main():
         r_est, t_est = rate(lambda c=cand: model.estimate(p, chip, c), n)
         r_lb, t_lb = rate(lambda c=cand: model.bound(p, chip, c), n)
         r_feas, _ = rate(lambda c=cand: model.feasible(p, chip, c), n)
-        print(f"  {n:>7} candidates: estimate {r_est:12,.0f}/s ({t_est:.3f} s)   bound {r_lb:12,.0f}/s   "
-              f"rules {r_feas:12,.0f}/s")
+        print(
+            f"  {n:>7} candidates: estimate {r_est:12,.0f}/s ({t_est:.3f} s)   bound {r_lb:12,.0f}/s   "
+            f"rules {r_feas:12,.0f}/s"
+        )
     print("== exhaustive search (wall time, proven optimum) ==")
-    shapes = [(4096, 4096, 4096), (8192, 8192, 8192), (1000, 1000, 1000), (128, 128, 131072), (16, 4096, 4096),
-              (2048, 14336, 4096), (4096, 4097, 4096)]
+    shapes = [
+        (4096, 4096, 4096),
+        (8192, 8192, 8192),
+        (1000, 1000, 1000),
+        (128, 128, 131072),
+        (16, 4096, 4096),
+        (2048, 14336, 4096),
+        (4096, 4097, 4096),
+    ]
     for chip_id in ("ascend910b3", "ascend910b1"):
         chip = load_chip(chip_id)
         for s in shapes:
@@ -60,8 +69,10 @@ def main():
             t = time.perf_counter()
             r = search(p, chip, space)
             dt = time.perf_counter() - t
-            print(f"  {chip_id:12} {str(s):20} {dt:6.2f} s   scored {r.evaluated:>8,}  bounded {r.bounded:>8,}  "
-                  f"time {r.row(0)['time_us']:10.2f} us  {r.row(0)['bound']:7}  proven={r.proven_optimal}")
+            print(
+                f"  {chip_id:12} {str(s):20} {dt:6.2f} s   scored {r.evaluated:>8,}  bounded {r.bounded:>8,}  "
+                f"time {r.row(0)['time_us']:10.2f} us  {r.row(0)['bound']:7}  proven={r.proven_optimal}"
+            )
     print("== lines per module ==")
     root = Path(__file__).resolve().parent.parent / "tiler"
     for f in sorted(root.rglob("*.py")):

@@ -40,17 +40,45 @@ NEW_DATA = ROOT / "bench" / "data" / "h200_matmul_new.csv"  # 16 more shapes, no
 
 # 24 shapes: squares, LLM layers (prefill and decode), skinny, deep-K, odd sizes that leave tails.
 SUITE = [
-    (4096, 4096, 4096), (8192, 8192, 8192), (1024, 1024, 1024), (2048, 2048, 2048), (1000, 1000, 1000),
-    (4096, 11008, 4096), (4096, 4096, 11008), (2048, 14336, 4096), (2048, 4096, 14336), (8192, 1024, 4096),
-    (4096, 6144, 4096), (512, 4096, 4096), (128, 4096, 4096), (16, 8192, 8192), (1, 14336, 4096),
-    (32, 4096, 14336), (333, 777, 2048), (4097, 4096, 4096), (2048, 5120, 1280), (256, 256, 65536),
-    (128, 128, 131072), (3000, 3000, 512), (768, 3072, 768), (6144, 2048, 2048),
+    (4096, 4096, 4096),
+    (8192, 8192, 8192),
+    (1024, 1024, 1024),
+    (2048, 2048, 2048),
+    (1000, 1000, 1000),
+    (4096, 11008, 4096),
+    (4096, 4096, 11008),
+    (2048, 14336, 4096),
+    (2048, 4096, 14336),
+    (8192, 1024, 4096),
+    (4096, 6144, 4096),
+    (512, 4096, 4096),
+    (128, 4096, 4096),
+    (16, 8192, 8192),
+    (1, 14336, 4096),
+    (32, 4096, 14336),
+    (333, 777, 2048),
+    (4097, 4096, 4096),
+    (2048, 5120, 1280),
+    (256, 256, 65536),
+    (128, 128, 131072),
+    (3000, 3000, 512),
+    (768, 3072, 768),
+    (6144, 2048, 2048),
 ]
-QUICK = [(4096, 4096, 4096), (1024, 1024, 1024), (4096, 11008, 4096), (128, 4096, 4096), (333, 777, 2048),
-         (2048, 5120, 1280)]
+QUICK = [
+    (4096, 4096, 4096),
+    (1024, 1024, 1024),
+    (4096, 11008, 4096),
+    (128, 4096, 4096),
+    (333, 777, 2048),
+    (2048, 5120, 1280),
+]
 TRIALS = (50, 100, 200)
-STRATEGIES = {"tpe": dict(strategy="tpe"), "tpe+warm": dict(strategy="tpe", warm_start=True),
-              "random": dict(strategy="random")}
+STRATEGIES = {
+    "tpe": dict(strategy="tpe"),
+    "tpe+warm": dict(strategy="tpe", warm_start=True),
+    "random": dict(strategy="random"),
+}
 CUDA_KNOBS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_stages", "num_warps", "GROUP_M", "ORDER", "SPLIT_K")
 GUIDED_K = 5
 QS = (0.95, 0.99)
@@ -80,15 +108,36 @@ def one_regret(args) -> dict:
     opt = float(exhaustive(p, chip, space, top=1).est["time_us"][0])
     storage = optuna.storages.InMemoryStorage()
     t0 = time.perf_counter()
-    bayes.run(p, chip, space, top=1, seed=seed, trials=max(budgets), storage=storage, study_name="bench",
-              **STRATEGIES[name])
+    bayes.run(
+        p,
+        chip,
+        space,
+        top=1,
+        seed=seed,
+        trials=max(budgets),
+        storage=storage,
+        study_name="bench",
+        **STRATEGIES[name],
+    )
     wall = time.perf_counter() - t0
     trials = optuna.load_study(study_name="bench", storage=storage).get_trials(deepcopy=False)
-    evald = [t for t in trials if t.value is not None and "tiling" in t.user_attrs and "repeat_of" not in t.user_attrs]
+    evald = [
+        t
+        for t in trials
+        if t.value is not None and "tiling" in t.user_attrs and "repeat_of" not in t.user_attrs
+    ]
     best = np.minimum.accumulate([t.user_attrs["predicted_us"] for t in evald])
     reg = {n: float(best[min(n, len(best)) - 1] / opt - 1) for n in budgets}
-    return {"chip": chip_id, "shape": shape, "strategy": name, "seed": seed, "regret": reg, "wall": wall,
-            "evaluated": len(evald), "trials": len(trials)}
+    return {
+        "chip": chip_id,
+        "shape": shape,
+        "strategy": name,
+        "seed": seed,
+        "regret": reg,
+        "wall": wall,
+        "evaluated": len(evald),
+        "trials": len(trials),
+    }
 
 
 def regret_table(rows: list[dict], budgets) -> list[str]:
@@ -99,8 +148,10 @@ def regret_table(rows: list[dict], budgets) -> list[str]:
             continue
         for n in budgets:
             a = np.array([r["regret"][n] for r in sel])
-            out.append(f"{name:10} {n:>6} {np.median(a):8.2%} {np.quantile(a, 0.9):8.2%} {a.mean():8.2%} "
-                       f"{(a <= 0.02).mean():6.0%}  {len(a)}")
+            out.append(
+                f"{name:10} {n:>6} {np.median(a):8.2%} {np.quantile(a, 0.9):8.2%} {a.mean():8.2%} "
+                f"{(a <= 0.02).mean():6.0%}  {len(a)}"
+            )
     return out
 
 
@@ -119,7 +170,10 @@ def load_replay(path: Path | None = None) -> dict:
     out = {}
     for (m, n, k), g in df.groupby(["M", "N", "K"]):
         g = g.groupby(list(CUDA_KNOBS), as_index=False)["ms"].min()  # one row per config
-        out[(int(m), int(n), int(k))] = (g[list(CUDA_KNOBS)].to_numpy(dtype=np.int64), g["ms"].to_numpy(dtype=float))
+        out[(int(m), int(n), int(k))] = (
+            g[list(CUDA_KNOBS)].to_numpy(dtype=np.int64),
+            g["ms"].to_numpy(dtype=float),
+        )
     return out
 
 
@@ -139,8 +193,10 @@ def replay_sets() -> dict[str, dict]:
     """Shape groups for the replay: in the profile's fit set, held out of it, and the later table (held out)."""
     cal = load_replay()
     fit = fitted_shapes()
-    groups = {f"{DATA.name}, fitted ({len(fit & set(cal))})": {s: v for s, v in cal.items() if s in fit},
-              f"{DATA.name}, held out ({len(set(cal) - fit)})": {s: v for s, v in cal.items() if s not in fit}}
+    groups = {
+        f"{DATA.name}, fitted ({len(fit & set(cal))})": {s: v for s, v in cal.items() if s in fit},
+        f"{DATA.name}, held out ({len(set(cal) - fit)})": {s: v for s, v in cal.items() if s not in fit},
+    }
     if NEW_DATA.is_file():
         new = load_replay(NEW_DATA)
         groups[f"{NEW_DATA.name}, held out ({len(new)})"] = new
@@ -162,8 +218,14 @@ def model_order(shape, configs: np.ndarray) -> tuple[np.ndarray | None, str]:
     return np.argsort(t, kind="stable"), ""
 
 
-def replay(configs: np.ndarray, ms: np.ndarray, strategy: str, seed: int = 0, first: list[int] | None = None,
-           stop_at: float | None = max(QS)) -> list[int]:
+def replay(
+    configs: np.ndarray,
+    ms: np.ndarray,
+    strategy: str,
+    seed: int = 0,
+    first: list[int] | None = None,
+    stop_at: float | None = max(QS),
+) -> list[int]:
     """Measured search over the measured configs only; returns the row indices in the order they were measured.
 
     `first`: rows measured before the sampler starts (the model's ranking). strategy "tpe" or "random" uses
@@ -182,8 +244,10 @@ def replay(configs: np.ndarray, ms: np.ndarray, strategy: str, seed: int = 0, fi
     vals = [sorted(set(configs[:, i].tolist())) for i in range(len(CUDA_KNOBS))]
     idx = np.stack([np.searchsorted(vals[i], configs[:, i]) for i in range(len(CUDA_KNOBS))], axis=1)
     cat = [k == "ORDER" for k in CUDA_KNOBS]
-    dists = {k: (CategoricalDistribution(tuple(vals[i])) if cat[i] else IntDistribution(0, len(vals[i]) - 1))
-             for i, k in enumerate(CUDA_KNOBS)}
+    dists = {
+        k: (CategoricalDistribution(tuple(vals[i])) if cat[i] else IntDistribution(0, len(vals[i]) - 1))
+        for i, k in enumerate(CUDA_KNOBS)
+    }
 
     def params(r: int) -> dict:
         return {k: (vals[i][idx[r, i]] if cat[i] else int(idx[r, i])) for i, k in enumerate(CUDA_KNOBS)}
@@ -208,7 +272,9 @@ def replay(configs: np.ndarray, ms: np.ndarray, strategy: str, seed: int = 0, fi
             return order
         while not seen.all():
             t = study.ask(dists)
-            want = np.array([vals[i].index(t.params[k]) if cat[i] else t.params[k] for i, k in enumerate(CUDA_KNOBS)])
+            want = np.array(
+                [vals[i].index(t.params[k]) if cat[i] else t.params[k] for i, k in enumerate(CUDA_KNOBS)]
+            )
             dist = np.abs(idx - want)
             dist[:, cat] = dist[:, cat] > 0
             d = dist.sum(axis=1).astype(float)
@@ -241,14 +307,25 @@ def one_replay(args) -> dict:
         first = [int(r) for r in (rank if strategy == "model" else rank[:GUIDED_K])]
     sampler = {"random": "random", "model": "model"}.get(strategy, "tpe")
     order = replay(configs, ms, sampler, seed, first=first)
-    return {"shape": shape, "strategy": strategy, "seed": seed, "rows": len(ms),
-            "n": {q: to_reach(ms, order, q) for q in QS}}
+    return {
+        "shape": shape,
+        "strategy": strategy,
+        "seed": seed,
+        "rows": len(ms),
+        "n": {q: to_reach(ms, order, q) for q in QS},
+    }
 
 
 def replay_table(rows: list[dict]) -> list[str]:
-    out = [f"{'strategy':26}" + "".join(f"{'q=' + str(q) + ' median':>16} {'mean':>6} {'max':>5}" for q in QS)]
-    names = {"guided": f"model-guided TPE (top-{GUIDED_K})", "model": "model ranking", "tpe": "plain TPE",
-             "random": "random"}
+    out = [
+        f"{'strategy':26}" + "".join(f"{'q=' + str(q) + ' median':>16} {'mean':>6} {'max':>5}" for q in QS)
+    ]
+    names = {
+        "guided": f"model-guided TPE (top-{GUIDED_K})",
+        "model": "model ranking",
+        "tpe": "plain TPE",
+        "random": "random",
+    }
     for s in ("guided", "model", "tpe", "random"):
         sel = [r for r in rows if r["strategy"] == s]
         if not sel:
@@ -295,8 +372,10 @@ def main(argv=None) -> int:
     chips = ["ascend910b3", "ascend910b1", "h200" if ok else "ascend310p3"]
     t0 = time.perf_counter()
     if not a.no_regret:
-        print(f"== regret vs exhaustive optimum: {len(shapes)} shapes x {chips} x seeds {seeds}, "
-              f"budgets {budgets} (evaluated trials) ==")
+        print(
+            f"== regret vs exhaustive optimum: {len(shapes)} shapes x {chips} x seeds {seeds}, "
+            f"budgets {budgets} (evaluated trials) =="
+        )
         if not ok:
             print(f"  (h200 left out: {why})")
         jobs = [(c, s, n, sd, budgets) for c in chips for s in shapes for n in STRATEGIES for sd in seeds]
@@ -305,31 +384,45 @@ def main(argv=None) -> int:
             print("  " + line)
         for c in chips:
             sub = [r for r in rows if r["chip"] == c]
-            print(f"  {c}: " + ", ".join(
-                f"{n}@100 median {np.median([r['regret'][budgets[1]] for r in sub if r['strategy'] == n]):.2%}"
-                for n in STRATEGIES))
+            print(
+                f"  {c}: "
+                + ", ".join(
+                    f"{n}@100 median {np.median([r['regret'][budgets[1]] for r in sub if r['strategy'] == n]):.2%}"
+                    for n in STRATEGIES
+                )
+            )
         print("  wall time per trial (one process):")
         for n in STRATEGIES:
             sel = [r for r in rows if r["strategy"] == n]
             ev = sum(r["evaluated"] for r in sel)
             tr = sum(r["trials"] for r in sel)
             wall = sum(r["wall"] for r in sel)
-            print(f"    {n:10} {wall / ev * 1e3:7.1f} ms per evaluated trial, {wall / tr * 1e3:6.1f} ms per optuna "
-                  f"trial ({tr / ev:.1f} optuna trials per evaluation: infeasible and repeats are free)")
+            print(
+                f"    {n:10} {wall / ev * 1e3:7.1f} ms per evaluated trial, {wall / tr * 1e3:6.1f} ms per optuna "
+                f"trial ({tr / ev:.1f} optuna trials per evaluation: infeasible and repeats are free)"
+            )
     if not a.no_replay:
         rseeds = [int(s) for s in a.seeds.split(",")] if a.seeds else [0, 1, 2]
         if a.quick:
             rseeds = rseeds[:1]
         sets = replay_sets()
-        print(f"== replay of measured search (offline: a measurement is a look-up of the measured time), seeds "
-              f"{rseeds} ==")
-        print("  measurements needed until the best measured time is <= table's best / q; per shape the mean over "
-              "seeds, then median / mean / max over shapes")
+        print(
+            f"== replay of measured search (offline: a measurement is a look-up of the measured time), seeds "
+            f"{rseeds} =="
+        )
+        print(
+            "  measurements needed until the best measured time is <= table's best / q; per shape the mean over "
+            "seeds, then median / mean / max over shapes"
+        )
         for label, table in sets.items():
             size = int(np.median([len(v[1]) for v in table.values()]))
             print(f"  -- {label} shapes, {size} measured configs each --")
-            jobs = [(s, cfg, ms, st, sd) for s, (cfg, ms) in table.items()
-                    for st in ("guided", "model", "tpe", "random") for sd in (rseeds if st != "model" else rseeds[:1])]
+            jobs = [
+                (s, cfg, ms, st, sd)
+                for s, (cfg, ms) in table.items()
+                for st in ("guided", "model", "tpe", "random")
+                for sd in (rseeds if st != "model" else rseeds[:1])
+            ]
             rows = run_jobs(one_replay, jobs, a.jobs)
             for line in replay_table(rows):
                 print("    " + line)

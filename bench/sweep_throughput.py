@@ -33,7 +33,10 @@ def run(shapes, chip: str, jobs: int, strategy: str, folder: Path):
     rep = run_sweep(shapes, "matmul", chip, out, jobs=jobs, strategy=strategy, quiet=True)
     wall = time.perf_counter() - t0
     db = sqlite3.connect(str(rep.journal))
-    per = [json.loads(r)["search"]["elapsed_s"] for (r,) in db.execute("SELECT result FROM results WHERE status='ok'")]
+    per = [
+        json.loads(r)["search"]["elapsed_s"]
+        for (r,) in db.execute("SELECT result FROM results WHERE status='ok'")
+    ]
     db.close()
     return rep, wall, per, out.read_bytes()
 
@@ -53,8 +56,10 @@ def main(argv=None) -> int:
     if args.rows:
         df = df.head(args.rows)
     jobs_list = [int(j) for j in args.jobs.split(",")]
-    print(f"sweep throughput: {Path(args.shapes).name} ({len(df)} rows), chip {args.chip}, strategy {args.strategy}, "
-          f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
+    print(
+        f"sweep throughput: {Path(args.shapes).name} ({len(df)} rows), chip {args.chip}, strategy {args.strategy}, "
+        f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}"
+    )
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
         for jobs in jobs_list:
@@ -62,18 +67,24 @@ def main(argv=None) -> int:
             shapes = rep.computed
             rate = shapes / wall
             results[jobs] = (rate, data)
-            print(f"  --jobs {jobs}: {shapes} shapes ({len(rep.frame)} rows, {rep.failed} failed) in {wall:7.1f} s = "
-                  f"{rate:6.3f} shapes/s ({rate / jobs:6.3f} per process); per-shape search time median "
-                  f"{statistics.median(per):.2f} s, max {max(per):.2f} s")
+            print(
+                f"  --jobs {jobs}: {shapes} shapes ({len(rep.frame)} rows, {rep.failed} failed) in {wall:7.1f} s = "
+                f"{rate:6.3f} shapes/s ({rate / jobs:6.3f} per process); per-shape search time median "
+                f"{statistics.median(per):.2f} s, max {max(per):.2f} s"
+            )
     base = jobs_list[0]
     for jobs in jobs_list[1:]:
         ratio = results[jobs][0] / results[base][0]
         same = results[jobs][1] == results[base][1]
-        print(f"  scaling --jobs {jobs} / --jobs {base}: {ratio:.2f}x (ideal {jobs / base:.0f}x); "
-              f"outputs identical: {same}")
+        print(
+            f"  scaling --jobs {jobs} / --jobs {base}: {ratio:.2f}x (ideal {jobs / base:.0f}x); "
+            f"outputs identical: {same}"
+        )
     best = max(r for r, _ in results.values())
-    print(f"  target >= 20 shapes/s per process: {'met' if results[base][0] / base >= 20 else 'NOT met'} "
-          f"(best {best:.3f} shapes/s)")
+    print(
+        f"  target >= 20 shapes/s per process: {'met' if results[base][0] / base >= 20 else 'NOT met'} "
+        f"(best {best:.3f} shapes/s)"
+    )
     return 0
 
 

@@ -11,9 +11,26 @@ from tiler.problem import parse_problem
 from tiler.space import load_space
 
 # The CATLASS default for A2 (examples/00_basic_matmul): 128x256x64 L0, L1 K 256, ping-pong, swizzle <3,0>.
-CATLASS_DEFAULT = dict(base_m=128, base_n=256, base_k=64, step_m=1, step_n=1, step_ka=4, step_kb=4, l1_stages=2,
-                       preload=1, l0_pingpong=1, multi_load=1, weight_resident=0, iterate_order=0, swizzle_offset=3,
-                       swizzle_direction=0, serpentine=1, tail_split=0, split_k=1)
+CATLASS_DEFAULT = dict(
+    base_m=128,
+    base_n=256,
+    base_k=64,
+    step_m=1,
+    step_n=1,
+    step_ka=4,
+    step_kb=4,
+    l1_stages=2,
+    preload=1,
+    l0_pingpong=1,
+    multi_load=1,
+    weight_resident=0,
+    iterate_order=0,
+    swizzle_offset=3,
+    swizzle_direction=0,
+    serpentine=1,
+    tail_split=0,
+    split_k=1,
+)
 
 
 @pytest.fixture(scope="session")

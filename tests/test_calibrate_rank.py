@@ -54,9 +54,19 @@ def test_rank_the_shared_csv(chip, data):
 
 
 def test_rank_without_shape_columns_takes_every_row(chip):
-    df = pd.DataFrame({"BLOCK_M": [128, 64], "BLOCK_N": [128, 64], "BLOCK_K": [64, 32], "num_stages": [3, 4],
-                       "num_warps": [8, 4], "GROUP_M": [8, 8], "ORDER": ["grouped", 1], "SPLIT_K": [1, 1],
-                       "note": ["a", "b"]})
+    df = pd.DataFrame(
+        {
+            "BLOCK_M": [128, 64],
+            "BLOCK_N": [128, 64],
+            "BLOCK_K": [64, 32],
+            "num_stages": [3, 4],
+            "num_warps": [8, 4],
+            "GROUP_M": [8, 8],
+            "ORDER": ["grouped", 1],
+            "SPLIT_K": [1, 1],
+            "note": ["a", "b"],
+        }
+    )
     ranked, rejected = rank_candidates(Matmul(2048, 2048, 2048), chip, df)
     assert len(ranked) == 2 and len(rejected) == 0
     assert sorted(ranked["rank"]) == [1, 2] and "note" in ranked.columns
@@ -96,8 +106,9 @@ HELD = ["2048x4096x4096", "256x8192x8192", "640x3328x2048", "3072x768x3072"]
 
 
 def test_calibration_on_a_fold_improves_held_out_error(raw_chip, data):
-    res = calibrate(raw_chip, "matmul", data, folds=0, fit_shapes=FIT, data_name="h200_matmul_cal.csv",
-                    date="2026-11-30")
+    res = calibrate(
+        raw_chip, "matmul", data, folds=0, fit_shapes=FIT, data_name="h200_matmul_cal.csv", date="2026-11-30"
+    )
     assert res.seconds < 60
     held = load_measurements(raw_chip, "matmul", data).take(HELD)
     start = mc.efficiency(raw_chip)
@@ -141,8 +152,15 @@ def test_calibrate_rejects_bad_input(raw_chip, data):
 
 
 def test_write_profile_keeps_the_file_and_rewrites_efficiency(raw_chip, data, tmp_path):
-    res = calibrate(raw_chip, "matmul", data, folds=0, fit_shapes=["1024x1024x1024", "512x512x32768"],
-                    data_name="h200_matmul_cal.csv", date="2026-11-30")
+    res = calibrate(
+        raw_chip,
+        "matmul",
+        data,
+        folds=0,
+        fit_shapes=["1024x1024x1024", "512x512x32768"],
+        data_name="h200_matmul_cal.csv",
+        date="2026-11-30",
+    )
     path = tmp_path / "h200.toml"
     path.write_text((ROOT / "hardware" / "h200.toml").read_text())
     write_profile(res, path)
@@ -165,7 +183,7 @@ def test_replace_section_appends_when_missing():
     assert out.endswith("[efficiency]\nb = 2\n")
     out2 = replace_section(out, "efficiency", ["c = 3"])
     assert "b = 2" not in out2 and out2.endswith("[efficiency]\nc = 3\n")
-    out3 = replace_section('[efficiency]\nold = 1\n[overhead]\nz = 1\n', "efficiency", ["n = 2"])
+    out3 = replace_section("[efficiency]\nold = 1\n[overhead]\nz = 1\n", "efficiency", ["n = 2"])
     assert out3 == "[efficiency]\nn = 2\n\n[overhead]\nz = 1\n"
 
 

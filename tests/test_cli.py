@@ -21,8 +21,22 @@ def run(args, capsys):
 
 def test_search_json_exports_a_valid_document(tmp_path, capsys):
     path = tmp_path / "t.json"
-    code, out, err = run(["search", "--op", "matmul", "--chip", "ascend910b3", "--shape", "M=4096,N=4096,K=4096",
-                          "--format", "json", "--export", str(path)], capsys)
+    code, out, err = run(
+        [
+            "search",
+            "--op",
+            "matmul",
+            "--chip",
+            "ascend910b3",
+            "--shape",
+            "M=4096,N=4096,K=4096",
+            "--format",
+            "json",
+            "--export",
+            str(path),
+        ],
+        capsys,
+    )
     assert code == 0
     doc = json.loads(out)
     assert doc["search"]["proven_optimal"] is True
@@ -34,22 +48,79 @@ def test_search_json_exports_a_valid_document(tmp_path, capsys):
 
 def test_search_table_and_explain_round_trip(tmp_path, capsys):
     path = tmp_path / "t.json"
-    code, out, _ = run(["search", "--op", "matmul", "--chip", "ascend910b3", "--shape", "M=896,N=768,K=4096",
-                        "--export", str(path)], capsys)
+    code, out, _ = run(
+        [
+            "search",
+            "--op",
+            "matmul",
+            "--chip",
+            "ascend910b3",
+            "--shape",
+            "M=896,N=768,K=4096",
+            "--export",
+            str(path),
+        ],
+        capsys,
+    )
     assert code == 0 and "best tiling" in out and "optimum proven" in out
-    code, out, _ = run(["explain", "--op", "matmul", "--chip", "ascend910b3", "--shape", "M=896,N=768,K=4096",
-                        "--tiling", str(path), "--format", "json"], capsys)
+    code, out, _ = run(
+        [
+            "explain",
+            "--op",
+            "matmul",
+            "--chip",
+            "ascend910b3",
+            "--shape",
+            "M=896,N=768,K=4096",
+            "--tiling",
+            str(path),
+            "--format",
+            "json",
+        ],
+        capsys,
+    )
     assert code == 0
     explained = json.loads(out)
-    assert explained["estimate"]["time_us"] == pytest.approx(json.loads(path.read_text())["estimate"]["time_us"])
+    assert explained["estimate"]["time_us"] == pytest.approx(
+        json.loads(path.read_text())["estimate"]["time_us"]
+    )
 
 
 def test_explain_gives_tail_advice(capsys):
-    tiling = dict(base_m=128, base_n=256, base_k=64, step_m=1, step_n=1, step_ka=4, step_kb=4, l1_stages=2,
-                  preload=1, l0_pingpong=1, multi_load=1, weight_resident=0, iterate_order="m", swizzle_offset=3,
-                  swizzle_direction=0, serpentine=1, tail_split="off", split_k=1)
-    code, out, _ = run(["explain", "--op", "matmul", "--chip", "ascend910b3", "--shape", "M=896,N=768,K=4096",
-                        "--tiling", json.dumps(tiling)], capsys)
+    tiling = dict(
+        base_m=128,
+        base_n=256,
+        base_k=64,
+        step_m=1,
+        step_n=1,
+        step_ka=4,
+        step_kb=4,
+        l1_stages=2,
+        preload=1,
+        l0_pingpong=1,
+        multi_load=1,
+        weight_resident=0,
+        iterate_order="m",
+        swizzle_offset=3,
+        swizzle_direction=0,
+        serpentine=1,
+        tail_split="off",
+        split_k=1,
+    )
+    code, out, _ = run(
+        [
+            "explain",
+            "--op",
+            "matmul",
+            "--chip",
+            "ascend910b3",
+            "--shape",
+            "M=896,N=768,K=4096",
+            "--tiling",
+            json.dumps(tiling),
+        ],
+        capsys,
+    )
     assert code == 0
     assert "tail_split=auto predicts -" in out
 
@@ -57,23 +128,28 @@ def test_explain_gives_tail_advice(capsys):
 def test_chips_and_ops(capsys):
     code, out, _ = run(["chips", "--format", "json"], capsys)
     ids = {r["id"]: r for r in json.loads(out)}
-    assert ids["ascend910b3"]["cores"] == 20 and ids["ascend910b3"]["fp16_tflops"] == pytest.approx(294.9, rel=0.01)
+    assert ids["ascend910b3"]["cores"] == 20 and ids["ascend910b3"]["fp16_tflops"] == pytest.approx(
+        294.9, rel=0.01
+    )
     code, out, _ = run(["ops"], capsys)
     assert code == 0 and "matmul" in out
 
 
-@pytest.mark.parametrize("args,needle", [
-    (["--shape", "M=0,N=16,K=16"], "M: must be an integer >= 1"),
-    (["--shape", "M=-5,N=16,K=16"], "M: must be an integer >= 1"),
-    (["--shape", "M=abc,N=16,K=16"], "M: must be an integer"),
-    (["--shape", "M=16,N=16"], "K: missing"),
-    (["--shape", "M=16,N=16,K=16,Q=2"], "unknown field 'Q'"),
-    (["--shape", "M=16,N=16,K=16", "--dtype", "fp8"], "dtype: must be one of fp16, bf16, fp32, int8"),
-    (["--shape", "M=16,N=16,K=16", "--fix", "bogus=1"], "unknown knob 'bogus'"),
-    (["--shape", "M=16,N=16,K=16", "--fix", "base_m"], "--fix: expected KNOB=VALUE"),
-    (["--shape", "M=4096,N=4096,K=4096", "--fix", "base_m=256", "--fix", "base_n=256"], "rule 'l0c'"),
-    (["--shape", "M=16,N=16,K=16", "--strategy", "magic"], "strategy: must be one of"),
-])
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["--shape", "M=0,N=16,K=16"], "M: must be an integer >= 1"),
+        (["--shape", "M=-5,N=16,K=16"], "M: must be an integer >= 1"),
+        (["--shape", "M=abc,N=16,K=16"], "M: must be an integer"),
+        (["--shape", "M=16,N=16"], "K: missing"),
+        (["--shape", "M=16,N=16,K=16,Q=2"], "unknown field 'Q'"),
+        (["--shape", "M=16,N=16,K=16", "--dtype", "fp8"], "dtype: must be one of fp16, bf16, fp32, int8"),
+        (["--shape", "M=16,N=16,K=16", "--fix", "bogus=1"], "unknown knob 'bogus'"),
+        (["--shape", "M=16,N=16,K=16", "--fix", "base_m"], "--fix: expected KNOB=VALUE"),
+        (["--shape", "M=4096,N=4096,K=4096", "--fix", "base_m=256", "--fix", "base_n=256"], "rule 'l0c'"),
+        (["--shape", "M=16,N=16,K=16", "--strategy", "magic"], "strategy: must be one of"),
+    ],
+)
 def test_bad_input_is_one_line_exit_2(args, needle, capsys):
     code, out, err = run(["search", "--op", "matmul", "--chip", "ascend910b3", *args], capsys)
     assert code == 2, err
@@ -92,15 +168,36 @@ def test_malformed_tiling(capsys):
     assert code == 2 and "--tiling: not valid JSON" in err
     code, _, err = run([*base, "--tiling", '{"base_m": 64}'], capsys)
     assert code == 2 and "missing knob" in err
-    code, _, err = run([*base, "--tiling", '{"base_m": 64, "base_n": 64, "base_k": 64, "step_m": 1, "step_n": 1, '
-                        '"step_ka": 1, "step_kb": 1, "l1_stages": 9, "preload": 0, "l0_pingpong": 1, "multi_load": 1, '
-                        '"weight_resident": 0, "iterate_order": "m", "swizzle_offset": 1, "swizzle_direction": 0, '
-                        '"serpentine": 0, "tail_split": "off", "split_k": 1}'], capsys)
+    code, _, err = run(
+        [
+            *base,
+            "--tiling",
+            '{"base_m": 64, "base_n": 64, "base_k": 64, "step_m": 1, "step_n": 1, '
+            '"step_ka": 1, "step_kb": 1, "l1_stages": 9, "preload": 0, "l0_pingpong": 1, "multi_load": 1, '
+            '"weight_resident": 0, "iterate_order": "m", "swizzle_offset": 1, "swizzle_direction": 0, '
+            '"serpentine": 0, "tail_split": "off", "split_k": 1}',
+        ],
+        capsys,
+    )
     assert code == 2 and "l1_stages" in err
 
 
 def test_console_script_runs_in_a_subprocess():
     """The installed entry point: exit 2 and no traceback for a bad chip."""
-    proc = subprocess.run([sys.executable, "-m", "tiler.cli", "search", "--op", "matmul", "--chip", "nope",
-                           "--shape", "M=1,N=1,K=1"], capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tiler.cli",
+            "search",
+            "--op",
+            "matmul",
+            "--chip",
+            "nope",
+            "--shape",
+            "M=1,N=1,K=1",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 2 and "Traceback" not in proc.stderr and proc.stdout == ""

@@ -12,14 +12,25 @@ from tiler.library import Library, from_document, load
 from tiler.problem import parse_problem
 from tiler.sweep import run_sweep
 
-FAST = ["base_m=64", "base_n=128", "base_k=64", "step_m=1", "step_n=1", "step_ka=4", "step_kb=4", "l1_stages=2",
-        "preload=1", "split_k=1"]
+FAST = [
+    "base_m=64",
+    "base_n=128",
+    "base_k=64",
+    "step_m=1",
+    "step_n=1",
+    "step_ka=4",
+    "step_kb=4",
+    "l1_stages=2",
+    "preload=1",
+    "split_k=1",
+]
 
 
 def test_swept_library_round_trips_exact_and_nearest(tmp_path):
     shapes = tmp_path / "s.csv"
-    shapes.write_text("name,M,N,K,dtype\na,128,256,256,fp16\nb,512,256,256,fp16\nc,128,256,256,fp16\n"
-                      "d,256,256,512,bf16\n")
+    shapes.write_text(
+        "name,M,N,K,dtype\na,128,256,256,fp16\nb,512,256,256,fp16\nc,128,256,256,fp16\nd,256,256,512,bf16\n"
+    )
     lib_path = tmp_path / "lib.json"
     run_sweep(shapes, "matmul", "ascend910b3", tmp_path / "o.csv", fix=FAST, library=lib_path)
     lib = load(lib_path)
@@ -43,20 +54,32 @@ def test_swept_library_round_trips_exact_and_nearest(tmp_path):
 
 def _entry(M, N, K, dtype="fp16", batch=1, tag=""):
     key = f"matmul:M={M},N={N},K={K},batch={batch}:{dtype}"
-    return {"key": key, "problem": {"shape": {"M": M, "N": N, "K": K, "batch": batch}, "dtype": dtype},
-            "tiling": {"tag": tag or key}, "estimate": {"time_us": 1.0, "bound": "cube"}}
+    return {
+        "key": key,
+        "problem": {"shape": {"M": M, "N": N, "K": K, "batch": batch}, "dtype": dtype},
+        "tiling": {"tag": tag or key},
+        "estimate": {"time_us": 1.0, "bound": "cube"},
+    }
 
 
 def _lib(*entries) -> Library:
-    doc = {"schema": "tiler.library/v1", "tool": {"name": "tiler", "version": "0"},
-           "chip": {"id": "x", "family": "ascend", "cores": 20, "profile_hash": "0"}, "op": "matmul",
-           "entries": list(entries)}
+    doc = {
+        "schema": "tiler.library/v1",
+        "tool": {"name": "tiler", "version": "0"},
+        "chip": {"id": "x", "family": "ascend", "cores": 20, "profile_hash": "0"},
+        "op": "matmul",
+        "entries": list(entries),
+    }
     return from_document(doc)
 
 
 def test_nearest_rule_dtype_batch_log_distance_and_ties():
-    lib = _lib(_entry(1024, 1024, 1024), _entry(256, 1024, 1024), _entry(512, 512, 512, dtype="bf16"),
-               _entry(512, 1024, 1024, batch=8))
+    lib = _lib(
+        _entry(1024, 1024, 1024),
+        _entry(256, 1024, 1024),
+        _entry(512, 512, 512, dtype="bf16"),
+        _entry(512, 1024, 1024, batch=8),
+    )
     # same dtype only: the bf16 entry is exact in M,N,K space terms but never chosen for fp16
     assert lib.lookup("M=512,N=512,K=512")["problem"]["dtype"] == "fp16"
     # equal distance (1 either way): the larger shape wins

@@ -45,7 +45,9 @@ def model():
 
 def cands(**kw) -> dict:
     """One candidate per position of the given lists (scalars broadcast)."""
-    base = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, num_stages=4, num_warps=8, GROUP_M=8, ORDER=1, SPLIT_K=1)
+    base = dict(
+        BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, num_stages=4, num_warps=8, GROUP_M=8, ORDER=1, SPLIT_K=1
+    )
     base.update(kw)
     n = max(len(v) if isinstance(v, list | tuple) else 1 for v in base.values())
     return {k: np.broadcast_to(np.asarray(v, dtype=np.int64), (n,)).copy() for k, v in base.items()}
@@ -120,7 +122,9 @@ def test_misaligned_rows_are_predicted_much_slower_than_an_aligned_neighbour(mod
     s1, _ = rows_of(data, p1, space)
     t0, t1 = predict(model, chip, p0, c0), predict(model, chip, p1, c0)
     ratio = t0 / t1
-    measured = (s0.set_index(list(KNOBS)).ms / s1.drop_duplicates(list(KNOBS)).set_index(list(KNOBS)).ms).dropna()
+    measured = (
+        s0.set_index(list(KNOBS)).ms / s1.drop_duplicates(list(KNOBS)).set_index(list(KNOBS)).ms
+    ).dropna()
     assert np.median(ratio) > 2.5, "the model misses the alignment penalty"
     assert np.median(measured) > 2.5  # the data says so too
     # best against best: the model's fastest 1000^3 tiling is still far slower than its fastest 1024^3 one
@@ -183,8 +187,7 @@ def test_exhaustive_search_of_the_full_space_is_fast_and_sensible(chip, space):
 
 
 def test_wgmma_needs_64_rows_and_a_warpgroup(chip):
-    g = mc.prepare(Matmul(4096, 4096, 4096), chip,
-                   cands(BLOCK_M=[128, 32, 128, 64], num_warps=[8, 4, 2, 4]))
+    g = mc.prepare(Matmul(4096, 4096, 4096), chip, cands(BLOCK_M=[128, 32, 128, 64], num_warps=[8, 4, 2, 4]))
     assert list(g["v3"].astype(bool)) == [True, False, False, True]
 
 
@@ -194,8 +197,11 @@ def test_tail_wave_is_explicit(model, chip):
     est = model.estimate(p, chip, cands(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, num_stages=6, num_warps=8))
     assert est["waves"][0] == 2 and est["tail_sms"][0] == 1 and est["occupancy"][0] == 1
     assert est["balance"][0] == pytest.approx(133 / 264)
-    full = model.estimate(Matmul(128 * 132, 128, 4096), chip,
-                          cands(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, num_stages=6, num_warps=8))
+    full = model.estimate(
+        Matmul(128 * 132, 128, 4096),
+        chip,
+        cands(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, num_stages=6, num_warps=8),
+    )
     assert est["time_us"][0] > 1.6 * full["time_us"][0]
 
 
@@ -235,14 +241,28 @@ def test_record_is_complete_finite_and_above_roofline(model, chip, space, m, n, 
             v = np.asarray(est[f], dtype=np.float64)
             assert np.isfinite(v).all() and (v >= 0).all(), f
     assert (est["time_us"] >= est["roofline_us"] * (1 - 1e-9)).all()
-    assert set(np.unique(est["bound"])) <= {"mte2", "mte1", "cube", "vector", "fixpipe", "mte3", "scalar", "latency"}
+    assert set(np.unique(est["bound"])) <= {
+        "mte2",
+        "mte1",
+        "cube",
+        "vector",
+        "fixpipe",
+        "mte3",
+        "scalar",
+        "latency",
+    }
     assert ((est["balance"] > 0) & (est["balance"] <= 1 + 1e-9)).all()
     assert ((est["l2_hit_rate"] >= 0) & (est["l2_hit_rate"] <= 1)).all()
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(m=st.integers(1, 6000), n=st.integers(1, 6000), k=st.integers(1, 6000), grow=st.integers(1, 400),
-       seed=st.integers(0, 2**16))
+@given(
+    m=st.integers(1, 6000),
+    n=st.integers(1, 6000),
+    k=st.integers(1, 6000),
+    grow=st.integers(1, 400),
+    seed=st.integers(0, 2**16),
+)
 def test_time_never_falls_when_k_grows(model, chip, space, m, n, k, grow, seed):
     """More K with everything else fixed never predicts less time. K grows in steps of 16 elements, so the rows
     stay in the same alignment class (K % 16): crossing it changes the load path, not just the work (1000 vs

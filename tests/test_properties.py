@@ -28,8 +28,14 @@ def _random_candidates(problem, chip, seed: int, n: int = 400):
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(M=dims, N=dims, K=dims, chip_id=st.sampled_from(ASCEND), dtype=st.sampled_from(["fp16", "bf16", "int8"]),
-       seed=st.integers(0, 2**16))
+@given(
+    M=dims,
+    N=dims,
+    K=dims,
+    chip_id=st.sampled_from(ASCEND),
+    dtype=st.sampled_from(["fp16", "bf16", "int8"]),
+    seed=st.integers(0, 2**16),
+)
 def test_estimate_invariants(M, N, K, chip_id, dtype, seed):
     """time >= roofline, nothing NaN or negative, balance in (0, 1], on random feasible tilings."""
     chip = load_chip(chip_id)
@@ -71,7 +77,9 @@ def test_time_never_falls_when_k_grows(M, N, K, steps, seed):
 
 
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(M=st.integers(1, 3000), N=st.integers(1, 3000), K=st.integers(1, 3000), chip_id=st.sampled_from(ASCEND))
+@given(
+    M=st.integers(1, 3000), N=st.integers(1, 3000), K=st.integers(1, 3000), chip_id=st.sampled_from(ASCEND)
+)
 def test_search_returns_feasible_and_valid_exports(M, N, K, chip_id):
     """The search's top tilings fit every buffer; their exports validate and pass AscendC's TCubeTiling rules."""
     chip = load_chip(chip_id)

@@ -11,8 +11,15 @@ from tiler.model import get_model
 from tiler.search import search
 from tiler.space import take
 
-SMALL = {"base_m": [16, 64, 128], "base_n": [32, 128, 256], "base_k": [32, 64], "step_ka": [1, 4], "step_kb": [1, 2],
-         "swizzle_offset": [1, 3], "split_k": [1, 4]}
+SMALL = {
+    "base_m": [16, 64, 128],
+    "base_n": [32, 128, 256],
+    "base_k": [32, 64],
+    "step_ka": [1, 4],
+    "step_kb": [1, 2],
+    "swizzle_offset": [1, 3],
+    "split_k": [1, 4],
+}
 
 
 def _restrict(space, domains):

@@ -25,8 +25,18 @@ from tiler.sweep import journal_path, run_sweep, sweep_command
 
 ROOT = Path(__file__).resolve().parent.parent
 # ~0.02-0.05 s per search: the L0 block, L1 steps and buffering pinned; order, swizzle, tail etc. still searched
-FAST = ["base_m=64", "base_n=128", "base_k=64", "step_m=1", "step_n=1", "step_ka=4", "step_kb=4", "l1_stages=2",
-        "preload=1", "split_k=1"]
+FAST = [
+    "base_m=64",
+    "base_n=128",
+    "base_k=64",
+    "step_m=1",
+    "step_n=1",
+    "step_ka=4",
+    "step_kb=4",
+    "l1_stages=2",
+    "preload=1",
+    "split_k=1",
+]
 # ~0.1-0.3 s per search: slow enough that a kill lands mid-way
 MEDIUM = ["base_m=128", "base_n=128", "base_k=64", "step_ka=4", "step_kb=4", "l1_stages=2", "preload=1"]
 
@@ -75,22 +85,55 @@ bf16,128,256,512,bf16,1,ivan
 def test_good_and_malformed_rows_get_statuses_and_reasons(tmp_path):
     shapes = write(tmp_path / "s.csv", MIXED)
     out = tmp_path / "o.csv"
-    res = invoke([shapes, "--op", "matmul", "--chip", "ascend910b3", "--out", out, "--quiet", *fix_args(FAST)])
+    res = invoke(
+        [shapes, "--op", "matmul", "--chip", "ascend910b3", "--out", out, "--quiet", *fix_args(FAST)]
+    )
     assert res.exit_code == 1, res.output  # some rows failed, the file is still complete
     df = pd.read_csv(out, dtype=str, keep_default_na=False)
-    assert list(df["name"]) == ["good", "letters", "negative", "no_m", "bad_dtype", "too_small", "bad_count",
-                                "twin", "bf16"]  # input order, every row once
+    assert list(df["name"]) == [
+        "good",
+        "letters",
+        "negative",
+        "no_m",
+        "bad_dtype",
+        "too_small",
+        "bad_count",
+        "twin",
+        "bf16",
+    ]  # input order, every row once
     assert list(df["owner"])[:2] == ["alice", "bob"]  # unknown columns pass through
     by = df.set_index("name")
     assert set(by.loc[["good", "twin", "bf16"], "status"]) == {"ok"}
-    reasons = {"letters": "M:", "negative": "M:", "no_m": "M: missing", "bad_dtype": "dtype:",
-               "too_small": "no feasible tiling", "bad_count": "count:"}
+    reasons = {
+        "letters": "M:",
+        "negative": "M:",
+        "no_m": "M: missing",
+        "bad_dtype": "dtype:",
+        "too_small": "no feasible tiling",
+        "bad_count": "count:",
+    }
     for name, reason in reasons.items():
         assert by.loc[name, "status"] == "error"
         assert reason in by.loc[name, "error"], (name, by.loc[name, "error"])
     assert "fix_split" in by.loc["too_small", "error"]  # the rule that rejected it, naming M/N/K
-    for col in ("chip", "base_m", "time_us", "bound", "mac_us", "mte2_us", "cores_used", "waves", "balance",
-                "l2_hit_rate", "hbm_bytes", "l2_bytes", "roofline_us", "strategy", "evaluated", "proven_optimal"):
+    for col in (
+        "chip",
+        "base_m",
+        "time_us",
+        "bound",
+        "mac_us",
+        "mte2_us",
+        "cores_used",
+        "waves",
+        "balance",
+        "l2_hit_rate",
+        "hbm_bytes",
+        "l2_bytes",
+        "roofline_us",
+        "strategy",
+        "evaluated",
+        "proven_optimal",
+    ):
         assert col in df.columns, col
     assert by.loc["good", "base_m"] == "64" and by.loc["good", "strategy"] == "exhaustive"
     assert by.loc["good", "proven_optimal"] == "True" and int(by.loc["good", "evaluated"]) > 0
@@ -148,7 +191,9 @@ def test_jobs2_equals_jobs1_and_shapes_are_searched_once(tmp_path):
 def test_chips_of_two_families_take_their_own_pins(tmp_path):
     shapes = write(tmp_path / "s.csv", "M,N,K\n256,256,256")
     pins = [*FAST, "BLOCK_M=64", "BLOCK_N=64", "BLOCK_K=64", "num_stages=3", "num_warps=4"]
-    rep = run_sweep(shapes, "matmul", "ascend910b3,h200", tmp_path / "o.csv", fix=pins, library=tmp_path / "l.json")
+    rep = run_sweep(
+        shapes, "matmul", "ascend910b3,h200", tmp_path / "o.csv", fix=pins, library=tmp_path / "l.json"
+    )
     assert rep.failed == 0, rep.frame["error"].tolist()
     row = rep.frame.set_index("chip")
     assert row.loc["ascend910b3", "base_m"] == 64 and row.loc["ascend910b3", "BLOCK_M"] is None
@@ -164,7 +209,9 @@ def test_tpe_is_seeded_in_memory_and_equal_across_jobs(tmp_path, monkeypatch):
     outs = []
     for jobs in (1, 2):
         out = tmp_path / f"o{jobs}.csv"
-        rep = run_sweep(shapes, "matmul", "ascend910b3", out, jobs=jobs, strategy="tpe", trials=8, seed=1, fix=FAST)
+        rep = run_sweep(
+            shapes, "matmul", "ascend910b3", out, jobs=jobs, strategy="tpe", trials=8, seed=1, fix=FAST
+        )
         assert rep.failed == 0 and set(rep.frame["strategy"]) == {"tpe"}
         outs.append(out.read_bytes())
     assert outs[0] == outs[1]
@@ -247,7 +294,9 @@ def test_resume_is_keyed_by_problem_not_row_number_and_fresh_without_resume(tmp_
     first = run_sweep(shapes, "matmul", "ascend910b3", out, fix=FAST)
     assert first.computed == 4
     df = pd.read_csv(shapes).iloc[::-1]  # re-ordered, plus one new shape
-    df = pd.concat([df, pd.DataFrame([{"name": "new", "M": 256, "N": 128, "K": 128, "count": 1, "extra": ""}])])
+    df = pd.concat(
+        [df, pd.DataFrame([{"name": "new", "M": 256, "N": 128, "K": 128, "count": 1, "extra": ""}])]
+    )
     df.to_csv(shapes, index=False)
     again = run_sweep(shapes, "matmul", "ascend910b3", out, fix=FAST, resume=True)
     assert (again.computed, again.reused) == (1, 4)
@@ -285,11 +334,19 @@ def test_dask_cluster_equals_local(tmp_path):
     local = tmp_path / "local.csv"
     run_sweep(shapes, "matmul", "ascend910b3,ascend910b4", local, fix=FAST)
     remote = tmp_path / "dask.csv"
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                                  dashboard_address=None) as cluster:
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None
+    ) as cluster:
         assert cluster.scheduler_address.startswith("tcp://127.0.0.1:")
-        rep = run_sweep(shapes, "matmul", "ascend910b3,ascend910b4", remote, fix=FAST,
-                        scheduler=cluster.scheduler_address, library=tmp_path / "lib.json")
+        rep = run_sweep(
+            shapes,
+            "matmul",
+            "ascend910b3,ascend910b4",
+            remote,
+            fix=FAST,
+            scheduler=cluster.scheduler_address,
+            library=tmp_path / "lib.json",
+        )
     assert rep.computed == 16 and rep.failed == 0
     assert remote.read_bytes() == local.read_bytes()
     assert [p.name for p in rep.libraries] == ["lib.ascend910b3.json", "lib.ascend910b4.json"]
@@ -299,7 +356,9 @@ def test_missing_dask_names_the_extra(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "dask.distributed", None)  # import fails as if not installed
     shapes = write(tmp_path / "s.csv", "M,N,K\n128,128,128")
     with pytest.raises(TilerError, match=r"tiler\[dask\]"):
-        run_sweep(shapes, "matmul", "ascend910b3", tmp_path / "o.csv", fix=FAST, scheduler="tcp://127.0.0.1:1")
+        run_sweep(
+            shapes, "matmul", "ascend910b3", tmp_path / "o.csv", fix=FAST, scheduler="tcp://127.0.0.1:1"
+        )
 
 
 def test_parquet_output_or_a_clear_error(tmp_path, monkeypatch):

@@ -43,7 +43,9 @@ def test_imports_and_fails_cleanly_without_torch():
         "    print('no error')\n"
     )
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env, timeout=120
+    )
     assert r.returncode == 0, r.stderr
     assert "TilerError:" in r.stdout
     assert "pip install 'tiler[gpu]'" in r.stdout
@@ -149,8 +151,14 @@ def test_cli_prints_microseconds_last(torch, tmp_path):
     p = tmp_path / "t.json"
     p.write_text(json.dumps(doc))
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    r = subprocess.run([sys.executable, "-m", "tiler.runners.triton_matmul", str(p)], capture_output=True,
-                       text=True, cwd=ROOT, env=env, timeout=300)
+    r = subprocess.run(
+        [sys.executable, "-m", "tiler.runners.triton_matmul", str(p)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr
     assert float(r.stdout.strip().splitlines()[-1]) > 0
 

@@ -69,8 +69,14 @@ def advice(problem, chip, space: Space, cand: Candidates, est: dict, min_gain: f
         i = int(np.argmin(t))
         gain = 1.0 - float(t[i]) / base
         if gain >= min_gain:
-            label = space.knobs[knob].label(np.array(alts)[ok][i]) if knob in space.knobs else np.array(alts)[ok][i]
-            gains.append((gain, f"{item}: {knob}={label} predicts -{gain:.0%} ({base:.1f} -> {float(t[i]):.1f} us)"))
+            label = (
+                space.knobs[knob].label(np.array(alts)[ok][i])
+                if knob in space.knobs
+                else np.array(alts)[ok][i]
+            )
+            gains.append(
+                (gain, f"{item}: {knob}={label} predicts -{gain:.0%} ({base:.1f} -> {float(t[i]):.1f} us)")
+            )
     lines += [text for _, text in sorted(gains, reverse=True)]
     if hasattr(model, "advice"):  # the family's own checklist items (GPU: alignment, waves, wgmma, spills)
         lines += model.advice(problem, chip, cand, est, 0)
@@ -87,16 +93,22 @@ def _static(problem, chip, est: dict) -> list[str]:
         out.append(f"multi-core: only {used} of {cores} cores have work")
     tiles = int(est["tiles"][0]) if "tiles" in est else 0
     if tiles and tiles % cores and tiles > cores:
-        out.append(f"multi-core: {tiles} tiles on {cores} cores: the last round runs {tiles % cores} tiles "
-                   f"(balance {float(est['balance'][0]):.2f})")
+        out.append(
+            f"multi-core: {tiles} tiles on {cores} cores: the last round runs {tiles % cores} tiles "
+            f"(balance {float(est['balance'][0]):.2f})"
+        )
     if problem.OP == "matmul":
         burst = chip.get("gm_burst_bytes", chip.get("vector_load_bytes", 16))
         for name, elems in (("K", problem.K), ("N", problem.N)):
             stride = elems * problem.in_bytes
             if stride % burst:
                 pad = -(-stride // burst) * burst // problem.in_bytes
-                out.append(f"memory: row stride {name}*{problem.in_bytes} = {stride} B is not {burst}-B aligned; "
-                           f"padding {name} to {pad} restores full-rate transfers")
+                out.append(
+                    f"memory: row stride {name}*{problem.in_bytes} = {stride} B is not {burst}-B aligned; "
+                    f"padding {name} to {pad} restores full-rate transfers"
+                )
     hit = float(est["l2_hit_rate"][0])
-    out.append(f"L2 hit rate {hit:.0%} for this traversal; HBM traffic {float(est['hbm_bytes'][0]) / 1e6:.1f} MB")
+    out.append(
+        f"L2 hit rate {hit:.0%} for this traversal; HBM traffic {float(est['hbm_bytes'][0]) / 1e6:.1f} MB"
+    )
     return out

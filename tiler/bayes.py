@@ -40,15 +40,51 @@ DEFAULT_TRIALS = 100
 DEFAULT_STORAGE = Path("results") / "studies.db"
 # Sampling order: the block shape first, then the knobs whose feasible values depend on it (a knob's values are
 # restricted by the rules whose other knobs are already sampled); knobs not listed follow in the space's order.
-ORDER_HINT = ("base_m", "base_n", "base_k", "split_k", "step_ka", "step_kb", "weight_resident", "step_m", "step_n",
-              "l1_stages", "preload", "BLOCK_M", "BLOCK_N", "BLOCK_K", "SPLIT_K", "num_stages", "num_warps")
+ORDER_HINT = (
+    "base_m",
+    "base_n",
+    "base_k",
+    "split_k",
+    "step_ka",
+    "step_kb",
+    "weight_resident",
+    "step_m",
+    "step_n",
+    "l1_stages",
+    "preload",
+    "BLOCK_M",
+    "BLOCK_N",
+    "BLOCK_K",
+    "SPLIT_K",
+    "num_stages",
+    "num_warps",
+)
 NEAR_BEST = 0.02  # guided mode reports the measurements within 2% of the best found
 
 # Known-good starting points (--warm-start). Ascend: the CATLASS 128x256x64 default; CUDA: the Triton tutorial's.
-ASCEND_DEFAULT = dict(base_m=128, base_n=256, base_k=64, step_m=1, step_n=1, step_ka=4, step_kb=4, l1_stages=2,
-                      preload=1, l0_pingpong=1, multi_load=1, weight_resident=0, iterate_order="m",
-                      swizzle_offset=3, swizzle_direction=0, serpentine=1, tail_split="auto", split_k=1)
-CUDA_DEFAULT = dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, num_stages=3, num_warps=8, GROUP_M=8, ORDER=1, SPLIT_K=1)
+ASCEND_DEFAULT = dict(
+    base_m=128,
+    base_n=256,
+    base_k=64,
+    step_m=1,
+    step_n=1,
+    step_ka=4,
+    step_kb=4,
+    l1_stages=2,
+    preload=1,
+    l0_pingpong=1,
+    multi_load=1,
+    weight_resident=0,
+    iterate_order="m",
+    swizzle_offset=3,
+    swizzle_direction=0,
+    serpentine=1,
+    tail_split="auto",
+    split_k=1,
+)
+CUDA_DEFAULT = dict(
+    BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, num_stages=3, num_warps=8, GROUP_M=8, ORDER=1, SPLIT_K=1
+)
 
 # TPE setup (docs/search.md, "sampler"): bench/regret.py compared these on the regret suite.
 TPE_OPTIONS = dict(n_startup_trials=10, multivariate=True, group=True, n_ei_candidates=24)
@@ -77,19 +113,26 @@ def open_storage(storage=None):
         return storage
     elif storage == "memory":
         return optuna.storages.InMemoryStorage()
-    elif isinstance(storage, str | Path) and "://" not in str(storage) and Path(storage).suffix in (".db", ".sqlite", ".sqlite3"):
+    elif (
+        isinstance(storage, str | Path)
+        and "://" not in str(storage)
+        and Path(storage).suffix in (".db", ".sqlite", ".sqlite3")
+    ):
         url = f"sqlite:///{storage}"
     else:
         url = str(storage)
     if "://" not in url:
-        raise TilerError(f"--storage: not a storage URL: {url!r} (e.g. sqlite:///results/studies.db, "
-                         "postgresql://user@host/db, memory)")
+        raise TilerError(
+            f"--storage: not a storage URL: {url!r} (e.g. sqlite:///results/studies.db, "
+            "postgresql://user@host/db, memory)"
+        )
     engine_kwargs = _sqlite_kwargs(url)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # heartbeat is experimental in some optuna versions
-            return optuna.storages.RDBStorage(url, engine_kwargs=engine_kwargs, heartbeat_interval=60,
-                                              grace_period=180)
+            return optuna.storages.RDBStorage(
+                url, engine_kwargs=engine_kwargs, heartbeat_interval=60, grace_period=180
+            )
     except Exception as exc:  # sqlalchemy/driver errors: bad scheme, missing folder, no server, no driver
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         _raise_storage(url, first[:200])
@@ -149,8 +192,18 @@ def make_sampler(strategy: str, seed: int, options: dict | None = None):
 class Objective:
     """Samples one tiling per trial, rejects infeasible ones, scores the rest with the model or a measurement."""
 
-    def __init__(self, problem, chip, space: Space, model, measure_fn=None, resolve: bool = True,
-                 inner: bool = True, ordinal: bool = False, conditional: bool = True):
+    def __init__(
+        self,
+        problem,
+        chip,
+        space: Space,
+        model,
+        measure_fn=None,
+        resolve: bool = True,
+        inner: bool = True,
+        ordinal: bool = False,
+        conditional: bool = True,
+    ):
         self.ordinal, self.conditional = ordinal, conditional
         self.problem, self.chip, self.space, self.model = problem, chip, space, model
         self.measure_fn = measure_fn
@@ -188,9 +241,15 @@ class Objective:
             masks = self.model.feasible(self.problem, self.chip, table, rules)
         except KeyError:  # a rule needs a knob not sampled yet: the final check catches it
             masks = {}
-        ok = np.logical_and.reduce([np.asarray(m, dtype=bool) for m in masks.values()]) if masks else np.ones(n, bool)
-        out = (tuple(v for v, o in zip(kn.values, ok, strict=True) if o),
-               [r for r, m in masks.items() if not np.all(m)])
+        ok = (
+            np.logical_and.reduce([np.asarray(m, dtype=bool) for m in masks.values()])
+            if masks
+            else np.ones(n, bool)
+        )
+        out = (
+            tuple(v for v, o in zip(kn.values, ok, strict=True) if o),
+            [r for r, m in masks.items() if not np.all(m)],
+        )
         self._allowed[key] = out
         return out
 
@@ -235,8 +294,9 @@ class Objective:
         """The sampled knobs as a candidate table, resolved knobs filled, schedule knobs expanded."""
         cand = {k: np.array([row[k]], dtype=np.int64) for k in self.sampled}
         if self.resolved:
-            cand = self.model.resolve(self.problem, self.chip, cand,
-                                      {k: self.space.knobs[k].values for k in self.resolved})
+            cand = self.model.resolve(
+                self.problem, self.chip, cand, {k: self.space.knobs[k].values for k in self.resolved}
+            )
         if self.sched:
             cand = product(cand, self.sched)
         return {k: cand[k] for k in self.space.names}
@@ -284,9 +344,14 @@ class Objective:
         from .export import tiling_document
         from .runners.external import MeasureError
 
-        doc = tiling_document(self.problem, self.chip, self.space, self.space.decode(
-            {k: np.array([v]) for k, v in tiling.items()}, 0), est_row,
-            {"strategy": "measure", "evaluated": 1, "seed": None, "proven_optimal": False})
+        doc = tiling_document(
+            self.problem,
+            self.chip,
+            self.space,
+            self.space.decode({k: np.array([v]) for k, v in tiling.items()}, 0),
+            est_row,
+            {"strategy": "measure", "evaluated": 1, "seed": None, "proven_optimal": False},
+        )
         try:
             us = float(self.measure_fn(doc))
         except TilerError as exc:
@@ -346,8 +411,11 @@ def _warm_row(obj: Objective, problem, chip) -> tuple[dict | None, str]:
     for k, kn in obj.space.knobs.items():
         if k in default:
             v = default[k]
-            code = (kn.values[kn.labels.index(v)] if kn.labels and v in kn.labels else kn.values[0]) \
-                if isinstance(v, str) else int(v)
+            code = (
+                (kn.values[kn.labels.index(v)] if kn.labels and v in kn.labels else kn.values[0])
+                if isinstance(v, str)
+                else int(v)
+            )
             if code not in kn.values:  # pinned elsewhere or outside a custom domain: nearest allowed value
                 code = min(kn.values, key=lambda v, c=code: (abs(v - c), v))
             row[k] = code
@@ -360,10 +428,26 @@ def _warm_row(obj: Objective, problem, chip) -> tuple[dict | None, str]:
     return obj.params(row), ""
 
 
-def run(problem, chip, space: Space, strategy: str = "tpe", top: int = 5, seed: int = 0, trials: int | None = None,
-        storage=None, study_name: str | None = None, measure=None, measure_timeout: float = 120,
-        warm_start: bool = False, guided: int = 0, resolve: bool | None = None, inner: bool | None = None,
-        sampler_options: dict | None = None, ordinal: bool = False, conditional: bool = True) -> SearchResult:
+def run(
+    problem,
+    chip,
+    space: Space,
+    strategy: str = "tpe",
+    top: int = 5,
+    seed: int = 0,
+    trials: int | None = None,
+    storage=None,
+    study_name: str | None = None,
+    measure=None,
+    measure_timeout: float = 120,
+    warm_start: bool = False,
+    guided: int = 0,
+    resolve: bool | None = None,
+    inner: bool | None = None,
+    sampler_options: dict | None = None,
+    ordinal: bool = False,
+    conditional: bool = True,
+) -> SearchResult:
     """TPE or random search over `space` for one problem on one chip; returns the top distinct tilings found.
 
     resolve/inner: resolve the model's RESOLVED knobs in closed form / score every SCHEDULE_KNOBS combination
@@ -386,19 +470,42 @@ def run(problem, chip, space: Space, strategy: str = "tpe", top: int = 5, seed: 
     measured = measure_fn is not None
     resolve = (not measured) if resolve is None else resolve
     inner = (not measured) if inner is None else inner
-    obj = Objective(problem, chip, space, model, measure_fn, resolve=resolve, inner=inner, ordinal=ordinal,
-                    conditional=conditional)
+    obj = Objective(
+        problem,
+        chip,
+        space,
+        model,
+        measure_fn,
+        resolve=resolve,
+        inner=inner,
+        ordinal=ordinal,
+        conditional=conditional,
+    )
 
-    signature = {"space": {k: kn.values for k, kn in space.knobs.items()}, "profile": chip.profile_hash,
-                 "objective": measure_id or "model", "resolve": bool(obj.resolved), "inner": bool(obj.inner), "ordinal": ordinal, "conditional": conditional,
-                 "warm": bool(warm_start), "guided": guided, "sampler": sampler_options or {}}
+    signature = {
+        "space": {k: kn.values for k, kn in space.knobs.items()},
+        "profile": chip.profile_hash,
+        "objective": measure_id or "model",
+        "resolve": bool(obj.resolved),
+        "inner": bool(obj.inner),
+        "ordinal": ordinal,
+        "conditional": conditional,
+        "warm": bool(warm_start),
+        "guided": guided,
+        "sampler": sampler_options or {},
+    }
     name = study_name or default_study_name(problem, chip, space, strategy, seed, signature)
     store = open_storage(storage)
     verbosity = optuna.logging.get_verbosity()
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     try:
-        study = optuna.create_study(storage=store, study_name=name, direction="minimize",
-                                    sampler=make_sampler(strategy, seed, sampler_options), load_if_exists=True)
+        study = optuna.create_study(
+            storage=store,
+            study_name=name,
+            direction="minimize",
+            sampler=make_sampler(strategy, seed, sampler_options),
+            load_if_exists=True,
+        )
         old = study.get_trials(deepcopy=False)
         obj.load(old)
         resumed = obj.evaluated
@@ -437,16 +544,51 @@ def run(problem, chip, space: Space, strategy: str = "tpe", top: int = 5, seed: 
     finally:
         optuna.logging.set_verbosity(verbosity)
 
-    return _result(problem, chip, space, model, obj, strategy, top, seed, trials, all_trials, measured, guided,
-                   guided_params, name, notes, t0)
+    return _result(
+        problem,
+        chip,
+        space,
+        model,
+        obj,
+        strategy,
+        top,
+        seed,
+        trials,
+        all_trials,
+        measured,
+        guided,
+        guided_params,
+        name,
+        notes,
+        t0,
+    )
 
 
-def _result(problem, chip, space, model, obj: Objective, strategy, top, seed, trials, all_trials, measured, guided,
-            guided_params, name, notes, t0) -> SearchResult:
+def _result(
+    problem,
+    chip,
+    space,
+    model,
+    obj: Objective,
+    strategy,
+    top,
+    seed,
+    trials,
+    all_trials,
+    measured,
+    guided,
+    guided_params,
+    name,
+    notes,
+    t0,
+) -> SearchResult:
     from optuna.trial import TrialState
 
-    done = [t for t in all_trials if t.state == TrialState.COMPLETE and "tiling" in t.user_attrs
-            and "repeat_of" not in t.user_attrs]
+    done = [
+        t
+        for t in all_trials
+        if t.state == TrialState.COMPLETE and "tiling" in t.user_attrs and "repeat_of" not in t.user_attrs
+    ]
     pruned = [t for t in all_trials if t.state == TrialState.PRUNED and "infeasible" in t.user_attrs]
     failed = [t for t in all_trials if t.state == TrialState.FAIL and "error" in t.user_attrs]
     repeats = sum("repeat_of" in t.user_attrs for t in all_trials)
@@ -478,11 +620,15 @@ def _result(problem, chip, space, model, obj: Objective, strategy, top, seed, tr
     est = model.estimate(problem, chip, cands)
     if measured:
         est = dict(est, measured_us=np.array([t.value for t in best], dtype=np.float64))
-        notes.append(f"best measured {best[0].value:.3f} us; the model predicted "
-                     f"{best[0].user_attrs['predicted_us']:.3f} us for it")
+        notes.append(
+            f"best measured {best[0].value:.3f} us; the model predicted "
+            f"{best[0].user_attrs['predicted_us']:.3f} us for it"
+        )
     evaluated = len(done) + len(failed)
-    notes.append(f"{strategy}: {evaluated} evaluated trials (budget {trials}), {len(pruned)} infeasible points "
-                 f"pruned, {repeats} repeats answered from the study, {len(failed)} failed measurements")
+    notes.append(
+        f"{strategy}: {evaluated} evaluated trials (budget {trials}), {len(pruned)} infeasible points "
+        f"pruned, {repeats} repeats answered from the study, {len(failed)} failed measurements"
+    )
     if failed:
         notes.append(f"first failure (trial {failed[0].number}): {failed[0].user_attrs['error']}")
     if obj.resolved:
@@ -493,11 +639,36 @@ def _result(problem, chip, space, model, obj: Objective, strategy, top, seed, tr
         bar = best[0].value * (1 + NEAR_BEST)
         near = sum(t.value <= bar for t in done)
         src = best[0].user_attrs.get("source") or "sampler"
-        notes.append(f"guided: model top-{guided} measured first; {near} of {len(done)} measurements within "
-                     f"{NEAR_BEST:.0%} of the best found (best from trial {best[0].number}, {src})")
-    return SearchResult(problem, chip, space, strategy, cands, est, evaluated, 0, space.size(), len(done),
-                        rejected, False, seed, time.perf_counter() - t0, notes)
+        notes.append(
+            f"guided: model top-{guided} measured first; {near} of {len(done)} measurements within "
+            f"{NEAR_BEST:.0%} of the best found (best from trial {best[0].number}, {src})"
+        )
+    return SearchResult(
+        problem,
+        chip,
+        space,
+        strategy,
+        cands,
+        est,
+        evaluated,
+        0,
+        space.size(),
+        len(done),
+        rejected,
+        False,
+        seed,
+        time.perf_counter() - t0,
+        notes,
+    )
 
 
-__all__ = ["ASCEND_DEFAULT", "CUDA_DEFAULT", "DEFAULT_TRIALS", "Objective", "make_sampler", "open_storage", "run",
-           "warm_defaults"]
+__all__ = [
+    "ASCEND_DEFAULT",
+    "CUDA_DEFAULT",
+    "DEFAULT_TRIALS",
+    "Objective",
+    "make_sampler",
+    "open_storage",
+    "run",
+    "warm_defaults",
+]

@@ -53,43 +53,54 @@ NEAR_BEST = 0.5  # log(measured / shape's best) at which a row's weight has fall
 class Measured:
     """Measured rows of several problems, prepared for fast re-timing with new constants."""
 
-    shapes: list[str]          # one key per problem, e.g. "4096x4096x4096"
-    shape_of: np.ndarray       # row -> index into shapes
-    seconds: np.ndarray        # measured time per row
-    prepared: dict             # model.prepare() columns, all rows
-    rows: pd.DataFrame         # the rows used (input columns + `row`)
+    shapes: list[str]  # one key per problem, e.g. "4096x4096x4096"
+    shape_of: np.ndarray  # row -> index into shapes
+    seconds: np.ndarray  # measured time per row
+    prepared: dict  # model.prepare() columns, all rows
+    rows: pd.DataFrame  # the rows used (input columns + `row`)
 
     def take(self, keep_shapes) -> Measured:
         idx = [self.shapes.index(s) for s in keep_shapes]
         m = np.isin(self.shape_of, idx)
         remap = {old: new for new, old in enumerate(idx)}
-        return Measured([self.shapes[i] for i in idx], np.array([remap[i] for i in self.shape_of[m]]),
-                        self.seconds[m], {k: v[m] for k, v in self.prepared.items()}, self.rows[m].reset_index(drop=True))
+        return Measured(
+            [self.shapes[i] for i in idx],
+            np.array([remap[i] for i in self.shape_of[m]]),
+            self.seconds[m],
+            {k: v[m] for k, v in self.prepared.items()},
+            self.rows[m].reset_index(drop=True),
+        )
 
 
 @dataclass
 class CalibrationResult:
-    chip: Chip                          # the profile with the fitted values (tag "fitted")
+    chip: Chip  # the profile with the fitted values (tag "fitted")
     op: str
-    values: dict[str, float]            # the fitted constants
-    start: dict[str, float]             # the constants before the fit
-    fit_shapes: list[str]               # shapes of the final fit
-    source: str                         # source string of every fitted value
-    folds: pd.DataFrame                 # per held-out shape of the k-fold: error before/after, ranking quality
-    metrics: dict[str, float] = field(default_factory=dict)  # k-fold summary (cv_error_before/after, cv_top1_...)
-    train_error: float = float("nan")   # median |log(pred/measured)| of the final fit on its own rows
+    values: dict[str, float]  # the fitted constants
+    start: dict[str, float]  # the constants before the fit
+    fit_shapes: list[str]  # shapes of the final fit
+    source: str  # source string of every fitted value
+    folds: pd.DataFrame  # per held-out shape of the k-fold: error before/after, ranking quality
+    metrics: dict[str, float] = field(
+        default_factory=dict
+    )  # k-fold summary (cv_error_before/after, cv_top1_...)
+    train_error: float = float("nan")  # median |log(pred/measured)| of the final fit on its own rows
     seconds: float = 0.0
 
     def summary(self) -> str:
         """What was fitted, and how well it predicts shapes it did not see (the k-fold)."""
         s = self.metrics
-        lines = [f"calibrated {self.chip.id}/{self.op} on {len(self.fit_shapes)} shapes in {self.seconds:.1f} s; "
-                 f"median |log(pred/measured)| on its own rows {self.train_error:.3f}"]
+        lines = [
+            f"calibrated {self.chip.id}/{self.op} on {len(self.fit_shapes)} shapes in {self.seconds:.1f} s; "
+            f"median |log(pred/measured)| on its own rows {self.train_error:.3f}"
+        ]
         if s:
-            lines.append(f"k-fold by shape ({len(self.folds)} held-out shapes): median |log ratio| "
-                         f"{s['cv_error_before']:.3f} uncalibrated -> {s['cv_error_after']:.3f}; Spearman "
-                         f"{s['cv_spearman_before']:.3f} -> {s['cv_spearman']:.3f}; top-1 geomean {s['cv_top1_before']:.3f} -> "
-                         f"{s['cv_top1_geomean']:.3f} (min {s['cv_top1_min']:.3f}); best-of-top-4 {s['cv_top4_geomean']:.3f}")
+            lines.append(
+                f"k-fold by shape ({len(self.folds)} held-out shapes): median |log ratio| "
+                f"{s['cv_error_before']:.3f} uncalibrated -> {s['cv_error_after']:.3f}; Spearman "
+                f"{s['cv_spearman_before']:.3f} -> {s['cv_spearman']:.3f}; top-1 geomean {s['cv_top1_before']:.3f} -> "
+                f"{s['cv_top1_geomean']:.3f} (min {s['cv_top1_min']:.3f}); best-of-top-4 {s['cv_top4_geomean']:.3f}"
+            )
         lines += [f"  {k} = {v:.4g} (was {self.start[k]:.4g})" for k, v in self.values.items()]
         return "\n".join(lines)
 
@@ -99,7 +110,9 @@ class CalibrationResult:
 
 def _model_module(op: str, family: str):
     if (op, family) != ("matmul", "cuda"):
-        raise TilerError(f"calibrate: only matmul on the cuda family has fittable constants (got {op}/{family})")
+        raise TilerError(
+            f"calibrate: only matmul on the cuda family has fittable constants (got {op}/{family})"
+        )
     from .model import matmul_cuda
 
     return matmul_cuda
@@ -131,8 +144,12 @@ def load_measurements(chip: Chip, op: str, df: pd.DataFrame) -> Measured:
     shapes, shape_of, secs, parts, rows = [], [], [], [], []
     for vals, _ in base.groupby(keys, sort=True, dropna=False):
         fields = dict(zip(keys, vals if isinstance(vals, tuple) else (vals,), strict=True))
-        p = parse_problem(op, {k: v for k, v in fields.items() if k != "dtype"},
-                          dtype=str(fields["dtype"]) if dtype_col else None, strict=False)
+        p = parse_problem(
+            op,
+            {k: v for k, v in fields.items() if k != "dtype"},
+            dtype=str(fields["dtype"]) if dtype_col else None,
+            strict=False,
+        )
         sel = select_rows(p, chip.family, df).reset_index(drop=True)
         cands, ok, _ = parse_knobs(sel, space)
         model = mod.MatmulCuda()
@@ -145,7 +162,11 @@ def load_measurements(chip: Chip, op: str, df: pd.DataFrame) -> Measured:
             raise TilerError(f"measurements: row {r}: column {tcol!r} must be a positive number")
         if not ok.any():
             continue
-        key = f"{p.M}x{p.N}x{p.K}" + (f"x{p.batch}" if p.batch != 1 else "") + ("" if p.dtype == "fp16" else f":{p.dtype}")
+        key = (
+            f"{p.M}x{p.N}x{p.K}"
+            + (f"x{p.batch}" if p.batch != 1 else "")
+            + ("" if p.dtype == "fp16" else f":{p.dtype}")
+        )
         shapes.append(key)
         shape_of.append(np.full(int(ok.sum()), len(shapes) - 1))
         secs.append(t[ok])
@@ -153,8 +174,13 @@ def load_measurements(chip: Chip, op: str, df: pd.DataFrame) -> Measured:
         rows.append(sel[ok])
     if not shapes:
         raise TilerError("measurements: no feasible triton rows to fit")
-    return Measured(shapes, np.concatenate(shape_of), np.concatenate(secs), mod.concat(parts),
-                    pd.concat(rows, ignore_index=True))
+    return Measured(
+        shapes,
+        np.concatenate(shape_of),
+        np.concatenate(secs),
+        mod.concat(parts),
+        pd.concat(rows, ignore_index=True),
+    )
 
 
 def _predict(mod, chip, data: Measured, e: dict) -> np.ndarray:
@@ -225,8 +251,12 @@ def shape_quality(pred: np.ndarray, meas: np.ndarray) -> dict[str, float]:
     best of the predicted top 4, Spearman, median |log ratio|."""
     order = np.argsort(pred, kind="stable")
     best = meas.min()
-    return {"top1": float(best / meas[order[0]]), "top4": float(best / meas[order[:4]].min()),
-            "spearman": _spearman(pred, meas), "err": float(np.median(np.abs(np.log(pred / meas))))}
+    return {
+        "top1": float(best / meas[order[0]]),
+        "top4": float(best / meas[order[:4]].min()),
+        "spearman": _spearman(pred, meas),
+        "err": float(np.median(np.abs(np.log(pred / meas)))),
+    }
 
 
 def _folds(shapes: list[str], k: int, seed: int) -> list[list[str]]:
@@ -236,9 +266,18 @@ def _folds(shapes: list[str], k: int, seed: int) -> list[list[str]]:
     return [[shapes[i] for i in order[j::k]] for j in range(k)]
 
 
-def calibrate(chip: Chip, op: str, measurements: pd.DataFrame, folds: int = 4, seed: int = 0,
-              fit_shapes: list[str] | None = None, params: list[str] | None = None,
-              data_name: str = "measurements", date: str | None = None, note: str = "") -> CalibrationResult:
+def calibrate(
+    chip: Chip,
+    op: str,
+    measurements: pd.DataFrame,
+    folds: int = 4,
+    seed: int = 0,
+    fit_shapes: list[str] | None = None,
+    params: list[str] | None = None,
+    data_name: str = "measurements",
+    date: str | None = None,
+    note: str = "",
+) -> CalibrationResult:
     """Fit `chip`'s efficiency constants for `op` to `measurements` (columns as shared/data/h200_matmul_cal.csv).
 
     Args:
@@ -258,7 +297,9 @@ def calibrate(chip: Chip, op: str, measurements: pd.DataFrame, folds: int = 4, s
     if fit_shapes is not None:
         missing = [s for s in fit_shapes if s not in data.shapes]
         if missing:
-            raise TilerError(f"calibrate: no measured rows for shape(s) {', '.join(missing)}; have {', '.join(data.shapes)}")
+            raise TilerError(
+                f"calibrate: no measured rows for shape(s) {', '.join(missing)}; have {', '.join(data.shapes)}"
+            )
         data = data.take(fit_shapes)
     start = mod.efficiency(chip)
     rows = []
@@ -272,26 +313,53 @@ def calibrate(chip: Chip, op: str, measurements: pd.DataFrame, folds: int = 4, s
                 m = test.shape_of == i
                 q = shape_quality(after[m], test.seconds[m])
                 q0 = shape_quality(before[m], test.seconds[m])
-                rows.append({"fold": j, "shape": s, "rows": int(m.sum()), "err_before": q0["err"], "err_after": q["err"],
-                             "top1_before": q0["top1"], "top1": q["top1"], "top4": q["top4"],
-                             "spearman_before": q0["spearman"], "spearman": q["spearman"]})
+                rows.append(
+                    {
+                        "fold": j,
+                        "shape": s,
+                        "rows": int(m.sum()),
+                        "err_before": q0["err"],
+                        "err_after": q["err"],
+                        "top1_before": q0["top1"],
+                        "top1": q["top1"],
+                        "top4": q["top4"],
+                        "spearman_before": q0["spearman"],
+                        "spearman": q["spearman"],
+                    }
+                )
     fold_df = pd.DataFrame(rows)
     fitted = _fit(mod, chip, data, start, names)
     pred = _predict(mod, chip, data, fitted)
     date = date or _dt.date.today().isoformat()
-    source = (f"fitted by tiler calibrate on {data_name} ({len(data.seconds)} rows, shapes {', '.join(data.shapes)}), "
-              f"{date}" + (f"; {note}" if note else ""))
+    source = (
+        f"fitted by tiler calibrate on {data_name} ({len(data.seconds)} rows, shapes {', '.join(data.shapes)}), "
+        f"{date}" + (f"; {note}" if note else "")
+    )
     values = {k: float(f"{fitted[k]:.5g}") for k in names}
     metrics = {}
     if len(fold_df):
-        metrics = {"cv_error_before": float(fold_df.err_before.median()), "cv_error_after": float(fold_df.err_after.median()),
-                   "cv_spearman": float(fold_df.spearman.mean()), "cv_spearman_before": float(fold_df.spearman_before.mean()),
-                   "cv_top1_geomean": float(np.exp(np.log(fold_df.top1).mean())), "cv_top1_min": float(fold_df.top1.min()),
-                   "cv_top1_before": float(np.exp(np.log(fold_df.top1_before).mean())),
-                   "cv_top4_geomean": float(np.exp(np.log(fold_df.top4).mean()))}
-    return CalibrationResult(chip.with_values(values, tag="fitted", source=source), op, values,
-                             {k: start[k] for k in names}, list(data.shapes), source, fold_df, metrics,
-                             float(np.median(np.abs(np.log(pred / data.seconds)))), time.perf_counter() - t0)
+        metrics = {
+            "cv_error_before": float(fold_df.err_before.median()),
+            "cv_error_after": float(fold_df.err_after.median()),
+            "cv_spearman": float(fold_df.spearman.mean()),
+            "cv_spearman_before": float(fold_df.spearman_before.mean()),
+            "cv_top1_geomean": float(np.exp(np.log(fold_df.top1).mean())),
+            "cv_top1_min": float(fold_df.top1.min()),
+            "cv_top1_before": float(np.exp(np.log(fold_df.top1_before).mean())),
+            "cv_top4_geomean": float(np.exp(np.log(fold_df.top4).mean())),
+        }
+    return CalibrationResult(
+        chip.with_values(values, tag="fitted", source=source),
+        op,
+        values,
+        {k: start[k] for k in names},
+        list(data.shapes),
+        source,
+        fold_df,
+        metrics,
+        float(np.median(np.abs(np.log(pred / data.seconds)))),
+        time.perf_counter() - t0,
+    )
 
 
 _SECTION = re.compile(r"^\[([^\]]+)\]\s*$")
@@ -329,11 +397,13 @@ def efficiency_lines(chip: Chip) -> list[str]:
 def replace_section(text: str, section: str, lines: list[str]) -> str:
     """`text` with the body of `[section]` replaced by `lines` (the section is appended when absent)."""
     src = text.splitlines()
-    start = next((i for i, ln in enumerate(src) if (m := _SECTION.match(ln)) and m.group(1).strip() == section), None)
+    start = next(
+        (i for i, ln in enumerate(src) if (m := _SECTION.match(ln)) and m.group(1).strip() == section), None
+    )
     if start is None:
         return text.rstrip("\n") + f"\n\n[{section}]\n" + "\n".join(lines) + "\n"
     end = next((i for i in range(start + 1, len(src)) if _SECTION.match(src[i])), len(src))
-    body = src[start + 1:end]
+    body = src[start + 1 : end]
     # keep comment lines that sit between the header and the first entry
     lead = []
     for ln in body:
@@ -342,8 +412,6 @@ def replace_section(text: str, section: str, lines: list[str]) -> str:
         else:
             break
     tail = [""] if end < len(src) else []
-    new = src[:start + 1] + lead + lines + tail + src[end:]
+    new = src[: start + 1] + lead + lines + tail + src[end:]
     out = "\n".join(new)
     return out if out.endswith("\n") else out + "\n"
-
-

@@ -52,7 +52,9 @@ def _load_tiling(text: str) -> dict:
     try:
         doc = json.loads(src)
     except json.JSONDecodeError as exc:
-        raise TilerError(f"--tiling: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}) and not a file") from None
+        raise TilerError(
+            f"--tiling: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}) and not a file"
+        ) from None
     if not isinstance(doc, dict):
         raise TilerError("--tiling: must be a JSON object of knob -> value")
     return doc.get("tiling", doc) if isinstance(doc.get("tiling", doc), dict) else doc
@@ -80,8 +82,12 @@ def _estimate_lines(row: dict) -> list[str]:
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--debug", is_flag=True, help="Show tracebacks for input errors.")
-@click.option("--hardware-dir", type=click.Path(file_okay=False), envvar="TILER_HARDWARE_DIR",
-              help="Folder of extra chip profiles (searched before the shipped ones).")
+@click.option(
+    "--hardware-dir",
+    type=click.Path(file_okay=False),
+    envvar="TILER_HARDWARE_DIR",
+    help="Folder of extra chip profiles (searched before the shipped ones).",
+)
 @click.version_option(package_name="tiler")
 @click.pass_context
 def cli(ctx, debug, hardware_dir):
@@ -99,16 +105,30 @@ def chips(obj, fmt):
     rows = []
     for cid in known_chips(obj["hardware_dir"]):
         c = _chip(cid, obj["hardware_dir"])
-        rows.append({"id": c.id, "family": c.family, "name": c.name, "cores": c.cores, "clock_mhz": c["clock_mhz"],
-                     "fp16_tflops": round(c.peak_tflops("fp16"), 1), "hbm_gbps": c["hbm_gbps"],
-                     "l2_mb": round(c["l2_bytes"] / 2**20, 1), "memory_gb": round(c["hbm_bytes"] / 2**30, 1)})
+        rows.append(
+            {
+                "id": c.id,
+                "family": c.family,
+                "name": c.name,
+                "cores": c.cores,
+                "clock_mhz": c["clock_mhz"],
+                "fp16_tflops": round(c.peak_tflops("fp16"), 1),
+                "hbm_gbps": c["hbm_gbps"],
+                "l2_mb": round(c["l2_bytes"] / 2**20, 1),
+                "memory_gb": round(c["hbm_bytes"] / 2**30, 1),
+            }
+        )
     if fmt == "json":
         click.echo(json.dumps(rows, indent=2))
         return
-    click.echo(f"{'id':16} {'family':7} {'cores':>5} {'MHz':>6} {'fp16 TF':>8} {'HBM GB/s':>9} {'L2 MB':>6} {'mem GB':>7}  name")
+    click.echo(
+        f"{'id':16} {'family':7} {'cores':>5} {'MHz':>6} {'fp16 TF':>8} {'HBM GB/s':>9} {'L2 MB':>6} {'mem GB':>7}  name"
+    )
     for r in rows:
-        click.echo(f"{r['id']:16} {r['family']:7} {r['cores']:>5} {r['clock_mhz']:>6} {r['fp16_tflops']:>8} "
-                   f"{r['hbm_gbps']:>9} {r['l2_mb']:>6} {r['memory_gb']:>7}  {r['name']}")
+        click.echo(
+            f"{r['id']:16} {r['family']:7} {r['cores']:>5} {r['clock_mhz']:>6} {r['fp16_tflops']:>8} "
+            f"{r['hbm_gbps']:>9} {r['l2_mb']:>6} {r['memory_gb']:>7}  {r['name']}"
+        )
 
 
 @cli.command()
@@ -131,12 +151,16 @@ def ops(fmt):
 
 
 def _common(f):
-    for dec in reversed([
-        click.option("--op", required=True, help="Operator (tiler ops)."),
-        click.option("--chip", "chip_id", required=True, help="Chip id (tiler chips) or a profile .toml."),
-        click.option("--shape", required=True, help="Problem fields, e.g. M=4096,N=4096,K=4096."),
-        click.option("--dtype", default=None, help="fp16 (default), bf16, fp32, int8."),
-    ]):
+    for dec in reversed(
+        [
+            click.option("--op", required=True, help="Operator (tiler ops)."),
+            click.option(
+                "--chip", "chip_id", required=True, help="Chip id (tiler chips) or a profile .toml."
+            ),
+            click.option("--shape", required=True, help="Problem fields, e.g. M=4096,N=4096,K=4096."),
+            click.option("--dtype", default=None, help="fp16 (default), bf16, fp32, int8."),
+        ]
+    ):
         f = dec(f)
     return f
 
@@ -148,7 +172,9 @@ def _common(f):
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--fix", multiple=True, help="Pin a knob: --fix base_m=256 (repeatable).")
 @click.option("--top", type=int, default=5, show_default=True, help="How many of the best tilings to show.")
-@click.option("--export", "export_path", type=click.Path(dir_okay=False), help="Write the tiler.tiling/v1 JSON here.")
+@click.option(
+    "--export", "export_path", type=click.Path(dir_okay=False), help="Write the tiler.tiling/v1 JSON here."
+)
 @click.option("--format", "fmt", type=FORMATS, default="table")
 @click.option("--storage", default=None, help="Optuna storage URL (tpe/random).")
 @click.option("--study-name", default=None, help="Optuna study name to create or resume (tpe/random).")
@@ -157,8 +183,26 @@ def _common(f):
 @click.option("--warm-start", is_flag=True, help="Enqueue known-good tilings first (tpe).")
 @click.option("--guided", type=int, default=0, help="Measured search: measure the model's top-k first.")
 @click.pass_obj
-def search(obj, op, chip_id, shape, dtype, strategy, trials, seed, fix, top, export_path, fmt, storage, study_name,
-           measure, measure_timeout, warm_start, guided):
+def search(
+    obj,
+    op,
+    chip_id,
+    shape,
+    dtype,
+    strategy,
+    trials,
+    seed,
+    fix,
+    top,
+    export_path,
+    fmt,
+    storage,
+    study_name,
+    measure,
+    measure_timeout,
+    warm_start,
+    guided,
+):
     """Find the best tiling for one problem on one chip."""
     from .advice import advice
     from .export import tiling_document, write_json
@@ -168,12 +212,29 @@ def search(obj, op, chip_id, shape, dtype, strategy, trials, seed, fix, top, exp
     chip, problem, space = _setup(op, chip_id, shape, dtype, obj["hardware_dir"], fix)
     if top < 1:
         raise TilerError(f"--top: must be >= 1, got {top}")
-    kw = {k: v for k, v in dict(storage=storage, study_name=study_name, measure=measure,
-                                 measure_timeout=measure_timeout, warm_start=warm_start, guided=guided).items() if v}
+    kw = {
+        k: v
+        for k, v in dict(
+            storage=storage,
+            study_name=study_name,
+            measure=measure,
+            measure_timeout=measure_timeout,
+            warm_start=warm_start,
+            guided=guided,
+        ).items()
+        if v
+    }
     res = run_search(problem, chip, space, strategy=strategy, top=top, seed=seed, trials=trials, **kw)
-    info = {"strategy": res.strategy, "evaluated": int(res.evaluated), "bounded": int(res.bounded),
-            "space_size": int(res.space_size), "feasible": int(res.feasible), "seed": res.seed,
-            "proven_optimal": bool(res.proven_optimal), "elapsed_s": round(res.elapsed_s, 3)}
+    info = {
+        "strategy": res.strategy,
+        "evaluated": int(res.evaluated),
+        "bounded": int(res.bounded),
+        "space_size": int(res.space_size),
+        "feasible": int(res.feasible),
+        "seed": res.seed,
+        "proven_optimal": bool(res.proven_optimal),
+        "elapsed_s": round(res.elapsed_s, 3),
+    }
     doc = tiling_document(problem, chip, space, res.tiling(0), res.row(0), info)
     if export_path:
         write_json(doc, export_path)
@@ -181,8 +242,14 @@ def search(obj, op, chip_id, shape, dtype, strategy, trials, seed, fix, top, exp
     lines = advice(problem, chip, space, take(res.cands, slice(0, 1)), take(res.est, slice(0, 1)))
     if fmt == "json":
         doc["advice"] = lines
-        doc["alternatives"] = [{"tiling": res.tiling(i), "time_us": float(res.est["time_us"][i]),
-                                "bound": str(res.est["bound"][i])} for i in range(1, len(res.est["time_us"]))]
+        doc["alternatives"] = [
+            {
+                "tiling": res.tiling(i),
+                "time_us": float(res.est["time_us"][i]),
+                "bound": str(res.est["bound"][i]),
+            }
+            for i in range(1, len(res.est["time_us"]))
+        ]
         click.echo(json.dumps(doc, indent=2))
         return
     click.echo(f"{problem.OP} {problem.key()} on {chip.id} ({chip.cores} cores)")
@@ -191,25 +258,33 @@ def search(obj, op, chip_id, shape, dtype, strategy, trials, seed, fix, top, exp
         click.echo("  " + line)
     if doc["tiling"].get("tail_sub_count"):
         t = doc["tiling"]
-        click.echo(f"  tail      last round re-cut into {t['tail_sub_count']} sub-blocks of {t['tail_sub_m']}x{t['tail_sub_n']}")
+        click.echo(
+            f"  tail      last round re-cut into {t['tail_sub_count']} sub-blocks of {t['tail_sub_m']}x{t['tail_sub_n']}"
+        )
     click.echo("advice:")
     for line in lines:
         click.echo("  - " + line)
     proof = "optimum proven" if res.proven_optimal else "optimum not proven"
-    click.echo(f"search: {res.strategy}, {res.evaluated} scored + {res.bounded} bounded of {res.space_size} "
-               f"in the space ({res.feasible} feasible), {proof}, {res.elapsed_s:.2f} s")
+    click.echo(
+        f"search: {res.strategy}, {res.evaluated} scored + {res.bounded} bounded of {res.space_size} "
+        f"in the space ({res.feasible} feasible), {proof}, {res.elapsed_s:.2f} s"
+    )
     if len(res.est["time_us"]) > 1:
         click.echo("next best:")
         for i in range(1, len(res.est["time_us"])):
             t = res.tiling(i)
             diff = {k: v for k, v in t.items() if v != res.tiling(0)[k]}
-            click.echo(f"  {res.est['time_us'][i]:10.2f} us  {res.est['bound'][i]:8}  differs: "
-                       + ", ".join(f"{k}={v}" for k, v in diff.items()))
+            click.echo(
+                f"  {res.est['time_us'][i]:10.2f} us  {res.est['bound'][i]:8}  differs: "
+                + ", ".join(f"{k}={v}" for k, v in diff.items())
+            )
 
 
 @cli.command()
 @_common
-@click.option("--tiling", required=True, help="JSON object of knob -> value, or a file (an exported document works).")
+@click.option(
+    "--tiling", required=True, help="JSON object of knob -> value, or a file (an exported document works)."
+)
 @click.option("--format", "fmt", type=FORMATS, default="table")
 @click.pass_obj
 def explain(obj, op, chip_id, shape, dtype, tiling, fmt):
@@ -224,7 +299,9 @@ def explain(obj, op, chip_id, shape, dtype, tiling, fmt):
     broken = [r for r, ok in rules.items() if not ok]
     if broken:
         text = get_model(space.op, space.family).RULE_TEXT
-        raise TilerError(f"tiling: infeasible on {chip.id}: " + "; ".join(f"{r} ({text.get(r, r)})" for r in broken))
+        raise TilerError(
+            f"tiling: infeasible on {chip.id}: " + "; ".join(f"{r} ({text.get(r, r)})" for r in broken)
+        )
     row = {k: (v[0].item() if hasattr(v[0], "item") else v[0]) for k, v in est.items()}
     lines = advice(problem, chip, space, cand, est)
     if fmt == "json":
@@ -243,7 +320,9 @@ def explain(obj, op, chip_id, shape, dtype, tiling, fmt):
 
 @cli.command()
 @_common
-@click.option("--candidates", required=True, type=click.Path(dir_okay=False), help="CSV of tilings (one per row).")
+@click.option(
+    "--candidates", required=True, type=click.Path(dir_okay=False), help="CSV of tilings (one per row)."
+)
 @click.option("--format", "fmt", type=click.Choice(["csv", "json", "table"]), default="csv")
 @click.pass_obj
 def rank(obj, op, chip_id, shape, dtype, candidates, fmt):
@@ -275,7 +354,9 @@ def rank(obj, op, chip_id, shape, dtype, candidates, fmt):
 @click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False))
 @click.option("--folds", type=int, default=4, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--fit-shapes", default=None, help="Shapes to fit, e.g. 1024x1024x1024;4096x4096x4096 (default: all).")
+@click.option(
+    "--fit-shapes", default=None, help="Shapes to fit, e.g. 1024x1024x1024;4096x4096x4096 (default: all)."
+)
 @click.pass_obj
 def calibrate(obj, chip_id, op, measurements, out_path, folds, seed, fit_shapes):
     """Fit the profile's efficiency constants to measured latencies; report held-out error and ranking."""
@@ -311,7 +392,9 @@ def main(argv=None) -> int:
     debug = "--debug" in args
     try:
         rv = cli.main(args=args, prog_name="tiler", standalone_mode=False)
-    except SystemExit as exc:  # a command that sets its own exit code (sweep: 1 when rows failed, 130 on Ctrl-C)
+    except (
+        SystemExit
+    ) as exc:  # a command that sets its own exit code (sweep: 1 when rows failed, 130 on Ctrl-C)
         return exc.code if isinstance(exc.code, int) else 1
     except TilerError as exc:
         if debug:

@@ -53,17 +53,38 @@ def tcube_view(problem: Problem, chip, t: dict, row: dict) -> dict:
     db_l0c = 2 if t["base_m"] * t["base_n"] * 4 * 2 <= chip["l0c_bytes"] else 1
     return {
         "usedCoreNum": int(row["cores_used"]),
-        "M": problem.M, "N": problem.N, "Ka": problem.K, "Kb": problem.K,
-        "singleCoreM": t["base_m"] * t["step_m"], "singleCoreN": t["base_n"] * t["step_n"], "singleCoreK": single_k,
-        "baseM": t["base_m"], "baseN": t["base_n"], "baseK": t["base_k"],
-        "depthA1": t["step_m"] * t["step_ka"] * t["l1_stages"], "depthB1": depth_b,
-        "stepM": t["step_m"], "stepN": t["step_n"], "stepKa": t["step_ka"], "stepKb": step_kb,
-        "isBias": 0, "transLength": 0,
+        "M": problem.M,
+        "N": problem.N,
+        "Ka": problem.K,
+        "Kb": problem.K,
+        "singleCoreM": t["base_m"] * t["step_m"],
+        "singleCoreN": t["base_n"] * t["step_n"],
+        "singleCoreK": single_k,
+        "baseM": t["base_m"],
+        "baseN": t["base_n"],
+        "baseK": t["base_k"],
+        "depthA1": t["step_m"] * t["step_ka"] * t["l1_stages"],
+        "depthB1": depth_b,
+        "stepM": t["step_m"],
+        "stepN": t["step_n"],
+        "stepKa": t["step_ka"],
+        "stepKb": step_kb,
+        "isBias": 0,
+        "transLength": 0,
         "iterateOrder": 0 if t["iterate_order"] == "m" else 1,
-        "dbL0A": 1 + t["l0_pingpong"], "dbL0B": 1 + t["l0_pingpong"], "dbL0C": db_l0c,
-        "shareMode": 0, "shareL1Size": 0, "shareL0CSize": 0, "shareUbSize": 0,
-        "batchM": 1, "batchN": 1, "singleBatchM": 1, "singleBatchN": 1,
-        "enableMultiCoreSplitK": split > 1, "doMultiDataLoad": bool(t["multi_load"]),
+        "dbL0A": 1 + t["l0_pingpong"],
+        "dbL0B": 1 + t["l0_pingpong"],
+        "dbL0C": db_l0c,
+        "shareMode": 0,
+        "shareL1Size": 0,
+        "shareL0CSize": 0,
+        "shareUbSize": 0,
+        "batchM": 1,
+        "batchN": 1,
+        "singleBatchM": 1,
+        "singleBatchN": 1,
+        "enableMultiCoreSplitK": split > 1,
+        "doMultiDataLoad": bool(t["multi_load"]),
         "doMTE2Preload": int(t["preload"] > 0),
     }
 
@@ -72,14 +93,26 @@ def catlass_view(problem: Problem, t: dict) -> dict:
     """CATLASS template arguments: L1/L0 tile shapes, block swizzle, dispatch policy and its stages."""
     preload = t["preload"] > 0
     return {
-        "L1TileShape": [t["base_m"] * t["step_m"], t["base_n"] * t["step_n"], t["base_k"] * max(t["step_ka"], t["step_kb"])],
+        "L1TileShape": [
+            t["base_m"] * t["step_m"],
+            t["base_n"] * t["step_n"],
+            t["base_k"] * max(t["step_ka"], t["step_kb"]),
+        ],
         "L0TileShape": [t["base_m"], t["base_n"], t["base_k"]],
-        "block_swizzle": {"name": "GemmIdentityBlockSwizzle", "SwizzleOffset": t["swizzle_offset"],
-                          "SwizzleDirection": t["swizzle_direction"], "serpentine": bool(t["serpentine"])},
-        "dispatch_policy": {"name": "MmadAtlasA2PreloadAsync" if preload else "MmadAtlasA2Pingpong",
-                            "L1_STAGES": t["l1_stages"], "PRELOAD_STAGES": t["preload"],
-                            "L0A_STAGES": 1 + t["l0_pingpong"], "L0B_STAGES": 1 + t["l0_pingpong"],
-                            "ENABLE_UNIT_FLAG": True},
+        "block_swizzle": {
+            "name": "GemmIdentityBlockSwizzle",
+            "SwizzleOffset": t["swizzle_offset"],
+            "SwizzleDirection": t["swizzle_direction"],
+            "serpentine": bool(t["serpentine"]),
+        },
+        "dispatch_policy": {
+            "name": "MmadAtlasA2PreloadAsync" if preload else "MmadAtlasA2Pingpong",
+            "L1_STAGES": t["l1_stages"],
+            "PRELOAD_STAGES": t["preload"],
+            "L0A_STAGES": 1 + t["l0_pingpong"],
+            "L0B_STAGES": 1 + t["l0_pingpong"],
+            "ENABLE_UNIT_FLAG": True,
+        },
         "split_k": t["split_k"],
         "tail_split": t["tail_split"],
         "full_load_b": bool(t["weight_resident"]),
@@ -95,27 +128,46 @@ def triton_view(problem: Problem, t: dict) -> dict:
     return {**cfg, "grid": [tiles, cfg["SPLIT_K"], problem.batch]}
 
 
-def tiling_document(problem: Problem, chip, space, tiling: dict, row: dict, search: dict | None = None) -> dict:
+def tiling_document(
+    problem: Problem, chip, space, tiling: dict, row: dict, search: dict | None = None
+) -> dict:
     """One `tiler.tiling/v1` object for (chip, op, problem)."""
     derived = {}
     if "tail_sub_count" in row and int(row["tail_sub_count"]) > 0:
-        derived = {"tail_sub_m": int(row["tail_sub_m"]), "tail_sub_n": int(row["tail_sub_n"]),
-                   "tail_sub_count": int(row["tail_sub_count"])}
+        derived = {
+            "tail_sub_m": int(row["tail_sub_m"]),
+            "tail_sub_n": int(row["tail_sub_n"]),
+            "tail_sub_count": int(row["tail_sub_count"]),
+        }
     targets = {}
     if chip.family == "ascend" and problem.OP == "matmul":
-        targets = {"ascendc_tcube_tiling": tcube_view(problem, chip, tiling, row), "catlass": catlass_view(problem, tiling)}
+        targets = {
+            "ascendc_tcube_tiling": tcube_view(problem, chip, tiling, row),
+            "catlass": catlass_view(problem, tiling),
+        }
     elif chip.family == "cuda" and problem.OP == "matmul":
         targets = {"triton": triton_view(problem, tiling)}
-    schedule = ", ".join(f"{k}={tiling[k]}" for k in getattr(_model(space), "SCHEDULE_KNOBS", ()) if k in tiling)
+    schedule = ", ".join(
+        f"{k}={tiling[k]}" for k in getattr(_model(space), "SCHEDULE_KNOBS", ()) if k in tiling
+    )
     return {
         "schema": TILING_SCHEMA,
         "tool": {"name": "tiler", "version": __version__},
-        "chip": {"id": chip.id, "family": chip.family, "cores": chip.cores, "profile_hash": chip.profile_hash},
+        "chip": {
+            "id": chip.id,
+            "family": chip.family,
+            "cores": chip.cores,
+            "profile_hash": chip.profile_hash,
+        },
         "op": problem.OP,
         "problem": problem.to_dict(),
         "tiling": {**{k: _num(v) for k, v in tiling.items()}, **derived},
-        "launch": {"block_dim": int(row["cores_used"]), "waves": int(row["waves"]), "tiles": int(row.get("tiles", 0)),
-                   "schedule": schedule},
+        "launch": {
+            "block_dim": int(row["cores_used"]),
+            "waves": int(row["waves"]),
+            "tiles": int(row.get("tiles", 0)),
+            "schedule": schedule,
+        },
         "estimate": estimate_dict(row),
         "search": search or {"strategy": "given", "evaluated": 1, "seed": None, "proven_optimal": False},
         "targets": targets,
@@ -130,9 +182,18 @@ def _model(space):
 
 def library_document(chip, op: str, entries: list[dict]) -> dict:
     """A `tiler.library/v1`: many tiling documents of one chip and op, keyed by problem."""
-    return {"schema": LIBRARY_SCHEMA, "tool": {"name": "tiler", "version": __version__},
-            "chip": {"id": chip.id, "family": chip.family, "cores": chip.cores, "profile_hash": chip.profile_hash},
-            "op": op, "entries": entries}
+    return {
+        "schema": LIBRARY_SCHEMA,
+        "tool": {"name": "tiler", "version": __version__},
+        "chip": {
+            "id": chip.id,
+            "family": chip.family,
+            "cores": chip.cores,
+            "profile_hash": chip.profile_hash,
+        },
+        "op": op,
+        "entries": entries,
+    }
 
 
 @lru_cache(maxsize=4)

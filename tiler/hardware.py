@@ -153,8 +153,16 @@ class Chip:
         vals, srcs, tags = dict(self.values), dict(self.sources), dict(self.tags)
         for k, v in updates.items():
             vals[k], tags[k], srcs[k] = v, tag, source or srcs.get(k, "")
-        return Chip(self.id, self.family, self.name, MappingProxyType(vals), MappingProxyType(srcs),
-                    MappingProxyType(tags), self.path, _hash(vals))
+        return Chip(
+            self.id,
+            self.family,
+            self.name,
+            MappingProxyType(vals),
+            MappingProxyType(srcs),
+            MappingProxyType(tags),
+            self.path,
+            _hash(vals),
+        )
 
 
 def _hash(values: dict) -> str:
@@ -248,16 +256,14 @@ def parse_profile(raw: dict, where: str) -> Chip:
         for key in table:
             if keys and key not in keys:
                 raise ConfigError(f"{where}: [{section}] unknown key '{key}'; {closest(key, keys)}")
-        for key, (typ, minimum, required) in keys.items():
-            if key not in table:
-                if required:
-                    raise ConfigError(f"{where}: [{section}] missing key '{key}'")
-                continue
+        for key, (_, _, required) in keys.items():
+            if key not in table and required:
+                raise ConfigError(f"{where}: [{section}] missing key '{key}'")
         for key, entry in table.items():
             typ, minimum, _ = keys.get(key, (_NUM, 0, False))
             full = f"{where}: [{section}] {key}"
             if not isinstance(entry, dict) or "value" not in entry:
-                raise ConfigError(f"{full}: must be {{ value = ..., source = \"...\", tag = \"...\" }}")
+                raise ConfigError(f'{full}: must be {{ value = ..., source = "...", tag = "..." }}')
             value = entry["value"]
             if typ is bool:
                 if not isinstance(value, bool):
@@ -276,8 +282,16 @@ def parse_profile(raw: dict, where: str) -> Chip:
             if not isinstance(source, str) or not source.strip():
                 raise ConfigError(f"{full}: every number needs a non-empty 'source'")
             values[key], sources[key], tags[key] = value, source, tag
-    return Chip(raw["id"], family, raw["name"], MappingProxyType(values), MappingProxyType(sources),
-                MappingProxyType(tags), where, _hash(values))
+    return Chip(
+        raw["id"],
+        family,
+        raw["name"],
+        MappingProxyType(values),
+        MappingProxyType(sources),
+        MappingProxyType(tags),
+        where,
+        _hash(values),
+    )
 
 
 def dump_profile(chip: Chip) -> str:
@@ -288,7 +302,11 @@ def dump_profile(chip: Chip) -> str:
     for section, keys in schema.items():
         names = list(keys) if keys else []
         if section == "efficiency":
-            names += [k for k in chip.values if k not in placed and k not in names and _section_of(chip, k) == section]
+            names += [
+                k
+                for k in chip.values
+                if k not in placed and k not in names and _section_of(chip, k) == section
+            ]
         lines.append(f"[{section}]")
         for key in names:
             if key not in chip.values:

@@ -42,7 +42,9 @@ MATCHED_FIELDS = {"matmul": ("batch",)}
 
 def _size_fields(op: str, shape: dict) -> list[str]:
     matched = MATCHED_FIELDS.get(op, ())
-    return [k for k, v in shape.items() if k not in matched and isinstance(v, int) and not isinstance(v, bool)]
+    return [
+        k for k, v in shape.items() if k not in matched and isinstance(v, int) and not isinstance(v, bool)
+    ]
 
 
 def _log_distance(a: dict, b: dict, names) -> float:
@@ -80,17 +82,25 @@ class Library:
         if isinstance(query, str):
             query = parse_shape_text(query)
         if not isinstance(query, dict):
-            raise ProblemError(f"lookup: expected a Problem, a dict of fields or 'K=V,...' text, got {type(query).__name__}")
+            raise ProblemError(
+                f"lookup: expected a Problem, a dict of fields or 'K=V,...' text, got {type(query).__name__}"
+            )
         fields_ = dict(query)
-        if isinstance(fields_.get("shape"), dict):  # a problem dict as exported: {"shape": {...}, "dtype": ...}
+        if isinstance(
+            fields_.get("shape"), dict
+        ):  # a problem dict as exported: {"shape": {...}, "dtype": ...}
             fields_ = {**fields_["shape"], "dtype": fields_.get("dtype")}
-        fields_ = {k: v for k, v in fields_.items() if k not in ("layout", "name", "count")}  # sweep-row extras
+        fields_ = {
+            k: v for k, v in fields_.items() if k not in ("layout", "name", "count")
+        }  # sweep-row extras
         return parse_problem(self.op, fields_, dtype=dtype, strict=True)
 
     def get(self, key: str) -> dict | None:
         """The entry with exactly this problem key, or None."""
         e = self._by_key.get(key)
-        return None if e is None else {**json.loads(json.dumps(e)), "exact": True, "distance": 0.0, "query": key}
+        return (
+            None if e is None else {**json.loads(json.dumps(e)), "exact": True, "distance": 0.0, "query": key}
+        )
 
     def lookup(self, query: Problem | dict | str, dtype: str | None = None) -> dict:
         """The entry for `query`: exact (`exact: True`), else the nearest by the module's rule (`exact: False`).
@@ -106,8 +116,10 @@ class Library:
         same_dtype = [e for e in self.entries if e["problem"]["dtype"] == p.dtype]  # type: ignore[attr-defined]
         if not same_dtype:
             have = sorted({e["problem"]["dtype"] for e in self.entries})
-            raise LookupError(f"dtype: no {p.dtype} entry in this library"  # type: ignore[attr-defined]
-                              + (f" (it has {', '.join(have)})" if have else " (it is empty)"))
+            raise LookupError(
+                f"dtype: no {p.dtype} entry in this library"  # type: ignore[attr-defined]
+                + (f" (it has {', '.join(have)})" if have else " (it is empty)")
+            )
         matched = [k for k in MATCHED_FIELDS.get(self.op, ()) if k in want]
         same = [e for e in same_dtype if all(e["problem"]["shape"].get(k) == want[k] for k in matched)]
         pool, extra = (same, []) if same else (same_dtype, matched)
@@ -127,7 +139,9 @@ class Library:
 def from_document(doc: dict, path: str = "") -> Library:
     """A Library from a parsed `tiler.library/v1` object (validated against the shipped schema)."""
     if doc.get("schema") != LIBRARY_SCHEMA:
-        raise TilerError(f"library: {path or 'document'}: schema must be {LIBRARY_SCHEMA}, got {doc.get('schema')!r}")
+        raise TilerError(
+            f"library: {path or 'document'}: schema must be {LIBRARY_SCHEMA}, got {doc.get('schema')!r}"
+        )
     validate(doc)
     return Library(doc["op"], doc["chip"], doc["entries"], path, doc.get("tool", {}))
 

@@ -70,7 +70,9 @@ class Matmul(Problem):
     @property
     def compulsory_bytes(self) -> float:
         """Each input read once, the output written once: the floor of HBM traffic."""
-        return self.batch * ((self.M * self.K + self.K * self.N) * self.in_bytes + self.M * self.N * self.out_bytes)
+        return self.batch * (
+            (self.M * self.K + self.K * self.N) * self.in_bytes + self.M * self.N * self.out_bytes
+        )
 
 
 PROBLEMS: dict[str, type[Problem]] = {"matmul": Matmul}
@@ -123,7 +125,9 @@ def parse_problem(op: str, fields_: dict[str, Any], dtype: str | None = None, st
     if strict:
         for k in given:
             if k not in names:
-                raise ProblemError(f"shape: unknown field {k!r} for {op}; allowed: {', '.join(cls.FIELDS + tuple(cls.OPTIONAL))}")
+                raise ProblemError(
+                    f"shape: unknown field {k!r} for {op}; allowed: {', '.join(cls.FIELDS + tuple(cls.OPTIONAL))}"
+                )
     dt = dtype or given.get("dtype") or "fp16"
     dt = str(dt).strip().lower()
     if dt not in DTYPES:

@@ -30,8 +30,16 @@ class Progress:
         interval_s: the shortest time between two redraws.
     """
 
-    def __init__(self, total: int, label: str = "rows", done: int = 0, stream: TextIO | None = None,
-                 enabled: bool | None = None, quiet: bool = False, interval_s: float = 0.2):
+    def __init__(
+        self,
+        total: int,
+        label: str = "rows",
+        done: int = 0,
+        stream: TextIO | None = None,
+        enabled: bool | None = None,
+        quiet: bool = False,
+        interval_s: float = 0.2,
+    ):
         self.stream = stream if stream is not None else sys.stderr
         if enabled is None:
             isatty = getattr(self.stream, "isatty", None)

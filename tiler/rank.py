@@ -53,8 +53,10 @@ def parse_knobs(df: pd.DataFrame, space: Space) -> tuple[dict[str, np.ndarray], 
     """
     for k in space.names:
         if k not in df.columns:
-            raise SpaceError(f"candidates: missing column {k!r}; a {space.op}/{space.family} tiling needs "
-                             f"{', '.join(space.names)}")
+            raise SpaceError(
+                f"candidates: missing column {k!r}; a {space.op}/{space.family} tiling needs "
+                f"{', '.join(space.names)}"
+            )
     n = len(df)
     ok = np.ones(n, dtype=bool)
     why = np.array([""] * n, dtype=object)
@@ -70,9 +72,11 @@ def parse_knobs(df: pd.DataFrame, space: Space) -> tuple[dict[str, np.ndarray], 
         bad = ~np.isfinite(num)
         if bad.any():
             i = int(np.nonzero(bad)[0][0])
-            raise TilerError(f"candidates: row {rows[i]}: column {k!r} must be a number"
-                             + (f" or one of {', '.join(knob.labels)}" if knob.labels else "")
-                             + f", got {raw.iloc[i]!r}")
+            raise TilerError(
+                f"candidates: row {rows[i]}: column {k!r} must be a number"
+                + (f" or one of {', '.join(knob.labels)}" if knob.labels else "")
+                + f", got {raw.iloc[i]!r}"
+            )
         whole = num == np.round(num)
         inside = np.isin(num, np.asarray(knob.values, dtype=np.float64)) | (knob.open & (num > 0))
         out = ~(whole & inside)
@@ -84,8 +88,9 @@ def parse_knobs(df: pd.DataFrame, space: Space) -> tuple[dict[str, np.ndarray], 
     return cols, ok, why
 
 
-def rank_candidates(problem: Problem, chip, df: pd.DataFrame, space: Space | None = None
-                    ) -> tuple[pd.DataFrame, pd.DataFrame]:
+def rank_candidates(
+    problem: Problem, chip, df: pd.DataFrame, space: Space | None = None
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Score the candidate tilings in `df` for `problem` on `chip`.
 
     Returns (ranked, rejected): `ranked` holds the feasible rows, best first, with the model's estimate

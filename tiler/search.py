@@ -104,7 +104,9 @@ def _no_feasible(space: Space, rejected: dict[str, int], model) -> InfeasibleErr
     text = getattr(model, "RULE_TEXT", {}).get(worst, worst)
     pinned = [k for k, kn in space.knobs.items() if len(kn.values) == 1]
     pins = f" with {', '.join(pinned)} pinned" if pinned else ""
-    return InfeasibleError(f"no feasible tiling{pins}: rule '{worst}' ({text}) rejected {rejected.get(worst, 0)} candidates")
+    return InfeasibleError(
+        f"no feasible tiling{pins}: rule '{worst}' ({text}) rejected {rejected.get(worst, 0)} candidates"
+    )
 
 
 def exhaustive(problem: Problem, chip, space: Space, top: int = 5) -> SearchResult:
@@ -134,8 +136,12 @@ def exhaustive(problem: Problem, chip, space: Space, top: int = 5) -> SearchResu
     bounded = 0
     if sched and hasattr(model, "bound"):
         domains = {k: space.knobs[k].values for k in sched_names}
-        lb = np.concatenate([model.bound(problem, chip, take(table, slice(lo, lo + CHUNK)), domains)
-                             for lo in range(0, length(table), CHUNK)])
+        lb = np.concatenate(
+            [
+                model.bound(problem, chip, take(table, slice(lo, lo + CHUNK)), domains)
+                for lo in range(0, length(table), CHUNK)
+            ]
+        )
         bounded = length(table)
         order = np.argsort(lb, kind="stable")
         lb = lb[order]
@@ -143,7 +149,7 @@ def exhaustive(problem: Problem, chip, space: Space, top: int = 5) -> SearchResu
         while i < lb.size:
             if best_e and length(best_e) >= top and lb[i] >= best_e["time_us"][top - 1]:
                 break  # every remaining candidate's bound is above the top-`top` found: none can enter it
-            score(take(table, order[i: i + batch]))
+            score(take(table, order[i : i + batch]))
             i += batch
             batch = min(batch * 2, 4096)
         proven = True
@@ -151,13 +157,35 @@ def exhaustive(problem: Problem, chip, space: Space, top: int = 5) -> SearchResu
         for lo in range(0, length(table), max(1, CHUNK // n_sched)):
             score(take(table, slice(lo, lo + max(1, CHUNK // n_sched))))
         proven = True
-    res = SearchResult(problem, chip, space, "exhaustive", best_c, best_e, evaluated, bounded,
-                       space.size(), feasible * n_sched, rejected, proven, None, time.perf_counter() - t0)
+    res = SearchResult(
+        problem,
+        chip,
+        space,
+        "exhaustive",
+        best_c,
+        best_e,
+        evaluated,
+        bounded,
+        space.size(),
+        feasible * n_sched,
+        rejected,
+        proven,
+        None,
+        time.perf_counter() - t0,
+    )
     return res
 
 
-def search(problem: Problem, chip, space: Space, strategy: str = "exhaustive", top: int = 5, seed: int = 0,
-           trials: int | None = None, **kw) -> SearchResult:
+def search(
+    problem: Problem,
+    chip,
+    space: Space,
+    strategy: str = "exhaustive",
+    top: int = 5,
+    seed: int = 0,
+    trials: int | None = None,
+    **kw,
+) -> SearchResult:
     """Run one strategy. `auto` is exhaustive (the ascend and cuda matmul spaces are proven in seconds)."""
     if strategy not in STRATEGIES:
         raise SpaceError(f"strategy: must be one of {', '.join(STRATEGIES)}, got {strategy!r}")

@@ -46,7 +46,9 @@ class Knob:
         return self.labels[self.codes.index(int(code))] if self.labels else int(code)
 
     def allowed(self) -> str:
-        vals = ", ".join(self.label(v) for v in self.values) if self.labels else ", ".join(map(str, self.values))
+        vals = (
+            ", ".join(self.label(v) for v in self.values) if self.labels else ", ".join(map(str, self.values))
+        )
         return vals + (" (or any positive integer)" if self.open else "")
 
 
@@ -72,7 +74,9 @@ class Space:
         knobs = dict(self.knobs)
         for name, text in fixes.items():
             if name not in knobs:
-                raise SpaceError(f"--fix: unknown knob {name!r} for {self.op}/{self.family}; {closest(name, knobs)}")
+                raise SpaceError(
+                    f"--fix: unknown knob {name!r} for {self.op}/{self.family}; {closest(name, knobs)}"
+                )
             knobs[name] = replace(knobs[name], values=(knobs[name].parse(text),))
         return replace(self, knobs=knobs)
 

@@ -44,8 +44,18 @@ import click
 from .errors import InfeasibleError, TilerError, closest
 
 PIPE_COLUMNS = ("mac_us", "vec_us", "scalar_us", "mte1_us", "mte2_us", "mte3_us", "fixpipe_us")
-ESTIMATE_COLUMNS = ("time_us", "bound", *PIPE_COLUMNS, "cores_used", "waves", "balance", "l2_hit_rate",
-                    "hbm_bytes", "l2_bytes", "roofline_us")
+ESTIMATE_COLUMNS = (
+    "time_us",
+    "bound",
+    *PIPE_COLUMNS,
+    "cores_used",
+    "waves",
+    "balance",
+    "l2_hit_rate",
+    "hbm_bytes",
+    "l2_bytes",
+    "roofline_us",
+)
 SEARCH_COLUMNS = ("strategy", "seed", "evaluated", "proven_optimal")
 STATUS_COLUMNS = ("chip", "status", "error", "key")
 JOURNAL_SUFFIX = ".journal.db"
@@ -81,8 +91,16 @@ class _Context:
 
 def _chip_state(chip) -> tuple:
     """A picklable copy of a Chip (its mappings are read-only proxies, which do not pickle)."""
-    return (chip.id, chip.family, chip.name, dict(chip.values), dict(chip.sources), dict(chip.tags), chip.path,
-            chip.profile_hash)
+    return (
+        chip.id,
+        chip.family,
+        chip.name,
+        dict(chip.values),
+        dict(chip.sources),
+        dict(chip.tags),
+        chip.path,
+        chip.profile_hash,
+    )
 
 
 _CHIPS: dict[tuple, Any] = {}
@@ -94,8 +112,16 @@ def _chip_from_state(state: tuple):
         from .hardware import Chip
 
         cid, fam, name, vals, srcs, tags, path, phash = state
-        _CHIPS[key] = Chip(cid, fam, name, MappingProxyType(vals), MappingProxyType(srcs), MappingProxyType(tags),
-                           path, phash)
+        _CHIPS[key] = Chip(
+            cid,
+            fam,
+            name,
+            MappingProxyType(vals),
+            MappingProxyType(srcs),
+            MappingProxyType(tags),
+            path,
+            phash,
+        )
     return _CHIPS[key]
 
 
@@ -108,8 +134,19 @@ def space_hash(space) -> str:
 def journal_key(chip, problem, cfg: SweepConfig, space) -> str:
     """The resume key of one search: chip id, op, problem key, strategy, seed, trials, pins, space, profile."""
     trials = cfg.trials if cfg.strategy in ("tpe", "random") else None
-    return "|".join([chip.id, cfg.op, problem.key(), cfg.strategy, f"seed={cfg.seed}", f"trials={trials}",
-                     f"fix={cfg.fix_text(space)}", f"space={space_hash(space)}", f"profile={chip.profile_hash}"])
+    return "|".join(
+        [
+            chip.id,
+            cfg.op,
+            problem.key(),
+            cfg.strategy,
+            f"seed={cfg.seed}",
+            f"trials={trials}",
+            f"fix={cfg.fix_text(space)}",
+            f"space={space_hash(space)}",
+            f"profile={chip.profile_hash}",
+        ]
+    )
 
 
 # --------------------------------------------------------------------------------------------------- solving
@@ -132,7 +169,9 @@ def solve(problem, chip, space, cfg: SweepConfig) -> dict:
     # shared SQLite study file would serialise the workers and make a rerun silently replay old studies)
     kw = {"storage": "memory"} if cfg.strategy in ("tpe", "random") else {}
     try:
-        res = search(problem, chip, space, strategy=cfg.strategy, top=1, seed=cfg.seed, trials=cfg.trials, **kw)
+        res = search(
+            problem, chip, space, strategy=cfg.strategy, top=1, seed=cfg.seed, trials=cfg.trials, **kw
+        )
         tiling = {k: _py(v) for k, v in res.tiling(0).items()}
         row = {k: _py(v) for k, v in res.row(0).items()}
     except InfeasibleError as exc:
@@ -141,10 +180,16 @@ def solve(problem, chip, space, cfg: SweepConfig) -> dict:
         return {"status": "error", "kind": "input", "error": str(exc)}
     except Exception as exc:  # noqa: BLE001 -- one broken search must not stop the sweep
         return {"status": "error", "kind": "internal", "error": f"internal: {type(exc).__name__}: {exc}"}
-    info = {"strategy": res.strategy, "evaluated": int(res.evaluated), "bounded": int(res.bounded),
-            "space_size": int(res.space_size), "feasible": int(res.feasible),
-            "seed": None if res.seed is None else int(res.seed), "proven_optimal": bool(res.proven_optimal),
-            "elapsed_s": round(time.perf_counter() - t0, 4)}
+    info = {
+        "strategy": res.strategy,
+        "evaluated": int(res.evaluated),
+        "bounded": int(res.bounded),
+        "space_size": int(res.space_size),
+        "feasible": int(res.feasible),
+        "seed": None if res.seed is None else int(res.seed),
+        "proven_optimal": bool(res.proven_optimal),
+        "elapsed_s": round(time.perf_counter() - t0, 4),
+    }
     return {"status": "ok", "tiling": tiling, "row": row, "search": info}
 
 
@@ -191,10 +236,13 @@ class Journal:
             self.db.execute(
                 "CREATE TABLE IF NOT EXISTS results (key TEXT PRIMARY KEY, chip TEXT NOT NULL, op TEXT NOT NULL, "
                 "problem TEXT NOT NULL, strategy TEXT NOT NULL, seed INTEGER, profile_hash TEXT NOT NULL, "
-                "status TEXT NOT NULL, kind TEXT, error TEXT, result TEXT, written_at REAL NOT NULL)")
+                "status TEXT NOT NULL, kind TEXT, error TEXT, result TEXT, written_at REAL NOT NULL)"
+            )
             self.db.commit()
         except sqlite3.DatabaseError as exc:
-            raise TilerError(f"journal: cannot open {self.path}: {exc} (delete it, or run without --resume)") from None
+            raise TilerError(
+                f"journal: cannot open {self.path}: {exc} (delete it, or run without --resume)"
+            ) from None
 
     def load(self) -> dict[str, dict]:
         """Finished results to reuse. Internal errors are dropped here so that a resume retries them."""
@@ -202,8 +250,11 @@ class Journal:
         self.db.commit()
         out = {}
         for key, status, kind, error, result in self.db.execute(
-                "SELECT key, status, kind, error, result FROM results"):
-            out[key] = json.loads(result) if status == "ok" else {"status": status, "kind": kind, "error": error}
+            "SELECT key, status, kind, error, result FROM results"
+        ):
+            out[key] = (
+                json.loads(result) if status == "ok" else {"status": status, "kind": kind, "error": error}
+            )
         return out
 
     def put(self, key: str, chip, op: str, problem, cfg: SweepConfig, result: dict) -> bool:
@@ -211,9 +262,21 @@ class Journal:
         cur = self.db.execute(
             "INSERT OR IGNORE INTO results (key, chip, op, problem, strategy, seed, profile_hash, status, kind, "
             "error, result, written_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (key, chip.id, op, problem.key(), cfg.strategy, cfg.seed, chip.profile_hash, result["status"],
-             result.get("kind"), result.get("error"), json.dumps(result) if result["status"] == "ok" else None,
-             time.time()))
+            (
+                key,
+                chip.id,
+                op,
+                problem.key(),
+                cfg.strategy,
+                cfg.seed,
+                chip.profile_hash,
+                result["status"],
+                result.get("kind"),
+                result.get("error"),
+                json.dumps(result) if result["status"] == "ok" else None,
+                time.time(),
+            ),
+        )
         self.db.commit()
         return cur.rowcount == 1
 
@@ -283,9 +346,11 @@ def parse_rows(df, op: str, dtype: str | None = None) -> list[_Row]:
     missing = [f for f in cls.FIELDS if f not in df.columns]
     if missing:
         hint = closest(missing[0], list(df.columns)) if len(df.columns) else "the file has no columns"
-        raise TilerError(f"SHAPES: column {missing[0]!r} is missing; {op} rows need {', '.join(cls.FIELDS)} "
-                         f"(optional: {', '.join(list(cls.OPTIONAL) + ['dtype', 'name', 'count'])}); "
-                         f"columns found: {hint}")
+        raise TilerError(
+            f"SHAPES: column {missing[0]!r} is missing; {op} rows need {', '.join(cls.FIELDS)} "
+            f"(optional: {', '.join(list(cls.OPTIONAL) + ['dtype', 'name', 'count'])}); "
+            f"columns found: {hint}"
+        )
     rows = []
     for i, rec in enumerate(df.to_dict("records")):
         r = _Row(i, {k: ("" if v is None else str(v)) for k, v in rec.items()})
@@ -314,7 +379,7 @@ class _Task:
 
 def _chunks(tasks: list[_Task], jobs: int) -> list[list[_Task]]:
     size = max(1, min(MAX_CHUNK, len(tasks) // max(1, jobs * 16)))
-    return [tasks[i:i + size] for i in range(0, len(tasks), size)]
+    return [tasks[i : i + size] for i in range(0, len(tasks), size)]
 
 
 def _payload(chunk: list[_Task]) -> list[tuple[str, str, Any]]:
@@ -357,8 +422,10 @@ def _run_pool(chunks, ctx: _Context, jobs: int, on_result) -> None:
                 on_result(key, res)
     except BrokenProcessPool:
         _stop_pool(pool)
-        raise WorkerDied("a worker process died (killed, or out of memory); the finished searches are in the "
-                         "journal: rerun the same command with --resume") from None
+        raise WorkerDied(
+            "a worker process died (killed, or out of memory); the finished searches are in the "
+            "journal: rerun the same command with --resume"
+        ) from None
     except BaseException:
         _stop_pool(pool)
         raise
@@ -369,8 +436,10 @@ def _import_distributed():
     try:
         import dask.distributed
     except ImportError:
-        raise TilerError("--scheduler: needs dask.distributed, which is not installed: pip install 'tiler[dask]' "
-                         "(or pip install 'dask[distributed]')") from None
+        raise TilerError(
+            "--scheduler: needs dask.distributed, which is not installed: pip install 'tiler[dask]' "
+            "(or pip install 'dask[distributed]')"
+        ) from None
     return dask.distributed
 
 
@@ -408,8 +477,10 @@ def _check_writable_format(path: Path) -> None:
         try:
             import pyarrow  # noqa: F401
         except ImportError:
-            raise TilerError(f"--out: writing Parquet ({path.name}) needs pyarrow, which is not installed: "
-                             "pip install pyarrow (or use a .csv path)") from None
+            raise TilerError(
+                f"--out: writing Parquet ({path.name}) needs pyarrow, which is not installed: "
+                "pip install pyarrow (or use a .csv path)"
+            ) from None
 
 
 def write_table(frame, path: str | os.PathLike) -> None:
@@ -453,9 +524,11 @@ class SweepReport:
     def summary(self, slowest: int = 5) -> list[str]:
         """Lines for stderr: ok/failed, count-weighted predicted time per chip, the slowest rows and bounds."""
         df = self.frame
-        lines = [f"sweep {self.op}: {len(df)} rows ({self.ok} ok, {self.failed} failed) on "
-                 f"{', '.join(c.id for c in self.chips)}; {self.computed} searched, {self.reused} reused from "
-                 f"the journal, {self.elapsed_s:.1f} s -> {self.out}"]
+        lines = [
+            f"sweep {self.op}: {len(df)} rows ({self.ok} ok, {self.failed} failed) on "
+            f"{', '.join(c.id for c in self.chips)}; {self.computed} searched, {self.reused} reused from "
+            f"the journal, {self.elapsed_s:.1f} s -> {self.out}"
+        ]
         if self.failed:
             bad = df[df["status"] == "error"]
             for _, r in bad.head(5).iterrows():
@@ -467,15 +540,19 @@ class SweepReport:
             if not len(ok):
                 continue
             weighted = ok["time_us"].astype(float) * ok["_count"].astype(float)
-            lines.append(f"{chip.id}: predicted total {weighted.sum():,.1f} us over {len(ok)} ok rows "
-                         f"(time_us x count, {int(ok['_count'].sum())} occurrences)")
+            lines.append(
+                f"{chip.id}: predicted total {weighted.sum():,.1f} us over {len(ok)} ok rows "
+                f"(time_us x count, {int(ok['_count'].sum())} occurrences)"
+            )
             top = weighted.sort_values(ascending=False, kind="stable").head(slowest)
             lines.append(f"  slowest {len(top)} (time_us x count):")
             for idx, total in top.items():
                 r = ok.loc[idx]
                 label = r.get("name") or f"row {r['_row'] + 1}"
-                lines.append(f"    {str(label)[:28]:28} {r['key']:34} {float(r['time_us']):11.2f} us x "
-                             f"{int(r['_count']):<4} = {total:12,.1f} us  {r['bound']}")
+                lines.append(
+                    f"    {str(label)[:28]:28} {r['key']:34} {float(r['time_us']):11.2f} us x "
+                    f"{int(r['_count']):<4} = {total:12,.1f} us  {r['bound']}"
+                )
         return lines + self.notes
 
     def table(self):
@@ -490,8 +567,15 @@ def _knob_columns(spaces: dict) -> list[str]:
     return cols
 
 
-def build_frame(df_in, rows: list[_Row], chips: list, tasks: dict[tuple[int, int], _Task], results: dict[str, dict],
-                spaces: dict, cfg: SweepConfig):
+def build_frame(
+    df_in,
+    rows: list[_Row],
+    chips: list,
+    tasks: dict[tuple[int, int], _Task],
+    results: dict[str, dict],
+    spaces: dict,
+    cfg: SweepConfig,
+):
     """The output, one row per (input row, chip) in input order, built only from journaled results."""
     import pandas as pd
 
@@ -518,12 +602,18 @@ def build_frame(df_in, rows: list[_Row], chips: list, tasks: dict[tuple[int, int
                     rec[k] = res["tiling"].get(k)
                 for k in ESTIMATE_COLUMNS:
                     rec[k] = res["row"].get(k)
-                rec.update(strategy=res["search"]["strategy"], seed=cfg.seed,
-                           evaluated=res["search"]["evaluated"], proven_optimal=res["search"]["proven_optimal"])
+                rec.update(
+                    strategy=res["search"]["strategy"],
+                    seed=cfg.seed,
+                    evaluated=res["search"]["evaluated"],
+                    proven_optimal=res["search"]["proven_optimal"],
+                )
             records.append(rec)
     cols = passthrough + produced + ["_row", "_count"]
     # object columns keep each value's own type: ints stay ints next to the empty cells of failed rows
-    return pd.DataFrame({c: pd.Series([rec.get(c) for rec in records], dtype=object) for c in cols}, columns=cols)
+    return pd.DataFrame(
+        {c: pd.Series([rec.get(c) for rec in records], dtype=object) for c in cols}, columns=cols
+    )
 
 
 def library_paths(path: str | os.PathLike, chip_ids: Sequence[str]) -> list[Path]:
@@ -534,13 +624,16 @@ def library_paths(path: str | os.PathLike, chip_ids: Sequence[str]) -> list[Path
     return [path.with_name(f"{path.stem}.{cid}{path.suffix or '.json'}") for cid in chip_ids]
 
 
-def write_libraries(path, rows: list[_Row], chips: list, tasks: dict, results: dict, spaces: dict,
-                    cfg: SweepConfig) -> list[Path]:
+def write_libraries(
+    path, rows: list[_Row], chips: list, tasks: dict, results: dict, spaces: dict, cfg: SweepConfig
+) -> list[Path]:
     """`tiler.library/v1` per chip: the ok rows, one entry per problem key (first in input order wins)."""
     from .export import library_document, tiling_document, validate, write_json
 
     written = []
-    for ci, (chip, lib_path) in enumerate(zip(chips, library_paths(path, [c.id for c in chips]), strict=True)):
+    for ci, (chip, lib_path) in enumerate(
+        zip(chips, library_paths(path, [c.id for c in chips]), strict=True)
+    ):
         entries, seen = [], set()
         for r in rows:
             task = tasks.get((r.index, ci))
@@ -551,9 +644,17 @@ def write_libraries(path, rows: list[_Row], chips: list, tasks: dict, results: d
             info = {k: res["search"][k] for k in ("strategy", "evaluated", "seed", "proven_optimal")}
             doc = tiling_document(task.problem, chip, spaces[chip.id], res["tiling"], res["row"], info)
             validate(doc)
-            entries.append({"key": task.problem.key(), "problem": doc["problem"], "tiling": doc["tiling"],
-                            "estimate": doc["estimate"], "launch": doc["launch"], "search": doc["search"],
-                            "targets": doc["targets"]})
+            entries.append(
+                {
+                    "key": task.problem.key(),
+                    "problem": doc["problem"],
+                    "tiling": doc["tiling"],
+                    "estimate": doc["estimate"],
+                    "launch": doc["launch"],
+                    "search": doc["search"],
+                    "targets": doc["targets"],
+                }
+            )
         lib_path.parent.mkdir(parents=True, exist_ok=True)
         write_json(library_document(chip, cfg.op, entries), lib_path)
         written.append(lib_path)
@@ -596,10 +697,25 @@ def _pinned_space(op: str, family: str, fix: tuple[tuple[str, str], ...]):
     return space.pin({k: v for k, v in fix if k in space.knobs})
 
 
-def run_sweep(shapes, op: str, chips, out=None, *, library=None, jobs: int = 1, resume: bool = False,
-              strategy: str = "exhaustive", seed: int = 0, trials: int | None = None, fix=None,
-              dtype: str | None = None, scheduler: str | None = None, quiet: bool = True,
-              hardware_dir=None, progress_stream=None) -> SweepReport:
+def run_sweep(
+    shapes,
+    op: str,
+    chips,
+    out=None,
+    *,
+    library=None,
+    jobs: int = 1,
+    resume: bool = False,
+    strategy: str = "exhaustive",
+    seed: int = 0,
+    trials: int | None = None,
+    fix=None,
+    dtype: str | None = None,
+    scheduler: str | None = None,
+    quiet: bool = True,
+    hardware_dir=None,
+    progress_stream=None,
+) -> SweepReport:
     """Run a sweep and write its output (and library); returns the report. See the module docstring.
 
     Args:
@@ -695,8 +811,20 @@ def run_sweep(shapes, op: str, chips, out=None, *, library=None, jobs: int = 1, 
             finally:
                 bar.close()
         frame = build_frame(df_in, rows, chip_objs, slot_task, results, spaces, cfg)
-        report = SweepReport(frame, out, jpath, chip_objs, op, [], int((frame["status"] == "ok").sum()),
-                             int((frame["status"] != "ok").sum()), len(todo), reused, 0.0, notes)
+        report = SweepReport(
+            frame,
+            out,
+            jpath,
+            chip_objs,
+            op,
+            [],
+            int((frame["status"] == "ok").sum()),
+            int((frame["status"] != "ok").sum()),
+            len(todo),
+            reused,
+            0.0,
+            notes,
+        )
         write_table(report.table(), out)
         if library:
             report.libraries = write_libraries(library, rows, chip_objs, slot_task, results, spaces, cfg)
@@ -722,8 +850,14 @@ class _InputError(click.ClickException):
 def _resume_command(params: dict) -> str:
     """The command line that continues this sweep: the same options, plus --resume."""
     argv = ["tiler", "sweep", str(params["shapes"]), "--op", params["op"], "--chip", params["chip_ids"]]
-    for name, opt in (("out_path", "--out"), ("library_path", "--library"), ("scheduler", "--scheduler"),
-                      ("trials", "--trials"), ("dtype", "--dtype"), ("hardware_dir", "--hardware-dir")):
+    for name, opt in (
+        ("out_path", "--out"),
+        ("library_path", "--library"),
+        ("scheduler", "--scheduler"),
+        ("trials", "--trials"),
+        ("dtype", "--dtype"),
+        ("hardware_dir", "--hardware-dir"),
+    ):
         if params.get(name) is not None:
             argv += [opt, str(params[name])]
     if params.get("jobs", 1) != 1:
@@ -743,11 +877,23 @@ def _resume_command(params: dict) -> str:
 @click.argument("shapes", type=click.Path(dir_okay=False))
 @click.option("--op", required=True, help="Operator (tiler ops); the CSV columns are its problem fields.")
 @click.option("--chip", "chip_ids", required=True, help="Chip id, or several separated by commas.")
-@click.option("--out", "out_path", type=click.Path(dir_okay=False), default=None,
-              help="Output table: .csv (default results/sweep_<op>_<chips>.csv) or .parquet (needs pyarrow).")
-@click.option("--library", "library_path", type=click.Path(dir_okay=False), default=None,
-              help="Also write a tiler.library/v1 JSON of the ok rows (one file per chip: lib.<chip>.json).")
-@click.option("--jobs", type=int, default=1, show_default=True, help="Local worker processes (0: one per CPU).")
+@click.option(
+    "--out",
+    "out_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Output table: .csv (default results/sweep_<op>_<chips>.csv) or .parquet (needs pyarrow).",
+)
+@click.option(
+    "--library",
+    "library_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Also write a tiler.library/v1 JSON of the ok rows (one file per chip: lib.<chip>.json).",
+)
+@click.option(
+    "--jobs", type=int, default=1, show_default=True, help="Local worker processes (0: one per CPU)."
+)
 @click.option("--resume", is_flag=True, help="Skip the searches already in the journal (<out>.journal.db).")
 @click.option("--strategy", default="exhaustive", show_default=True, help="exhaustive, tpe, random or auto.")
 @click.option("--seed", type=int, default=0, show_default=True)
@@ -756,11 +902,31 @@ def _resume_command(params: dict) -> str:
 @click.option("--dtype", default=None, help="dtype of rows without a dtype value (default fp16).")
 @click.option("--scheduler", default=None, help="Dask distributed scheduler address (needs tiler[dask]).")
 @click.option("--quiet", is_flag=True, help="No progress line (it is drawn only on a terminal anyway).")
-@click.option("--hardware-dir", type=click.Path(file_okay=False), default=None,
-              help="Folder of extra chip profiles (default: the tiler group's --hardware-dir).")
+@click.option(
+    "--hardware-dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Folder of extra chip profiles (default: the tiler group's --hardware-dir).",
+)
 @click.pass_context
-def sweep_command(ctx, shapes, op, chip_ids, out_path, library_path, jobs, resume, strategy, seed, trials, fix,
-                  dtype, scheduler, quiet, hardware_dir):
+def sweep_command(
+    ctx,
+    shapes,
+    op,
+    chip_ids,
+    out_path,
+    library_path,
+    jobs,
+    resume,
+    strategy,
+    seed,
+    trials,
+    fix,
+    dtype,
+    scheduler,
+    quiet,
+    hardware_dir,
+):
     """Search every row of a shape CSV on one or more chips; write one table (and a tiling library).
 
     Exit codes: 0 all rows ok; 1 some rows failed (status=error, reason in `error`); 2 bad input; 130 interrupted
@@ -770,9 +936,23 @@ def sweep_command(ctx, shapes, op, chip_ids, out_path, library_path, jobs, resum
         hardware_dir = ctx.obj.get("hardware_dir")
     out = Path(out_path) if out_path else None
     try:
-        report = run_sweep(shapes, op, chip_ids, out, library=library_path, jobs=jobs, resume=resume,
-                           strategy=strategy, seed=seed, trials=trials, fix=list(fix), dtype=dtype,
-                           scheduler=scheduler, quiet=quiet, hardware_dir=hardware_dir)
+        report = run_sweep(
+            shapes,
+            op,
+            chip_ids,
+            out,
+            library=library_path,
+            jobs=jobs,
+            resume=resume,
+            strategy=strategy,
+            seed=seed,
+            trials=trials,
+            fix=list(fix),
+            dtype=dtype,
+            scheduler=scheduler,
+            quiet=quiet,
+            hardware_dir=hardware_dir,
+        )
     except TilerError as exc:
         raise _InputError(str(exc)) from None
     except WorkerDied as exc:
@@ -780,8 +960,11 @@ def sweep_command(ctx, shapes, op, chip_ids, out_path, library_path, jobs, resum
         raise SystemExit(1) from None
     except KeyboardInterrupt:
         jp = journal_path(out or default_out(op, _split_chips(chip_ids)))
-        click.echo(f"\ninterrupted: finished rows are kept in {jp}.\nto continue, run the same command with "
-                   f"--resume:\n  {_resume_command(ctx.params)}", err=True)
+        click.echo(
+            f"\ninterrupted: finished rows are kept in {jp}.\nto continue, run the same command with "
+            f"--resume:\n  {_resume_command(ctx.params)}",
+            err=True,
+        )
         raise SystemExit(130) from None
     for line in report.summary():
         click.echo(line, err=True)
@@ -793,8 +976,9 @@ def sweep_command(ctx, shapes, op, chip_ids, out_path, library_path, jobs, resum
 def main(argv: Iterable[str] | None = None) -> int:
     """`python -m tiler.sweep ...`: the command on its own (same options and exit codes as `tiler sweep`)."""
     try:
-        sweep_command.main(args=list(sys.argv[1:] if argv is None else argv), prog_name="tiler sweep",
-                           standalone_mode=False)
+        sweep_command.main(
+            args=list(sys.argv[1:] if argv is None else argv), prog_name="tiler sweep", standalone_mode=False
+        )
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else 1
     except click.exceptions.Exit as exc:

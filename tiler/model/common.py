@@ -10,19 +10,37 @@ import numpy as np
 # msprof's pipe names; a GPU model maps its units onto them (mac = tensor cores, mte2 = global->shared loads,
 # mte1 = shared->registers, fixpipe = epilogue stores, scalar = issue/index overhead, vec = CUDA-core math).
 PIPES = ("mac", "vec", "scalar", "mte1", "mte2", "mte3", "fixpipe")
-BOUND_OF_PIPE = {"mac": "cube", "vec": "vector", "scalar": "scalar", "mte1": "mte1", "mte2": "mte2",
-                 "mte3": "mte3", "fixpipe": "fixpipe"}
+BOUND_OF_PIPE = {
+    "mac": "cube",
+    "vec": "vector",
+    "scalar": "scalar",
+    "mte1": "mte1",
+    "mte2": "mte2",
+    "mte3": "mte3",
+    "fixpipe": "fixpipe",
+}
 BOUNDS = ("mte2", "mte1", "cube", "vector", "fixpipe", "mte3", "scalar", "latency")
 # The estimate record (DESIGN §4): scalar columns, one row per candidate; pipes are `<pipe>_us` columns.
-RECORD = ("time_us", "bound", *(f"{p}_us" for p in PIPES), "cores_used", "waves", "balance",
-          "l2_hit_rate", "hbm_bytes", "l2_bytes", "roofline_us")
+RECORD = (
+    "time_us",
+    "bound",
+    *(f"{p}_us" for p in PIPES),
+    "cores_used",
+    "waves",
+    "balance",
+    "l2_hit_rate",
+    "hbm_bytes",
+    "l2_bytes",
+    "roofline_us",
+)
 # A pipe counts as the bound when it is busy for at least this share of the critical core's time; below it no
 # pipe is saturated and gaps, fill and drain dominate ("latency").
 SATURATED = 0.6
 
 
-def roofline_us(flops: float, compulsory_bytes: float, peak_flops: float, hbm_bytes_per_s: float,
-                launch_us) -> np.ndarray:
+def roofline_us(
+    flops: float, compulsory_bytes: float, peak_flops: float, hbm_bytes_per_s: float, launch_us
+) -> np.ndarray:
     """The physical floor: max(FLOPs over peak, compulsory bytes over HBM bandwidth) + launch."""
     return np.maximum(flops / peak_flops, compulsory_bytes / hbm_bytes_per_s) * 1e6 + launch_us
 
@@ -50,7 +68,9 @@ def stride_efficiency(stride_bytes, burst: int, misaligned: float):
     (estimate; CATLASS's fitted table gives 0.3-0.4 of peak for such strides).
     """
     stride_bytes = np.asarray(stride_bytes)
-    return np.where(stride_bytes % burst == 0, 1.0, np.where(stride_bytes % 32 == 0, misaligned, misaligned * 0.5))
+    return np.where(
+        stride_bytes % burst == 0, 1.0, np.where(stride_bytes % 32 == 0, misaligned, misaligned * 0.5)
+    )
 
 
 def segment_efficiency(contiguous_bytes, granule: int = 32):

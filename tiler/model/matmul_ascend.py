@@ -13,21 +13,49 @@ import numpy as np
 
 from ..problem import Matmul
 from . import register
-from .common import PIPES, ceil_div, classify_bound, mixed_bandwidth, roofline_us, round_up, segment_efficiency, stride_efficiency
+from .common import (
+    PIPES,
+    ceil_div,
+    classify_bound,
+    mixed_bandwidth,
+    roofline_us,
+    round_up,
+    segment_efficiency,
+    stride_efficiency,
+)
 from .schedule import max_b_reuse, schedule_stats
 
-KNOBS = ("base_m", "base_n", "base_k", "step_m", "step_n", "step_ka", "step_kb", "l1_stages", "preload",
-         "l0_pingpong", "multi_load", "weight_resident", "iterate_order", "swizzle_offset", "swizzle_direction",
-         "serpentine", "tail_split", "split_k")
+KNOBS = (
+    "base_m",
+    "base_n",
+    "base_k",
+    "step_m",
+    "step_n",
+    "step_ka",
+    "step_kb",
+    "l1_stages",
+    "preload",
+    "l0_pingpong",
+    "multi_load",
+    "weight_resident",
+    "iterate_order",
+    "swizzle_offset",
+    "swizzle_direction",
+    "serpentine",
+    "tail_split",
+    "split_k",
+)
 # Knobs that only change which core runs which tile (and so L2 hits, balance): bound() holds for all of them.
 SCHEDULE_KNOBS = ("swizzle_offset", "swizzle_direction", "serpentine", "tail_split")
 # Knobs whose best value follows from the others in closed form (see resolve()); not enumerated unless pinned.
 RESOLVED = ("l0_pingpong", "l1_stages", "preload")
 REUSE_EXACT = 2048  # tile grids up to this size get the exact weight-reuse maximum in bound()
 # Enumeration levels: each level's rules prune before the next level multiplies the table.
-LEVELS = (("base_m", "base_n", "base_k", "split_k"),
-          ("step_m", "step_n", "step_ka", "step_kb", "weight_resident"),
-          ("multi_load", "iterate_order"))
+LEVELS = (
+    ("base_m", "base_n", "base_k", "split_k"),
+    ("step_m", "step_n", "step_ka", "step_kb", "weight_resident"),
+    ("multi_load", "iterate_order"),
+)
 # Capacity and alignment rules and the knobs each needs (AscendC TCubeTiling rules, research §3).
 RULES = {
     "align": ("base_m", "base_n", "base_k"),
@@ -38,7 +66,18 @@ RULES = {
     "l0c": ("base_m", "base_n"),
     "mdl_step": ("base_k", "step_m", "step_n", "step_ka", "step_kb", "split_k"),
     "k_step_ratio": ("base_k", "step_ka", "step_kb", "split_k", "weight_resident"),
-    "l1": ("base_m", "base_n", "base_k", "step_m", "step_n", "step_ka", "step_kb", "l1_stages", "weight_resident", "split_k"),
+    "l1": (
+        "base_m",
+        "base_n",
+        "base_k",
+        "step_m",
+        "step_n",
+        "step_ka",
+        "step_kb",
+        "l1_stages",
+        "weight_resident",
+        "split_k",
+    ),
     "preload": ("l1_stages", "preload"),
 }
 RULE_TEXT = {
@@ -67,11 +106,21 @@ def _geometry(p: Matmul, c: dict) -> dict:
     gm, gn = ceil_div(p.M, tm), ceil_div(p.N, tn)
     ksteps = ceil_div(p.K, c["base_k"])
     per = ceil_div(ksteps, c["split_k"])
-    splits = c["split_k"]  # every slice is launched on its own core, even when ceil() leaves the last ones short
+    splits = c[
+        "split_k"
+    ]  # every slice is launched on its own core, even when ceil() leaves the last ones short
     kc = np.minimum(per * c["base_k"], p.K)
-    return {"tm": tm, "tn": tn, "gm": gm, "gn": gn, "kc": kc, "splits": splits,
-            "m_last": p.M - (gm - 1) * tm, "n_last": p.N - (gn - 1) * tn,
-            "tiles": gm * gn * splits * p.batch}
+    return {
+        "tm": tm,
+        "tn": tn,
+        "gm": gm,
+        "gn": gn,
+        "kc": kc,
+        "splits": splits,
+        "m_last": p.M - (gm - 1) * tm,
+        "n_last": p.N - (gn - 1) * tn,
+        "tiles": gm * gn * splits * p.batch,
+    }
 
 
 def _l1_bytes(p: Matmul, c: dict, kc) -> np.ndarray:
@@ -155,13 +204,17 @@ def tile_cost(p: Matmul, chip, c: dict, mt, nt, kc, hit_a, hit_b, b_resident, ac
     # --- MAC: one fractal (16 x 16 x C0) per mac_cycle; edge blocks padded to 16; tiny blocks need a PIPE_M barrier
     mmads = nbm * nbn * nk
     small = (bm // 16) * (bn // 16) < 10
-    mac_cycles = (mt16 // 16) * (nt16 // 16) * (kcp // k0) * r["mac_cycle"] + np.where(small, mmads * chip["sync_cycles"], 0)
+    mac_cycles = (mt16 // 16) * (nt16 // 16) * (kcp // k0) * r["mac_cycle"] + np.where(
+        small, mmads * chip["sync_cycles"], 0
+    )
     t_mac = mac_cycles / f
     # --- FIXPIPE: L0C -> GM; split-K writes fp32 partials with atomic adds (read-modify-write: twice the bytes)
     split = c["split_k"] > 1
     out_bytes = mt * nt * np.where(split, 8, ob)
     t_fix = out_bytes / np.minimum(chip["fixpipe_bytes_per_cycle"] * f, hbm_share)
-    l0c_db = bm * bn * 4 * 2 <= chip["l0c_bytes"]  # a second L0C buffer lets the write-out overlap the next block
+    l0c_db = (
+        bm * bn * 4 * 2 <= chip["l0c_bytes"]
+    )  # a second L0C buffer lets the write-out overlap the next block
     # --- SCALAR: every instruction is issued by the scalar unit; every loop iteration pays its head and flags
     instr = mmads * 3 + xfers + nbm * nbn
     loops = mmads + chunks_a + chunks_b
@@ -175,22 +228,40 @@ def tile_cost(p: Matmul, chip, c: dict, mt, nt, kc, hit_a, hit_b, b_resident, ac
     # The first L1 chunk (the finer of A's and B's K extents) must land before the cube starts: its bytes over the
     # bandwidth plus its transfers' latency; its compute is its K steps at the per-step cost. Both grow with K.
     k_first = np.minimum(np.where(b_resident, ka, np.minimum(ka, kb)), kc)
-    l_chunk = (mt * k_first * b / bw_a + np.where(b_resident, 0.0, nt * k_first * b / bw_b)
-               + (per_chunk_a + np.where(b_resident, 0, per_chunk_b)) * r["lat"] / stages)
+    l_chunk = (
+        mt * k_first * b / bw_a
+        + np.where(b_resident, 0.0, nt * k_first * b / bw_b)
+        + (per_chunk_a + np.where(b_resident, 0, per_chunk_b)) * r["lat"] / stages
+    )
     step_mac = (mt16 // 16) * (nt16 // 16) * (bk / k0) * r["mac_cycle"] / f
-    step_mte1 = (mt16 * bk * b / chip["l1_to_l0a_bytes_per_cycle"] + nt16 * bk * b / chip["l1_to_l0b_bytes_per_cycle"]) / f
+    step_mte1 = (
+        mt16 * bk * b / chip["l1_to_l0a_bytes_per_cycle"] + nt16 * bk * b / chip["l1_to_l0b_bytes_per_cycle"]
+    ) / f
     step = np.where(pp, np.maximum(step_mac, step_mte1), step_mac + step_mte1)
     c_chunk = ceil_div(k_first, bk) * step
     # preload: the next tile's first chunk loads while MTE2 idles during this tile's last `preload` chunks
     hidden = np.minimum(l_chunk, c["preload"] * np.maximum(c_chunk - l_chunk, 0.0))
     # two-stage pipeline over the chunks: the slower stage throughout, plus one chunk of the faster one
-    piped = np.maximum(np.maximum(np.maximum(t_mte2, t_comp), t_scalar), t_gm) + np.minimum(l_chunk, c_chunk) - hidden
+    piped = (
+        np.maximum(np.maximum(np.maximum(t_mte2, t_comp), t_scalar), t_gm)
+        + np.minimum(l_chunk, c_chunk)
+        - hidden
+    )
     serial = np.maximum(t_mte2 + t_comp, np.maximum(t_scalar, t_gm))
     busy = np.where(stages >= 2, piped, serial)
     # fill: the first tile of a core waits for its first chunk (serial tiles already pay their loads)
-    return {"busy": busy, "fill": np.where(stages >= 2, l_chunk, 0.0), "mac": t_mac, "scalar": t_scalar, "mte1": t_mte1, "mte2": t_mte2,
-            "fixpipe": t_fix, "mte2_bw": t_a + t_b, "l2_read": a_bytes + b_bytes,
-            "hbm_read": a_first * (1 - hit_a) + b_first * (1 - hit_b)}
+    return {
+        "busy": busy,
+        "fill": np.where(stages >= 2, l_chunk, 0.0),
+        "mac": t_mac,
+        "scalar": t_scalar,
+        "mte1": t_mte1,
+        "mte2": t_mte2,
+        "fixpipe": t_fix,
+        "mte2_bw": t_a + t_b,
+        "l2_read": a_bytes + b_bytes,
+        "hbm_read": a_first * (1 - hit_a) + b_first * (1 - hit_b),
+    }
 
 
 def _sizes(g: dict):
@@ -205,7 +276,12 @@ def _type_counts(g: dict, batch: int) -> list:
     em = (g["m_last"] < g["tm"]).astype(np.int64)
     en = (g["n_last"] < g["tn"]).astype(np.int64)
     s = g["splits"] * batch
-    return [(g["gm"] - em) * (g["gn"] - en) * s, (g["gm"] - em) * en * s, em * (g["gn"] - en) * s, em * en * s]
+    return [
+        (g["gm"] - em) * (g["gn"] - en) * s,
+        (g["gm"] - em) * en * s,
+        em * (g["gn"] - en) * s,
+        em * en * s,
+    ]
 
 
 def _reduction_us(p: Matmul, chip, c: dict) -> np.ndarray:
@@ -232,9 +308,18 @@ class MatmulAscend:
         out = {}
         for r in names:
             if r == "align":
-                out[r] = (c["base_m"] % 16 == 0) & (c["base_n"] % 16 == 0) & (c["base_k"] % 16 == 0) & (c["base_k"] % k0 == 0)
+                out[r] = (
+                    (c["base_m"] % 16 == 0)
+                    & (c["base_n"] % 16 == 0)
+                    & (c["base_k"] % 16 == 0)
+                    & (c["base_k"] % k0 == 0)
+                )
             elif r == "fix_split":
-                out[r] = (c["base_m"] <= round_up(p.M, 16)) & (c["base_n"] <= round_up(p.N, 16)) & (c["base_k"] <= round_up(p.K, max(k0, 16)))
+                out[r] = (
+                    (c["base_m"] <= round_up(p.M, 16))
+                    & (c["base_n"] <= round_up(p.N, 16))
+                    & (c["base_k"] <= round_up(p.K, max(k0, 16)))
+                )
             elif r == "split_k":
                 out[r] = c["split_k"] <= ceil_div(p.K, c["base_k"])
             elif r == "l0a":
@@ -245,7 +330,9 @@ class MatmulAscend:
                 out[r] = c["base_m"] * c["base_n"] * 4 <= chip["l0c_bytes"]
             elif r == "mdl_step":
                 kc = _geometry(p, c)["kc"]
-                out[r] = ((c["step_m"] == 1) | (c["base_k"] * c["step_ka"] >= kc)) & ((c["step_n"] == 1) | (c["base_k"] * c["step_kb"] >= kc))
+                out[r] = ((c["step_m"] == 1) | (c["base_k"] * c["step_ka"] >= kc)) & (
+                    (c["step_n"] == 1) | (c["base_k"] * c["step_kb"] >= kc)
+                )
             elif r == "k_step_ratio":
                 kc = _geometry(p, c)["kc"]
                 ka_iter = ceil_div(kc, c["base_k"] * c["step_ka"])
@@ -296,7 +383,11 @@ class MatmulAscend:
         `schedules` gives the schedule knobs' domains (default: the whole space file's); with weight residency
         on, only as many tiles as the best of those traversals lets reuse a B panel get the resident cost.
         """
-        schedules = schedules or {"swizzle_offset": (1, 2, 3, 4, 8), "swizzle_direction": (0, 1), "serpentine": (0, 1)}
+        schedules = schedules or {
+            "swizzle_offset": (1, 2, 3, 4, 8),
+            "swizzle_direction": (0, 1),
+            "serpentine": (0, 1),
+        }
         g = _geometry(p, c)
         cores = chip.cores
         hit_a = 1.0 - 1.0 / g["gn"]
@@ -318,9 +409,21 @@ class MatmulAscend:
             if small.any():
                 geo = np.stack([g["gm"], g["gn"], g["splits"]], axis=1)[small]
                 uniq, inv = np.unique(geo, axis=0, return_inverse=True)
-                best = np.array([max_b_reuse(int(a), int(b), int(s), p.batch, cores,
-                                             tuple(schedules["swizzle_offset"]), tuple(schedules["swizzle_direction"]),
-                                             tuple(schedules["serpentine"])) for a, b, s in uniq])
+                best = np.array(
+                    [
+                        max_b_reuse(
+                            int(a),
+                            int(b),
+                            int(s),
+                            p.batch,
+                            cores,
+                            tuple(schedules["swizzle_offset"]),
+                            tuple(schedules["swizzle_direction"]),
+                            tuple(schedules["serpentine"]),
+                        )
+                        for a, b, s in uniq
+                    ]
+                )
                 reuse_max[small] = best[inv.ravel()]
         must_load = np.maximum(g["tiles"] - reuse_max, 0)
         extra = np.full(len(c["base_m"]), np.inf)
@@ -342,7 +445,9 @@ class MatmulAscend:
             pieces = np.ones_like(pieces)
         sharing = np.where(last > 0, np.minimum(cores, (g["tiles"] - last) + last * pieces), cores)
         make = np.maximum(work / sharing, (g["tiles"] // cores) * cheapest)
-        return (make + fill0) * 1e6 + _head_us(chip, np.minimum(cores, g["tiles"])) + _reduction_us(p, chip, c)
+        return (
+            (make + fill0) * 1e6 + _head_us(chip, np.minimum(cores, g["tiles"])) + _reduction_us(p, chip, c)
+        )
 
     def estimate(self, p: Matmul, chip, c: dict) -> dict[str, np.ndarray]:
         """The estimate record (common.RECORD) plus tail-split sub-block sizes, one row per candidate."""
@@ -351,8 +456,19 @@ class MatmulAscend:
         cores = chip.cores
         b = p.in_bytes
         cap = chip["l2_bytes"] * chip["l2_usable_fraction"]
-        keys = np.stack([g["tm"], g["tn"], g["kc"], c["swizzle_offset"], c["swizzle_direction"], c["serpentine"],
-                         c["tail_split"], g["splits"]], axis=1)
+        keys = np.stack(
+            [
+                g["tm"],
+                g["tn"],
+                g["kc"],
+                c["swizzle_offset"],
+                c["swizzle_direction"],
+                c["serpentine"],
+                c["tail_split"],
+                g["splits"],
+            ],
+            axis=1,
+        )
         uniq, inv = np.unique(keys, axis=0, return_inverse=True)
         inv = inv.ravel()
         stats = []
@@ -367,10 +483,24 @@ class MatmulAscend:
             s = cores // last if (ts == 1 and last) else 1
             dim = tm if tm >= tn else tn
             s = int(min(s, -(-dim // 16)))
-            st = schedule_stats(int(gm), int(gn), int(splits), p.batch, cores, int(so), int(sd), bool(sp), s >= 2,
-                                bool(p.M % tm), bool(p.N % tn), float(tm * kc * b), float(tn * kc * b), float(cap))
+            st = schedule_stats(
+                int(gm),
+                int(gn),
+                int(splits),
+                p.batch,
+                cores,
+                int(so),
+                int(sd),
+                bool(sp),
+                s >= 2,
+                bool(p.M % tm),
+                bool(p.N % tn),
+                float(tm * kc * b),
+                float(tn * kc * b),
+                float(cap),
+            )
             stats.append((st, s))
-            rows = by_key[starts[j]: starts[j + 1]]
+            rows = by_key[starts[j] : starts[j + 1]]
             hit_a[rows], hit_b[rows], sub_s[rows] = st.a_hit, st.b_hit, s
         active = np.minimum(cores, g["tiles"])
         ms, ns = _sizes(g)
@@ -381,8 +511,9 @@ class MatmulAscend:
         mt8 = np.stack([ms[t % 4] for t in range(8)], axis=1)
         nt8 = np.stack([ns[t % 4] for t in range(8)], axis=1)
         res8 = res[:, None] & (np.arange(8) >= 4)[None, :]
-        per = tile_cost(p, chip, col, mt8, nt8, g["kc"][:, None], hit_a[:, None], hit_b[:, None], res8,
-                        active[:, None])
+        per = tile_cost(
+            p, chip, col, mt8, nt8, g["kc"][:, None], hit_a[:, None], hit_b[:, None], res8, active[:, None]
+        )
         fill0 = per["fill"][:, 0]
         # tail re-split: the partial last round's tiles cut into `sub_s` pieces along their longer side
         along_m = g["tm"] >= g["tn"]
@@ -397,18 +528,20 @@ class MatmulAscend:
             n4 = np.stack(ns, axis=1)
             m_t = np.where(along_m[:, None], np.minimum(round_up(ceil_div(m4, ss), 16), m4), m4)
             n_t = np.where(along_m[:, None], n4, np.minimum(round_up(ceil_div(n4, ss), 16), n4))
-            sub = tile_cost(p, chip, col, m_t, n_t, g["kc"][:, None], hit_a[:, None], hit_b[:, None], False, cores)
+            sub = tile_cost(
+                p, chip, col, m_t, n_t, g["kc"][:, None], hit_a[:, None], hit_b[:, None], False, cores
+            )
         out = {k: np.zeros(n) for k in ("make", "balance", "cores_used", *pipes)}
         by_key = np.argsort(inv, kind="stable")
         starts = np.searchsorted(inv[by_key], np.arange(len(stats) + 1))
         for j, (st, s) in enumerate(stats):
-            rows = by_key[starts[j]: starts[j + 1]]
+            rows = by_key[starts[j] : starts[j + 1]]
             core = {k: per[k][rows] @ st.counts.T for k in pipes}  # (rows, cores)
             if s >= 2 and st.last_types.size:
                 subs = np.repeat(st.last_types, s)[:cores]  # sub-tile j -> core j
                 for k in pipes:
                     core[k][:, : subs.size] += sub[k][rows][:, subs]
-            has_work = (st.counts.sum(axis=1) > 0)
+            has_work = st.counts.sum(axis=1) > 0
             if s >= 2 and st.last_types.size:
                 has_work[: min(cores, st.last_types.size * s)] = True
             core["busy"] = core["busy"] + fill0[rows, None] * has_work[None, :]
@@ -430,7 +563,9 @@ class MatmulAscend:
         pipes_us["mte2"] = out["mte2_bw"] * 1e6  # busy moving bytes; waiting on latency is not busy
         split = c["split_k"] > 1
         pipes_us["vec"] = np.where(split, red, 0.0)  # the cast runs on the vector cores
-        bound = classify_bound({k: pipes_us[k] for k in ("mac", "mte2", "mte1", "fixpipe", "scalar")}, out["make"] * 1e6)
+        bound = classify_bound(
+            {k: pipes_us[k] for k in ("mac", "mte2", "mte1", "fixpipe", "scalar")}, out["make"] * 1e6
+        )
         mn = float(p.batch * p.M * p.N)
         out_hbm = mn * p.out_bytes + np.where(split, mn * 4 * 3, 0.0)  # zero + atomics (r+w) of fp32 partials
         l2_read = out["l2_read"]
@@ -445,8 +580,9 @@ class MatmulAscend:
             "l2_hit_rate": hit,
             "hbm_bytes": out["hbm_read"] + out_hbm,
             "l2_bytes": l2_read + out_hbm,
-            "roofline_us": roofline_us(p.flops, p.compulsory_bytes, chip.peak_tflops(p.dtype) * 1e12,
-                                       chip["hbm_gbps"] * 1e9, head),
+            "roofline_us": roofline_us(
+                p.flops, p.compulsory_bytes, chip.peak_tflops(p.dtype) * 1e12, chip["hbm_gbps"] * 1e9, head
+            ),
             "tiles": g["tiles"].astype(np.int64),
             "tail_sub_m": np.where(need_sub, sub_m, 0).astype(np.int64),
             "tail_sub_n": np.where(need_sub, sub_n, 0).astype(np.int64),

@@ -43,7 +43,7 @@ RULE_TEXT = {
     "threads": "32*num_warps <= 1024 threads per block (CUDA launch limit)",
     "smem": "(BLOCK_M*BLOCK_K + BLOCK_K*BLOCK_N)*bytes*num_stages <= shared memory per block (Triton OutOfResources)",
     "registers": "fp32 accumulator BLOCK_M*BLOCK_N/(32*num_warps) + 16 <= min(255, regs per SM / threads) "
-                 "(the accumulator itself would spill to local memory)",
+    "(the accumulator itself would spill to local memory)",
     "occupancy": "at least one block fits an SM (shared memory + 1 KB reserved, registers, threads)",
     "dtype": "the chip's tensor cores support the dtype (macs_per_cycle_<dtype> > 0)",
 }
@@ -51,30 +51,43 @@ RULE_TEXT = {
 # The [efficiency] constants the model reads, with the value used when a profile lacks them (uncalibrated).
 # Each is a physical quantity; `tiler calibrate` fits them to measured latencies (docs/model_cuda.md, "constants").
 DEFAULTS = {
-    "mma_version": 3.0,            # tensor-core instruction family: 3 = wgmma (sm90), 2 = mma.sync only (sm80)
-    "mma_efficiency_v3": 0.9,      # share of peak wgmma reaches with the widest instruction (N = 256)
-    "mma_n_half": 16.0,            # instruction N at which a wgmma would reach half of its peak (fixed cost per issue)
-    "mma_efficiency_v2": 0.6,      # share of peak mma.sync reaches (Hopper's peak needs wgmma: Luo et al., arXiv 2402.13499)
+    "mma_version": 3.0,  # tensor-core instruction family: 3 = wgmma (sm90), 2 = mma.sync only (sm80)
+    "mma_efficiency_v3": 0.9,  # share of peak wgmma reaches with the widest instruction (N = 256)
+    "mma_n_half": 16.0,  # instruction N at which a wgmma would reach half of its peak (fixed cost per issue)
+    "mma_efficiency_v2": 0.6,  # share of peak mma.sync reaches (Hopper's peak needs wgmma: Luo et al., arXiv 2402.13499)
     "sm_load_bytes_per_cycle": 128.0,  # global -> shared bytes per SM cycle: the SM's L1/TEX fill port (not fitted)
-    "smem_bytes_per_cycle": 128.0,     # shared-memory bandwidth per SM (32 banks x 4 B)
-    "l2_efficiency": 1.0,          # share of the profile's L2 bandwidth loads get (fitted: may exceed 1, see docs)
-    "hbm_efficiency": 0.92,        # share of the profile's HBM bandwidth (a read loop measured 4.42 of 4.8 TB/s)
-    "latency_scale": 1.5,          # loaded latency of a tile load / idle pointer-chase latency (gm_latency_cycles)
+    "smem_bytes_per_cycle": 128.0,  # shared-memory bandwidth per SM (32 banks x 4 B)
+    "l2_efficiency": 1.0,  # share of the profile's L2 bandwidth loads get (fitted: may exceed 1, see docs)
+    "hbm_efficiency": 0.92,  # share of the profile's HBM bandwidth (a read loop measured 4.42 of 4.8 TB/s)
+    "latency_scale": 1.5,  # loaded latency of a tile load / idle pointer-chase latency (gm_latency_cycles)
     "step_overhead_cycles": 120.0,  # per K step of one program: barrier, wait, address update, loop
     "program_overhead_cycles": 1500.0,  # per program: start, index math, accumulator init, epilogue setup
-    "overlap_power": 4.0,          # p of the soft max (sum x^p)^(1/p) that joins overlapped pipes
+    "overlap_power": 4.0,  # p of the soft max (sum x^p)^(1/p) that joins overlapped pipes
     "atomic_gelems_per_s": 150.0,  # fp32 atomic adds per second (1e9), whole chip (tl.atomic_add: acq_rel, one per element)
-    "extra_kernel_us": 2.0,        # each extra kernel of split-K (zero fill, cast) beyond its memory time
+    "extra_kernel_us": 2.0,  # each extra kernel of split-K (zero fill, cast) beyond its memory time
     "unaligned_elems_per_cycle": 4.0,  # elements per SM cycle of synchronous scalar loads (rows not 16-B aligned)
     "spill_cycles_per_reg": 60.0,  # cycles per K step per register a thread spills to local memory
 }
-FITTABLE = ("mma_efficiency_v3", "mma_n_half", "mma_efficiency_v2", "l2_efficiency",
-            "latency_scale", "step_overhead_cycles", "program_overhead_cycles", "overlap_power",
-            "atomic_gelems_per_s", "extra_kernel_us", "unaligned_elems_per_cycle", "spill_cycles_per_reg")
+FITTABLE = (
+    "mma_efficiency_v3",
+    "mma_n_half",
+    "mma_efficiency_v2",
+    "l2_efficiency",
+    "latency_scale",
+    "step_overhead_cycles",
+    "program_overhead_cycles",
+    "overlap_power",
+    "atomic_gelems_per_s",
+    "extra_kernel_us",
+    "unaligned_elems_per_cycle",
+    "spill_cycles_per_reg",
+)
 # Largest number of tiles the L2 simulation walks for one schedule; bigger grids are simulated on a prefix of whole
 # tile rows (groups) of the traversal, which has the same steady-state reuse (docs/model_cuda.md, "L2").
 SIM_TILES = 2048
-_BASE_REGS = 24    # per-thread registers besides accumulator, fragments and load addresses (indices, loop, masks)
+_BASE_REGS = (
+    24  # per-thread registers besides accumulator, fragments and load addresses (indices, loop, masks)
+)
 _SMEM_RESERVED = 1024  # bytes of shared memory the driver reserves per block (sm80+)
 
 
@@ -156,7 +169,11 @@ def _reg_cap(chip, w):
 
 
 def smem_bytes(p: Matmul, c: dict) -> np.ndarray:
-    return (_i(c, "BLOCK_M") * _i(c, "BLOCK_K") + _i(c, "BLOCK_K") * _i(c, "BLOCK_N")) * p.in_bytes * _i(c, "num_stages")
+    return (
+        (_i(c, "BLOCK_M") * _i(c, "BLOCK_K") + _i(c, "BLOCK_K") * _i(c, "BLOCK_N"))
+        * p.in_bytes
+        * _i(c, "num_stages")
+    )
 
 
 def occupancy(p: Matmul, chip, c: dict, regs) -> np.ndarray:
@@ -170,8 +187,18 @@ def occupancy(p: Matmul, chip, c: dict, regs) -> np.ndarray:
     return np.minimum(np.minimum(by_smem, by_regs), np.minimum(by_threads, int(chip["max_blocks_per_sm"])))
 
 
-def _l2_hits(tm: int, tn: int, splits: int, batch: int, slots: int, group: int, serp: bool,
-             a_bytes: float, b_bytes: float, l2: float) -> tuple[float, float]:
+def _l2_hits(
+    tm: int,
+    tn: int,
+    splits: int,
+    batch: int,
+    slots: int,
+    group: int,
+    serp: bool,
+    a_bytes: float,
+    b_bytes: float,
+    l2: float,
+) -> tuple[float, float]:
     """A and B panel hit rates of the launch order (schedule.schedule_stats), on a prefix for big grids.
 
     Two cases need no walk: when every program runs in the first round, and when all panels of the problem fit
@@ -184,12 +211,26 @@ def _l2_hits(tm: int, tn: int, splits: int, batch: int, slots: int, group: int, 
     if loads > SIM_TILES:
         if per <= SIM_TILES:  # whole slices: every slice walks the same order over its own K range
             splits, batch = max(1, SIM_TILES // per), 1
-        else:                 # whole groups of tile rows of the first slice
+        else:  # whole groups of tile rows of the first slice
             rows = -(-SIM_TILES // tn)
             tm = min(tm, -(-rows // group) * group)
             splits, batch = 1, 1
-    st = schedule_stats(int(tm), int(tn), int(splits), int(batch), int(slots), int(group), 0, bool(serp), False,
-                        False, False, float(a_bytes), float(b_bytes), float(l2))
+    st = schedule_stats(
+        int(tm),
+        int(tn),
+        int(splits),
+        int(batch),
+        int(slots),
+        int(group),
+        0,
+        bool(serp),
+        False,
+        False,
+        False,
+        float(a_bytes),
+        float(b_bytes),
+        float(l2),
+    )
     return st.a_hit, st.b_hit
 
 
@@ -263,24 +304,57 @@ def prepare(p: Matmul, chip, c: dict) -> dict[str, np.ndarray]:
     hbm_read = a_l2 * (1.0 - a_hit_req) + b_l2 * (1.0 - b_hit)
     mn = float(p.batch * p.M * p.N)
     split = sk > 1
-    out_hbm = np.where(split, mn * 4 * 2 + mn * (4 + ob), mn * ob)  # zero + atomics' write-back + cast, or the store
+    out_hbm = np.where(
+        split, mn * 4 * 2 + mn * (4 + ob), mn * ob
+    )  # zero + atomics' write-back + cast, or the store
     out_l2 = np.where(split, mn * 4 * (2 * sk + 1) + mn * (4 + ob), mn * ob)
     hbm = np.maximum(hbm_read + out_hbm, p.compulsory_bytes)
     f = lambda x: np.asarray(x, dtype=np.float64)  # noqa: E731
     return {
-        "n": np.full(n, 1.0), "M": np.full(n, float(p.M)), "N": np.full(n, float(p.N)), "batch": np.full(n, float(p.batch)),
-        "flops": np.full(n, p.flops), "compulsory": np.full(n, float(p.compulsory_bytes)),
-        "bm": f(bm), "bn": f(bn), "bk": f(bk), "stages": f(st), "warps": f(w), "sk": f(sk),
-        "steps": f(steps), "programs": f(programs), "tiles": f(tm * tn * p.batch),
-        "v3": v3.astype(np.float64), "instr_n": f(instr_n), "rep": f(rep), "smem_traffic": f(smem_traffic),
-        "unal_a": np.full(n, float(vec_a == 1)), "unal_b": np.full(n, float(vec_b == 1)),
-        "unal_c": np.full(n, float(vec_c == 1)), "out_bytes": np.full(n, float(ob)),
-        "regs": f(regs), "acc_regs": f(acc), "reg_cap": f(cap), "occ": f(occ),
-        "n_sm": f(n_sm), "rounds": f(rounds), "k_full": f(k_full), "k_last": f(k_last),
-        "act_full": f(act_full), "act_last": f(act_last),
-        "a_step": a_step, "b_step": b_step, "hit": hit, "a_hit": a_hit, "b_hit": b_hit,
-        "l2_read": a_l2 + b_l2, "hbm_read": hbm_read, "hbm": hbm, "l2_total": a_l2 + b_l2 + out_l2,
-        "mn": np.full(n, mn), "macs_per_cycle": np.full(n, chip.macs_per_cycle(p.dtype)),
+        "n": np.full(n, 1.0),
+        "M": np.full(n, float(p.M)),
+        "N": np.full(n, float(p.N)),
+        "batch": np.full(n, float(p.batch)),
+        "flops": np.full(n, p.flops),
+        "compulsory": np.full(n, float(p.compulsory_bytes)),
+        "bm": f(bm),
+        "bn": f(bn),
+        "bk": f(bk),
+        "stages": f(st),
+        "warps": f(w),
+        "sk": f(sk),
+        "steps": f(steps),
+        "programs": f(programs),
+        "tiles": f(tm * tn * p.batch),
+        "v3": v3.astype(np.float64),
+        "instr_n": f(instr_n),
+        "rep": f(rep),
+        "smem_traffic": f(smem_traffic),
+        "unal_a": np.full(n, float(vec_a == 1)),
+        "unal_b": np.full(n, float(vec_b == 1)),
+        "unal_c": np.full(n, float(vec_c == 1)),
+        "out_bytes": np.full(n, float(ob)),
+        "regs": f(regs),
+        "acc_regs": f(acc),
+        "reg_cap": f(cap),
+        "occ": f(occ),
+        "n_sm": f(n_sm),
+        "rounds": f(rounds),
+        "k_full": f(k_full),
+        "k_last": f(k_last),
+        "act_full": f(act_full),
+        "act_last": f(act_last),
+        "a_step": a_step,
+        "b_step": b_step,
+        "hit": hit,
+        "a_hit": a_hit,
+        "b_hit": b_hit,
+        "l2_read": a_l2 + b_l2,
+        "hbm_read": hbm_read,
+        "hbm": hbm,
+        "l2_total": a_l2 + b_l2 + out_l2,
+        "mn": np.full(n, mn),
+        "macs_per_cycle": np.full(n, chip.macs_per_cycle(p.dtype)),
         "peak": np.full(n, chip.peak_tflops(p.dtype) * 1e12),
     }
 
@@ -339,7 +413,9 @@ def timing(g: dict, chip, e: dict[str, float]) -> dict[str, np.ndarray]:
         """The tile store (or fp32 atomics) of `k` programs on one SM, `act` SMs storing at once."""
         elems = g["bm"] * g["bn"] * k
         st_bw = np.minimum(sm_bw, hbm_bw / act)
-        t_store = np.where(g["unal_c"] > 0, elems / (e["unaligned_elems_per_cycle"] * f), elems * g["out_bytes"] / st_bw)
+        t_store = np.where(
+            g["unal_c"] > 0, elems / (e["unaligned_elems_per_cycle"] * f), elems * g["out_bytes"] / st_bw
+        )
         t_atomic = elems * act / (e["atomic_gelems_per_s"] * 1e9)
         return np.where(g["sk"] > 1, t_atomic, t_store) + lat
 
@@ -354,8 +430,11 @@ def timing(g: dict, chip, e: dict[str, float]) -> dict[str, np.ndarray]:
     l2_t = g["l2_total"] / l2_bw
     body = np.maximum(main, np.maximum(hbm_t, l2_t))
     split = g["sk"] > 1
-    extra = np.where(split, g["mn"] * 4 / hbm_bw + g["mn"] * (4 + g["out_bytes"]) / hbm_bw
-                     + 2 * e["extra_kernel_us"] * 1e-6, 0.0)
+    extra = np.where(
+        split,
+        g["mn"] * 4 / hbm_bw + g["mn"] * (4 + g["out_bytes"]) / hbm_bw + 2 * e["extra_kernel_us"] * 1e-6,
+        0.0,
+    )
     launch = float(chip["launch_us"])
     time_us = (body + extra) * 1e6 + launch
     pipes = {
@@ -424,7 +503,9 @@ class MatmulCuda:
                 out[r] = _i(c, "BLOCK_M") * _i(c, "BLOCK_N") / (32 * w) + 16 <= _reg_cap(chip, w)
             elif r == "occupancy":
                 w = _i(c, "num_warps")
-                regs = np.minimum(_i(c, "BLOCK_M") * _i(c, "BLOCK_N") / (32 * w) + _BASE_REGS, _reg_cap(chip, w))
+                regs = np.minimum(
+                    _i(c, "BLOCK_M") * _i(c, "BLOCK_N") / (32 * w) + _BASE_REGS, _reg_cap(chip, w)
+                )
                 out[r] = occupancy(p, chip, c, regs) >= 1
         return out
 
@@ -448,7 +529,9 @@ class MatmulCuda:
             out |= (order != 1) & (gm != vals[0])
             if "BLOCK_M" in c:
                 tm = ceil_div(p.M, _i(c, "BLOCK_M"))
-                first_whole = vals[np.minimum(np.searchsorted(vals, tm), vals.size - 1)]  # smallest value >= tm
+                first_whole = vals[
+                    np.minimum(np.searchsorted(vals, tm), vals.size - 1)
+                ]  # smallest value >= tm
                 out |= (order == 1) & (gm >= tm) & (gm != first_whole)
         return out
 
@@ -468,27 +551,43 @@ class MatmulCuda:
         bound = str(g["bound"])
         if p.K % 16 or p.N % 16:
             which = " and ".join(x for x, bad in (("A (K)", p.K % 16), ("B/C (N)", p.N % 16)) if bad)
-            out.append(f"alignment: row stride of {which} is not a multiple of 16 elements, so Triton cannot prove "
-                       "16-B alignment: loads are 1 element wide and synchronous (no cp.async pipelining); "
-                       "pad the leading dimension to a multiple of 16")
+            out.append(
+                f"alignment: row stride of {which} is not a multiple of 16 elements, so Triton cannot prove "
+                "16-B alignment: loads are 1 element wide and synchronous (no cp.async pipelining); "
+                "pad the leading dimension to a multiple of 16"
+            )
         if int(g["programs"]) < sms:
-            out.append(f"multi-core: {int(g['programs'])} programs for {sms} SMs; a smaller tile or SPLIT_K > 1 "
-                       "would use more SMs")
+            out.append(
+                f"multi-core: {int(g['programs'])} programs for {sms} SMs; a smaller tile or SPLIT_K > 1 "
+                "would use more SMs"
+            )
         elif int(g["waves"]) > 1 and int(g["tail_sms"]) < sms // 2 and int(g["tail_programs_per_sm"]) <= 1:
-            out.append(f"tail: the last wave runs on {int(g['tail_sms'])} of {sms} SMs; a tile size that divides "
-                       "the grid into whole waves (or SPLIT_K) evens it out")
+            out.append(
+                f"tail: the last wave runs on {int(g['tail_sms'])} of {sms} SMs; a tile size that divides "
+                "the grid into whole waves (or SPLIT_K) evens it out"
+            )
         if not bool(g["wgmma"]) and float(chip.get("mma_version", DEFAULTS["mma_version"])) >= 3:
-            out.append("compute: this tiling uses mma.sync, not wgmma (needs BLOCK_M % 64 == 0 and num_warps % 4 == 0)")
+            out.append(
+                "compute: this tiling uses mma.sync, not wgmma (needs BLOCK_M % 64 == 0 and num_warps % 4 == 0)"
+            )
         if float(g["spill_regs"]) > 0:
-            out.append(f"registers: about {int(g['spill_regs'])} registers per thread spill to local memory; "
-                       "more warps or a smaller tile")
+            out.append(
+                f"registers: about {int(g['spill_regs'])} registers per thread spill to local memory; "
+                "more warps or a smaller tile"
+            )
         if bound == "latency" and val["num_stages"] <= 2:
             out.append("latency: loads are not hidden; more num_stages (preload) or more resident programs")
         if bound == "mte2":
-            out.append("memory: global->shared traffic dominates; larger tiles raise reuse, GROUP_M raises L2 hits")
+            out.append(
+                "memory: global->shared traffic dominates; larger tiles raise reuse, GROUP_M raises L2 hits"
+            )
         if val["SPLIT_K"] > 1:
-            out.append(f"split-K: {val['SPLIT_K']} slices add {p.M * p.N * val['SPLIT_K']:,} fp32 atomic adds and two "
-                       "extra kernels (zero, cast)")
+            out.append(
+                f"split-K: {val['SPLIT_K']} slices add {p.M * p.N * val['SPLIT_K']:,} fp32 atomic adds and two "
+                "extra kernels (zero, cast)"
+            )
         if int(g["occupancy"]) == 1 and bound in ("latency", "mte2"):
-            out.append("occupancy: one program per SM; fewer stages or a smaller tile would let two share an SM")
+            out.append(
+                "occupancy: one program per SM; fewer stages or a smaller tile would let two share an SM"
+            )
         return out

@@ -14,7 +14,9 @@ from functools import lru_cache
 import numpy as np
 
 
-def traversal(tm: int, tn: int, offset: int = 1, direction: int = 0, serpentine: bool = False) -> tuple[np.ndarray, np.ndarray]:
+def traversal(
+    tm: int, tn: int, offset: int = 1, direction: int = 0, serpentine: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
     """Tile (row, col) indices in the order the kernel walks them.
 
     direction 0: groups of `offset` tile-rows; inside a group, walk column by column, and inside a column the rows
@@ -58,9 +60,22 @@ class ScheduleStats:
 
 
 @lru_cache(maxsize=4096)
-def schedule_stats(tm: int, tn: int, splits: int, batch: int, cores: int, offset: int, direction: int,
-                   serpentine: bool, split_last: bool, edge_m: bool, edge_n: bool,
-                   a_panel_bytes: float, b_panel_bytes: float, l2_bytes: float) -> ScheduleStats:
+def schedule_stats(
+    tm: int,
+    tn: int,
+    splits: int,
+    batch: int,
+    cores: int,
+    offset: int,
+    direction: int,
+    serpentine: bool,
+    split_last: bool,
+    edge_m: bool,
+    edge_n: bool,
+    a_panel_bytes: float,
+    b_panel_bytes: float,
+    l2_bytes: float,
+) -> ScheduleStats:
     """Simulate the assignment of `batch*splits*tm*tn` tiles to `cores` in traversal order (i -> core i % cores).
 
     Args:
@@ -88,7 +103,9 @@ def schedule_stats(tm: int, tn: int, splits: int, batch: int, cores: int, offset
     full_rounds = n // cores
     partial = n % cores != 0 and split_last
     keep = rnd < full_rounds if partial else np.ones(n, dtype=bool)
-    counts = np.bincount(core[keep] * 8 + ttype[keep], minlength=cores * 8).reshape(cores, 8).astype(np.float64)
+    counts = (
+        np.bincount(core[keep] * 8 + ttype[keep], minlength=cores * 8).reshape(cores, 8).astype(np.float64)
+    )
     last = etype[~keep].astype(np.int64)
     a_hit = _hit_rate(rnd, outer * tm + r, outer * tn + c, a_panel_bytes, b_panel_bytes, l2_bytes, which=0)
     b_hit = _hit_rate(rnd, outer * tm + r, outer * tn + c, a_panel_bytes, b_panel_bytes, l2_bytes, which=1)
@@ -108,8 +125,10 @@ def _hit_rate(rnd, a_id, b_id, a_bytes, b_bytes, l2_bytes, which: int) -> float:
     ra = np.unique(rnd * (a_id.max() + 1) + a_id)
     rb = np.unique(rnd * (b_id.max() + 1) + b_id)
     nr = int(rnd.max()) + 1
-    foot = (np.bincount(ra // (a_id.max() + 1), minlength=nr) * a_bytes
-            + np.bincount(rb // (b_id.max() + 1), minlength=nr) * b_bytes)
+    foot = (
+        np.bincount(ra // (a_id.max() + 1), minlength=nr) * a_bytes
+        + np.bincount(rb // (b_id.max() + 1), minlength=nr) * b_bytes
+    )
     cum = np.concatenate(([0.0], np.cumsum(foot)))  # cum[r] = bytes of rounds < r
     pairs = ra if which == 0 else rb
     width = (a_id.max() + 1) if which == 0 else (b_id.max() + 1)
@@ -127,8 +146,16 @@ def _hit_rate(rnd, a_id, b_id, a_bytes, b_bytes, l2_bytes, which: int) -> float:
 
 
 @lru_cache(maxsize=8192)
-def max_b_reuse(tm: int, tn: int, splits: int, batch: int, cores: int, offsets: tuple, directions: tuple,
-                serpentines: tuple) -> int:
+def max_b_reuse(
+    tm: int,
+    tn: int,
+    splits: int,
+    batch: int,
+    cores: int,
+    offsets: tuple,
+    directions: tuple,
+    serpentines: tuple,
+) -> int:
     """The most tiles, over the given traversals, whose core ran a tile of the same B panel just before.
 
     Weight residency can skip a B load only on such tiles; the lower bound uses this maximum.

@@ -32,8 +32,10 @@ def check_template(cmd_template: str) -> None:
     if not isinstance(cmd_template, str) or not cmd_template.strip():
         raise TilerError("--measure: needs a command, e.g. 'python3 bench.py {tiling}', or 'triton'")
     if PLACEHOLDER not in cmd_template:
-        raise TilerError(f"--measure: the command must contain {PLACEHOLDER} (the path of the tiling JSON), "
-                         f"got {cmd_template!r}")
+        raise TilerError(
+            f"--measure: the command must contain {PLACEHOLDER} (the path of the tiling JSON), "
+            f"got {cmd_template!r}"
+        )
 
 
 def _last_line(text: str) -> str:
@@ -57,8 +59,9 @@ def measure(cmd_template: str, tiling_doc: dict, timeout: float = 120.0) -> floa
         with os.fdopen(fd, "w") as f:
             json.dump(tiling_doc, f, indent=2)
         cmd = cmd_template.replace(PLACEHOLDER, shlex.quote(str(path)))
-        proc = subprocess.Popen(cmd, shell=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            cmd, shell=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+        )
         try:
             out, err = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -74,7 +77,9 @@ def measure(cmd_template: str, tiling_doc: dict, timeout: float = 120.0) -> floa
         try:
             us = float(last)
         except ValueError:
-            raise MeasureError(f"measurement output is not a number of microseconds: last stdout line {last[:80]!r}") from None
+            raise MeasureError(
+                f"measurement output is not a number of microseconds: last stdout line {last[:80]!r}"
+            ) from None
         if not math.isfinite(us) or us <= 0:
             raise MeasureError(f"measurement output is not a positive number of microseconds: {last[:80]!r}")
         return us

@@ -30,7 +30,13 @@ from tiler.errors import SpaceError, TilerError, closest
 MISSING_GPU_STACK = "the Triton runner needs torch and triton: pip install 'tiler[gpu]'"
 
 CONFIG_KEYS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_stages", "num_warps", "GROUP_M", "ORDER", "SPLIT_K")
-DTYPES = {"fp16": "float16", "float16": "float16", "half": "float16", "bf16": "bfloat16", "bfloat16": "bfloat16"}
+DTYPES = {
+    "fp16": "float16",
+    "float16": "float16",
+    "half": "float16",
+    "bf16": "bfloat16",
+    "bfloat16": "bfloat16",
+}
 MAX_REL_ERR = 1e-2
 TILING_SCHEMA = "tiler.tiling/v1"
 
@@ -47,11 +53,24 @@ if _triton is not None:
 
     @_triton.jit
     def _gemm_tile_kernel(
-        a_ptr, b_ptr, c_ptr,
-        M, N, K,
-        stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-        GROUP_M: tl.constexpr, ORDER: tl.constexpr, SPLIT_K: tl.constexpr,
+        a_ptr,
+        b_ptr,
+        c_ptr,
+        M,
+        N,
+        K,
+        stride_am,
+        stride_ak,
+        stride_bk,
+        stride_bn,
+        stride_cm,
+        stride_cn,
+        BLOCK_M: tl.constexpr,
+        BLOCK_N: tl.constexpr,
+        BLOCK_K: tl.constexpr,
+        GROUP_M: tl.constexpr,
+        ORDER: tl.constexpr,
+        SPLIT_K: tl.constexpr,
     ):
         pid = tl.program_id(axis=0)
         tiles_m = tl.cdiv(M, BLOCK_M)
@@ -59,7 +78,7 @@ if _triton is not None:
 
         # which tile of C this program owns
         if ORDER == 1:
-            group_width = GROUP_M * tiles_n            # programs per group of GROUP_M tile-rows
+            group_width = GROUP_M * tiles_n  # programs per group of GROUP_M tile-rows
             first_row = (pid // group_width) * GROUP_M
             rows_in_group = tl.minimum(tiles_m - first_row, GROUP_M)
             local = pid % group_width
@@ -143,7 +162,9 @@ def _torch_dtype(torch, dtype):
 def check_config(config) -> dict:
     """The config with exactly the keys CONFIG_KEYS, as ints, each in range; SpaceError otherwise."""
     if not isinstance(config, dict):
-        raise SpaceError(f"a Triton config is a dict with keys {', '.join(CONFIG_KEYS)}; got {type(config).__name__}")
+        raise SpaceError(
+            f"a Triton config is a dict with keys {', '.join(CONFIG_KEYS)}; got {type(config).__name__}"
+        )
     unknown = [k for k in config if k not in CONFIG_KEYS]
     if unknown:
         raise SpaceError(f"unknown Triton config key {unknown[0]!r}: {closest(str(unknown[0]), CONFIG_KEYS)}")
@@ -177,9 +198,14 @@ def check_config(config) -> dict:
 
 def _kernel_kwargs(cfg: dict) -> dict:
     return {
-        "BLOCK_M": cfg["BLOCK_M"], "BLOCK_N": cfg["BLOCK_N"], "BLOCK_K": cfg["BLOCK_K"],
-        "GROUP_M": cfg["GROUP_M"], "ORDER": cfg["ORDER"], "SPLIT_K": cfg["SPLIT_K"],
-        "num_warps": cfg["num_warps"], "num_stages": cfg["num_stages"],
+        "BLOCK_M": cfg["BLOCK_M"],
+        "BLOCK_N": cfg["BLOCK_N"],
+        "BLOCK_K": cfg["BLOCK_K"],
+        "GROUP_M": cfg["GROUP_M"],
+        "ORDER": cfg["ORDER"],
+        "SPLIT_K": cfg["SPLIT_K"],
+        "num_warps": cfg["num_warps"],
+        "num_stages": cfg["num_stages"],
     }
 
 
@@ -217,8 +243,21 @@ def _plan(a, b, config, out=None):
     if cfg["SPLIT_K"] == 1:
 
         def fn():
-            kernel(a, b, out, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
-                   out.stride(0), out.stride(1), **kw)
+            kernel(
+                a,
+                b,
+                out,
+                M,
+                N,
+                K,
+                a.stride(0),
+                a.stride(1),
+                b.stride(0),
+                b.stride(1),
+                out.stride(0),
+                out.stride(1),
+                **kw,
+            )
             return out
 
     else:
@@ -226,8 +265,21 @@ def _plan(a, b, config, out=None):
 
         def fn():
             acc.zero_()
-            kernel(a, b, acc, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
-                   acc.stride(0), acc.stride(1), **kw)
+            kernel(
+                a,
+                b,
+                acc,
+                M,
+                N,
+                K,
+                a.stride(0),
+                a.stride(1),
+                b.stride(0),
+                b.stride(1),
+                acc.stride(0),
+                acc.stride(1),
+                **kw,
+            )
             out.copy_(acc)
             return out
 
@@ -260,7 +312,9 @@ def precompile(M: int, N: int, K: int, config: dict, dtype="fp16") -> None:
     b = torch.empty(16, dtype=dt, device=dev)
     c = torch.empty(16, dtype=torch.float32 if cfg["SPLIT_K"] > 1 else dt, device=dev)
     try:
-        _gemm_tile_kernel.warmup(a, b, c, M, N, K, K, 1, N, 1, N, 1, grid=_grid(M, N, cfg), **_kernel_kwargs(cfg))
+        _gemm_tile_kernel.warmup(
+            a, b, c, M, N, K, K, 1, N, 1, N, 1, grid=_grid(M, N, cfg), **_kernel_kwargs(cfg)
+        )
     except triton.TritonError as e:
         raise TilerError(f"config {cfg} does not compile: {type(e).__name__}: {e}") from e
 
@@ -271,8 +325,16 @@ def precompile(M: int, N: int, K: int, config: dict, dtype="fp16") -> None:
 class Problem:
     """Fresh random-normal operands of one shape on the GPU and their fp32 reference product."""
 
-    def __init__(self, M: int, N: int, K: int, dtype="fp16", seed: int = 0, reference: bool = True,
-                 device: str = "cuda"):
+    def __init__(
+        self,
+        M: int,
+        N: int,
+        K: int,
+        dtype="fp16",
+        seed: int = 0,
+        reference: bool = True,
+        device: str = "cuda",
+    ):
         torch, _ = _gpu_stack()
         if device == "cuda" and not torch.cuda.is_available():
             raise TilerError("no CUDA device is visible: the Triton runner times on an NVIDIA GPU")
@@ -314,7 +376,9 @@ class Problem:
                 torch.cuda.synchronize()
             rel = self.rel_err(out)
             if not (rel <= MAX_REL_ERR):  # NaN fails too
-                raise TilerError(f"wrong result for M={self.M} N={self.N} K={self.K}: rel_err {rel:.3g} > {MAX_REL_ERR}")
+                raise TilerError(
+                    f"wrong result for M={self.M} N={self.N} K={self.K}: rel_err {rel:.3g} > {MAX_REL_ERR}"
+                )
         ms = float(triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median"))
         return {"ms": ms, "tflops": self.flops / (ms * 1e-3) / 1e12, "rel_err": rel}
 
@@ -335,7 +399,9 @@ class Problem:
         return self._time(fn, check, out)
 
 
-def time_config(M: int, N: int, K: int, config: dict, dtype="fp16", seed: int = 0, check: bool = True) -> dict:
+def time_config(
+    M: int, N: int, K: int, config: dict, dtype="fp16", seed: int = 0, check: bool = True
+) -> dict:
     """Median latency of one config on fresh random inputs.
 
     Returns {'ms': median of triton.testing.do_bench (warmup=25, rep=100; L2 flushed before each run),

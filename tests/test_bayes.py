@@ -1,0 +1,303 @@
+"""Bayesian/random search (tiler.bayes): determinism, feasibility, pins, storage and resume, measured objectives
+(external commands that work, crash, hang or print garbage), warm start and model guidance, and an offline
+replay of measured search on the H200 table (bench/regret.py)."""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import optuna
+import pytest
+
+from tiler import bayes
+from tiler.errors import TilerError
+from tiler.hardware import load_chip
+from tiler.model import get_model
+from tiler.problem import parse_problem
+from tiler.runners.external import MeasureError, measure
+from tiler.search import search
+from tiler.space import load_space
+
+ROOT = Path(__file__).resolve().parents[1]
+PY = sys.executable
+
+
+@pytest.fixture(scope="module")
+def b3():
+    return load_chip("ascend910b3")
+
+
+@pytest.fixture(scope="module")
+def space():
+    return load_space("matmul", "ascend")
+
+
+def mm(M, N, K):
+    return parse_problem("matmul", {"M": M, "N": N, "K": K})
+
+
+def evaluated(storage, name):
+    trials = optuna.load_study(study_name=name, storage=storage).get_trials(deepcopy=False)
+    return [t for t in trials if "tiling" in t.user_attrs and "repeat_of" not in t.user_attrs
+            and t.state in (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.FAIL)]
+
+
+def small_space(space, **extra):
+    """Everything but base_m pinned: at most 9 tilings, so measured tests know what they will see."""
+    fixes = dict(base_n=128, base_k=64, step_m=1, step_n=1, step_ka=2, step_kb=2, multi_load=1, weight_resident=0,
+                 iterate_order="m", swizzle_offset=1, swizzle_direction=0, serpentine=0, tail_split="off",
+                 split_k=1, l1_stages=2, preload=1, l0_pingpong=1)
+    fixes.update(extra)
+    return space.pin(fixes)
+
+
+def unpin(pinned, space, *names):
+    return replace(pinned, knobs={**pinned.knobs, **{k: space.knobs[k] for k in names}})
+
+
+# ------------------------------------------------------------------ model objective
+
+
+def test_same_seed_same_result_memory_and_fresh_sqlite(b3, space, tmp_path):
+    p = mm(256, 512, 1024)
+    runs = [bayes.run(p, b3, space, "tpe", top=3, seed=7, trials=12, storage="memory"),
+            bayes.run(p, b3, space, "tpe", top=3, seed=7, trials=12, storage="memory"),
+            bayes.run(p, b3, space, "tpe", top=3, seed=7, trials=12, storage=str(tmp_path / "fresh.db"))]
+    for r in runs[1:]:
+        assert r.tiling(0) == runs[0].tiling(0)
+        np.testing.assert_allclose(r.est["time_us"], runs[0].est["time_us"])
+        assert r.evaluated == 12 and r.seed == 7 and not r.proven_optimal
+    other = bayes.run(p, b3, space, "random", top=3, seed=7, trials=15, storage="memory")
+    again = bayes.run(p, b3, space, "random", top=3, seed=7, trials=15, storage="memory")
+    assert other.tiling(0) == again.tiling(0)
+
+
+def test_tpe_returns_feasible_distinct_sorted_tilings(b3, space):
+    p = mm(333, 777, 2048)
+    model = get_model("matmul", "ascend")
+    r = search(p, b3, space, strategy="tpe", top=5, seed=1, trials=30, storage="memory")
+    masks = model.feasible(p, b3, r.cands)
+    assert all(m.all() for m in masks.values()), {k: m.tolist() for k, m in masks.items()}
+    t = r.est["time_us"]
+    assert np.all(np.diff(t) >= 0)
+    rows = {tuple(r.cands[k][i] for k in space.names) for i in range(len(t))}
+    assert len(rows) == len(t)
+    assert r.strategy == "tpe" and r.evaluated == 30
+
+
+def test_pinned_knobs_respected(b3, space):
+    pinned = space.pin({"base_m": 64, "split_k": 1, "iterate_order": "n", "l1_stages": 2, "serpentine": 1})
+    r = bayes.run(mm(512, 512, 2048), b3, pinned, "tpe", top=4, seed=0, trials=12, storage="memory")
+    for i in range(len(r.est["time_us"])):
+        t = r.tiling(i)
+        assert (t["base_m"], t["split_k"], t["iterate_order"], t["l1_stages"], t["serpentine"]) == (64, 1, "n", 2, 1)
+        assert t["preload"] < t["l1_stages"]
+
+
+def test_preload_is_sampled_below_l1_stages_when_measured(b3, space):
+    """Measured search samples l1_stages and preload (no model.resolve): preload's values depend on the stages."""
+    sp = unpin(small_space(space), space, "l1_stages", "preload")
+    r = bayes.run(mm(256, 256, 1024), b3, sp, "random", top=3, seed=0, trials=12, storage="memory",
+                  measure=lambda doc: 10.0 + doc["tiling"]["l1_stages"] + doc["tiling"]["preload"] / 10)
+    assert r.evaluated == 12
+    assert "infeasible" not in " ".join(r.notes).replace("0 infeasible", "")
+    for i in range(len(r.est["time_us"])):
+        assert r.tiling(i)["preload"] < r.tiling(i)["l1_stages"]
+
+
+def test_resume_runs_only_the_missing_trials(b3, space, tmp_path):
+    p = mm(256, 512, 1024)
+    url = f"sqlite:///{tmp_path / 'studies.db'}"
+    bayes.run(p, b3, space, "tpe", seed=3, trials=10, storage=url, study_name="resume")
+    first = [(t.number, t.params, t.value) for t in evaluated(url, "resume")]
+    assert len(first) == 10
+    r = bayes.run(p, b3, space, "tpe", seed=3, trials=20, storage=url, study_name="resume")
+    after = [(t.number, t.params, t.value) for t in evaluated(url, "resume")]
+    assert len(after) == 20 and r.evaluated == 20
+    assert after[:10] == first  # the first ten are kept, not redone
+    assert any("resumed" in n for n in r.notes)
+    # the same command again: nothing left to do, same answer
+    again = bayes.run(p, b3, space, "tpe", seed=3, trials=20, storage=url, study_name="resume")
+    assert len(evaluated(url, "resume")) == 20 and again.tiling(0) == r.tiling(0)
+
+
+def test_default_storage_is_results_sqlite_and_default_name_resumes(b3, space, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    p = mm(128, 256, 512)
+    bayes.run(p, b3, space, "random", seed=0, trials=5)
+    db = tmp_path / "results" / "studies.db"
+    assert db.is_file()
+    names = optuna.get_all_study_names(f"sqlite:///{db}")
+    assert len(names) == 1 and names[0].startswith("ascend910b3-matmul:M=128,N=256,K=512") and "random-seed0" in names[0]
+    r = bayes.run(p, b3, space, "random", seed=0, trials=8)
+    assert r.evaluated == 8 and len(evaluated(f"sqlite:///{db}", names[0])) == 8
+
+
+@pytest.mark.parametrize("url", ["sqlite:////no/such/folder/x.db", "nosuchdb://host/x", "not a url"])
+def test_bad_storage_is_one_clear_error(b3, space, url):
+    with pytest.raises(TilerError, match="--storage") as err:
+        bayes.run(mm(128, 128, 128), b3, space, "tpe", trials=2, storage=url)
+    assert "\n" not in str(err.value)
+
+
+def test_bad_arguments(b3, space):
+    with pytest.raises(TilerError, match="--trials"):
+        bayes.run(mm(128, 128, 128), b3, space, "tpe", trials=0, storage="memory")
+    with pytest.raises(TilerError, match="tiling"):
+        bayes.run(mm(128, 128, 128), b3, space, "tpe", trials=2, storage="memory", measure="echo 1")
+    with pytest.raises(TilerError, match="cuda"):
+        bayes.run(mm(128, 128, 128), b3, space, "tpe", trials=2, storage="memory", measure="triton")
+
+
+def test_warm_start_enqueues_the_catlass_default_first(b3, space):
+    p = mm(1024, 2048, 4096)
+    storage = optuna.storages.InMemoryStorage()
+    r = bayes.run(p, b3, space, "tpe", seed=0, trials=5, storage=storage, study_name="w", warm_start=True)
+    t0 = optuna.load_study(study_name="w", storage=storage).trials[0]
+    tiling = t0.user_attrs["tiling"]
+    assert (tiling["base_m"], tiling["base_n"], tiling["base_k"], tiling["step_ka"], tiling["step_kb"]) == (128, 256, 64, 4, 4)
+    assert t0.user_attrs["source"] == "warm_start"
+    assert r.est["time_us"][0] <= t0.value
+
+
+def test_warm_start_skips_knobs_and_infeasible_defaults(b3, space):
+    # base_n pinned to 64: the default's 256 is replaced by the pin
+    storage = optuna.storages.InMemoryStorage()
+    r = bayes.run(mm(1024, 2048, 4096), b3, space.pin({"base_n": 64}), "tpe", seed=0, trials=3, storage=storage,
+                  study_name="w", warm_start=True)
+    t0 = optuna.load_study(study_name="w", storage=storage).trials[0]
+    assert t0.user_attrs["source"] == "warm_start" and t0.user_attrs["tiling"]["base_n"] == 64
+    assert r.tiling(0)["base_n"] == 64
+    # M = 64: the default's base_m = 128 breaks SetFixSplit (base_m <= align16(M)): skipped, with a note
+    r = bayes.run(mm(64, 2048, 4096), b3, space, "tpe", seed=0, trials=3, storage="memory", warm_start=True)
+    assert any("warm start" in n and "fix_split" in n and "skipped" in n for n in r.notes)
+    assert r.evaluated == 3
+
+
+def test_guided_enqueues_the_exhaustive_top_k(b3, space):
+    p = mm(256, 512, 1024)
+    storage = optuna.storages.InMemoryStorage()
+    r = bayes.run(p, b3, space, "tpe", seed=0, trials=6, storage=storage, study_name="g", guided=3)
+    ex = search(p, b3, space, "exhaustive", top=1)
+    trials = optuna.load_study(study_name="g", storage=storage).trials
+    assert [t.user_attrs.get("source") for t in trials[:3]] == ["guided"] * 3
+    assert r.est["time_us"][0] == pytest.approx(ex.est["time_us"][0])
+
+
+def test_cuda_space_warm_start_uses_the_triton_default():
+    try:
+        chip, sp = load_chip("h200"), load_space("matmul", "cuda")
+        get_model("matmul", "cuda")
+    except TilerError as exc:
+        pytest.skip(f"no cuda matmul space/model yet: {exc}")
+    storage = optuna.storages.InMemoryStorage()
+    bayes.run(mm(4096, 4096, 4096), chip, sp, "tpe", seed=0, trials=4, storage=storage, study_name="c", warm_start=True)
+    t0 = optuna.load_study(study_name="c", storage=storage).trials[0].user_attrs["tiling"]
+    assert {k: t0[k] for k in bayes.CUDA_DEFAULT} == bayes.CUDA_DEFAULT
+
+
+# ------------------------------------------------------------------ measured objective
+
+
+def script(tmp_path, body: str) -> str:
+    """A measurement command: python3 on a script that reads the tiling JSON (sys.argv[1])."""
+    f = tmp_path / "m.py"
+    f.write_text("import json, sys, time\nd = json.load(open(sys.argv[1]))\nt = d['tiling']\n" + body)
+    return f"{PY} {f} {{tiling}}"
+
+
+def test_external_measure_parses_the_last_line(tmp_path):
+    doc = {"tiling": {"base_m": 64}}
+    cmd = script(tmp_path, "print('warming up')\nprint()\nprint(1000 / t['base_m'])\nprint('  ')\n")
+    assert measure(cmd, doc, timeout=20) == pytest.approx(15.625)
+
+
+@pytest.mark.parametrize("body, timeout, reason", [
+    ("sys.stderr.write('kernel crashed: illegal address\\n'); sys.exit(3)\n", 20, "status 3: kernel crashed"),
+    ("time.sleep(30)\n", 0.5, "timed out after 0.5 s"),
+    ("print('n/a')\n", 20, "not a number"),
+    ("print(-1)\n", 20, "positive"),
+    ("pass\n", 20, "printed nothing"),
+])
+def test_external_measure_failures_raise_measure_error(tmp_path, body, timeout, reason):
+    with pytest.raises(MeasureError, match=reason):
+        measure(script(tmp_path, body), {"tiling": {"base_m": 64}}, timeout=timeout)
+
+
+def test_failed_measurements_fail_their_trial_and_the_study_goes_on(b3, space, tmp_path):
+    # base_m 16: crash; 32: hang past the timeout; 48: garbage; the others work (time falls with base_m)
+    body = ("m = t['base_m']\n"
+            "if m == 16: sys.stderr.write('boom\\n'); sys.exit(1)\n"
+            "if m == 32: time.sleep(30)\n"
+            "print('garbage' if m == 48 else 1000.0 / m)\n")
+    sp = small_space(space)
+    storage = optuna.storages.InMemoryStorage()
+    r = bayes.run(mm(512, 512, 1024), b3, sp, "tpe", top=3, seed=0, trials=20, storage=storage, study_name="m",
+                  measure=script(tmp_path, body), measure_timeout=1.0)
+    trials = optuna.load_study(study_name="m", storage=storage).get_trials(deepcopy=False)
+    failed = {t.user_attrs["tiling"]["base_m"]: t.user_attrs["error"] for t in trials
+              if t.state == optuna.trial.TrialState.FAIL}
+    assert "status 1: boom" in failed[16] and "timed out" in failed[32] and "not a number" in failed[48]
+    ok = [t for t in trials if t.state == optuna.trial.TrialState.COMPLETE and "repeat_of" not in t.user_attrs]
+    assert ok and all("predicted_us" in t.user_attrs and t.user_attrs["measured_us"] == t.value for t in ok)
+    best_m = max(t.user_attrs["tiling"]["base_m"] for t in ok)
+    assert r.tiling(0)["base_m"] == best_m
+    assert r.est["measured_us"][0] == pytest.approx(1000.0 / best_m)
+    assert any("failed measurements" in n for n in r.notes)
+
+
+def test_working_measure_command_is_the_objective(b3, space, tmp_path):
+    # a "hardware" that prefers base_m = 96 (the model would not): the search must follow the measurement
+    body = "print(5.0 + abs(t['base_m'] - 96) / 8.0)\n"
+    r = bayes.run(mm(512, 512, 1024), b3, small_space(space), "tpe", top=3, seed=0, trials=9, storage="memory",
+                  measure=script(tmp_path, body))
+    assert r.tiling(0)["base_m"] == 96 and r.est["measured_us"][0] == pytest.approx(5.0)
+    assert "predicted" in " ".join(r.notes)
+
+
+def test_guided_measured_reports_measurements_near_the_best(b3, space):
+    r = bayes.run(mm(512, 512, 1024), b3, unpin(small_space(space), space, "base_n"), "tpe", seed=0,
+                  trials=8, storage="memory", guided=4, measure=lambda doc: 1.0 + doc["estimate"]["time_us"] / 100)
+    assert any(n.startswith("guided: model top-4 measured first") and "within 2% of the best" in n for n in r.notes)
+
+
+# ------------------------------------------------------------------ offline replay (bench/regret.py)
+
+
+@pytest.fixture(scope="module")
+def regret_mod():
+    data = ROOT / "bench" / "data" / "h200_matmul_cal.csv"
+    shared = Path("/work/shared/data/h200_matmul_cal.csv")
+    if not data.is_file():
+        if not shared.is_file():
+            pytest.skip("no h200_matmul_cal.csv")
+        shutil.copy(shared, data)
+    spec = importlib.util.spec_from_file_location("regret", ROOT / "bench" / "regret.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_replay_of_measured_search(regret_mod):
+    table = regret_mod.load_replay()
+    shape = (4096, 4096, 4096)
+    configs, ms = table[shape]
+    assert len(ms) >= 100
+    need = {}
+    for strategy in ("tpe", "random"):
+        n95 = [regret_mod.to_reach(ms, regret_mod.replay(configs, ms, strategy, seed), 0.95) for seed in (0, 1)]
+        assert all(n is not None for n in n95)
+        need[strategy] = np.mean(n95)
+    order = regret_mod.replay(configs, ms, "tpe", 0, stop_at=None)
+    assert sorted(order) == list(range(len(ms)))  # every config measured once, no repeats
+    rank, why = regret_mod.model_order(shape, configs)
+    if rank is None:
+        pytest.skip(f"model-guided replay needs the cuda model: {why}")
+    guided = regret_mod.replay(configs, ms, "tpe", 0, first=[int(r) for r in rank[:5]])
+    n_guided = regret_mod.to_reach(ms, guided, 0.95)
+    assert n_guided is not None and n_guided <= need["random"]
