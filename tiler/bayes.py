@@ -90,6 +90,28 @@ CUDA_DEFAULT = dict(
 TPE_OPTIONS = dict(n_startup_trials=10, multivariate=True, group=True, n_ei_candidates=24)
 
 
+# Knobs that fix the tile grid (and so the multi-core schedule simulation, the costly part of an estimate): with
+# inner="grid" a trial samples these and scores every combination of the others in one vectorised model call.
+GRID_KNOBS = {
+    ("matmul", "ascend"): ("base_m", "base_n", "base_k", "step_m", "step_n", "split_k"),
+    ("matmul", "cuda"): ("BLOCK_M", "BLOCK_N", "BLOCK_K", "SPLIT_K"),
+}
+INNER = ("none", "schedule", "grid")
+DEFAULT_INNER = "grid"
+
+
+def inner_knobs(space: Space, model, inner: str) -> list[str]:
+    """The knobs scored exhaustively inside each trial instead of sampled (see INNER)."""
+    if inner == "schedule":
+        return [k for k in getattr(model, "SCHEDULE_KNOBS", ()) if k in space.knobs]
+    if inner == "grid":
+        grid = GRID_KNOBS.get((space.op, space.family))
+        if grid is None:
+            return inner_knobs(space, model, "schedule")
+        return [k for k in space.names if k not in grid]
+    return []
+
+
 def warm_defaults(problem, chip) -> dict:
     """The known-good tiling for this chip family and problem (knob -> value or label)."""
     if chip.family == "ascend":
@@ -200,7 +222,7 @@ class Objective:
         model,
         measure_fn=None,
         resolve: bool = True,
-        inner: bool = True,
+        inner: str = "none",
         ordinal: bool = False,
         conditional: bool = True,
     ):
@@ -210,7 +232,7 @@ class Objective:
         resolved = [k for k in getattr(model, "RESOLVED", ()) if k in space.knobs] if resolve else []
         # resolve() fills all RESOLVED knobs together: only when the space has every one of them
         self.resolved = resolved if resolved and len(resolved) == len(getattr(model, "RESOLVED", ())) else []
-        self.inner = [k for k in getattr(model, "SCHEDULE_KNOBS", ()) if k in space.knobs] if inner else []
+        self.inner = [k for k in inner_knobs(space, model, inner) if k not in self.resolved]
         self.sampled = [k for k in space.names if k not in self.resolved and k not in self.inner]
         hint = [k for k in ORDER_HINT if k in self.sampled]
         self.order = hint + [k for k in self.sampled if k not in hint]
@@ -291,19 +313,31 @@ class Objective:
         return params if got is not None else None
 
     def complete(self, row: dict[str, int]) -> Candidates:
-        """The sampled knobs as a candidate table, resolved knobs filled, schedule knobs expanded."""
+        """The sampled knobs as a candidate table: inner knobs expanded (every combination), resolved knobs filled."""
         cand = {k: np.array([row[k]], dtype=np.int64) for k in self.sampled}
+        if self.sched:
+            cand = product(cand, self.sched)
         if self.resolved:
             cand = self.model.resolve(
                 self.problem, self.chip, cand, {k: self.space.knobs[k].values for k in self.resolved}
             )
-        if self.sched:
-            cand = product(cand, self.sched)
         return {k: cand[k] for k in self.space.names}
 
-    def broken(self, cand: Candidates) -> list[str]:
+    def feasible_rows(self, cand: Candidates) -> tuple[Candidates, list[str]]:
+        """The rows that pass every rule, without provably dominated ones; if none, the rules that cut them."""
         masks = self.model.feasible(self.problem, self.chip, cand)
-        return [r for r, m in masks.items() if not bool(np.all(m))]
+        ok = np.logical_and.reduce([np.asarray(m, dtype=bool) for m in masks.values()]) if masks else None
+        if ok is None:
+            return cand, []
+        if not ok.any():
+            cut = [r for r, m in masks.items() if not np.any(m)] or [r for r, m in masks.items() if not np.all(m)]
+            return {}, cut
+        cand = take(cand, ok)
+        if len(ok) > 1 and hasattr(self.model, "dominated"):
+            keep = ~np.asarray(self.model.dominated(self.problem, self.chip, cand), dtype=bool)
+            if keep.any():
+                cand = take(cand, keep)
+        return cand, []
 
     def score(self, cand: Candidates) -> tuple[dict[str, int], dict]:
         """The best row of `cand` by the model: (tiling codes, estimate row)."""
@@ -328,8 +362,7 @@ class Objective:
                 trial.set_user_attr("error", error)
                 raise optuna.TrialPruned(f"repeat of failed trial {number}")
             return value
-        cand = self.complete(row)
-        bad = self.broken(cand)
+        cand, bad = self.feasible_rows(self.complete(row))
         if bad:
             trial.set_user_attr("infeasible", bad)
             raise optuna.TrialPruned("infeasible: " + ", ".join(bad))
@@ -412,7 +445,7 @@ def _warm_row(obj: Objective, problem, chip) -> tuple[dict | None, str]:
         if k in default:
             v = default[k]
             code = (
-                (kn.values[kn.labels.index(v)] if kn.labels and v in kn.labels else kn.values[0])
+                (kn.codes[kn.labels.index(v)] if kn.labels and v in kn.labels else kn.values[0])
                 if isinstance(v, str)
                 else int(v)
             )
@@ -421,8 +454,7 @@ def _warm_row(obj: Objective, problem, chip) -> tuple[dict | None, str]:
             row[k] = code
         else:
             row[k] = kn.values[0]
-    cand = obj.complete({k: row[k] for k in obj.sampled})
-    bad = obj.broken(take(cand, slice(0, 1)))
+    _, bad = obj.feasible_rows(obj.complete({k: row[k] for k in obj.sampled}))
     if bad:
         return None, f"warm start: the known-good default is infeasible here ({', '.join(bad)}), skipped"
     return obj.params(row), ""
@@ -443,7 +475,7 @@ def run(
     warm_start: bool = False,
     guided: int = 0,
     resolve: bool | None = None,
-    inner: bool | None = None,
+    inner: str | None = None,
     sampler_options: dict | None = None,
     ordinal: bool = False,
     conditional: bool = True,
@@ -469,7 +501,9 @@ def run(
     measure_fn, measure_id = _measure_fn(measure, measure_timeout, chip)
     measured = measure_fn is not None
     resolve = (not measured) if resolve is None else resolve
-    inner = (not measured) if inner is None else inner
+    inner = ("none" if measured else DEFAULT_INNER) if inner is None else inner
+    if inner not in INNER:
+        raise TilerError(f"inner: must be one of {', '.join(INNER)}, got {inner!r}")
     obj = Objective(
         problem,
         chip,
@@ -487,7 +521,7 @@ def run(
         "profile": chip.profile_hash,
         "objective": measure_id or "model",
         "resolve": bool(obj.resolved),
-        "inner": bool(obj.inner),
+        "inner": obj.inner,
         "ordinal": ordinal,
         "conditional": conditional,
         "warm": bool(warm_start),
@@ -634,7 +668,7 @@ def _result(
     if obj.resolved:
         notes.append(f"resolved in closed form (model.resolve): {', '.join(obj.resolved)}")
     if obj.inner:
-        notes.append(f"scored every combination per trial: {', '.join(obj.inner)}")
+        notes.append(f"scored every combination of {', '.join(obj.inner)} per trial (one vectorised model call)")
     if guided and measured:
         bar = best[0].value * (1 + NEAR_BEST)
         near = sum(t.value <= bar for t in done)
