@@ -13,7 +13,7 @@ from .space import Candidates, Space
 
 # The checklist by bound type (MISSION §4), the first line printed for each bound.
 CHECKLIST = {
-    "mte2": "memory (MTE) bound: cut repeated loads, keep panels in L2/L1, make transfers large and 512-B aligned",
+    "mte2": "memory bound: cut repeated loads, keep panels in L2/L1 (shared memory), make transfers large and aligned",
     "mte1": "L1->L0 bound: larger base_k per load, fewer L0 reloads (iterate order), Load3D instead of 2D",
     "cube": "compute bound: keep the cube busy (no gaps between MMADs), align instruction sizes, quantise",
     "vector": "vector bound: move work to the cube, fewer passes, fused instructions",

@@ -57,7 +57,11 @@ def _load_tiling(text: str) -> dict:
         ) from None
     if not isinstance(doc, dict):
         raise TilerError("--tiling: must be a JSON object of knob -> value")
-    return doc.get("tiling", doc) if isinstance(doc.get("tiling", doc), dict) else doc
+    if isinstance(doc.get("tiling"), dict):  # an exported tiler.tiling/v1 document
+        return doc["tiling"]
+    if isinstance(doc.get("targets", {}).get("triton"), dict):  # a document carrying only the Triton view
+        return doc["targets"]["triton"]
+    return doc
 
 
 def _fmt(v) -> str:

@@ -112,6 +112,9 @@ def rank_candidates(
             ok &= m
     rejected = sel[~ok].assign(rule=rule[~ok], reason=reason[~ok])
     good = sel[ok].copy()
+    for k in space.knobs:  # knob columns read as floats when other rows (cuBLAS) left them empty
+        if k in good and len(good):
+            good[k] = cands[k][ok]
     if len(good):
         est = model.estimate(problem, chip, {k: v[ok] for k, v in cands.items()})
         good["predicted_us"] = est["time_us"]
