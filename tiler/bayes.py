@@ -59,6 +59,7 @@ ORDER_HINT = (
     "num_stages",
     "num_warps",
 )
+STALL = 100  # proposals in a row without a new evaluation after which the search stops (converged)
 NEAR_BEST = 0.02  # guided mode reports the measurements within 2% of the best found
 
 # Known-good starting points (--warm-start). Ascend: the CATLASS 128x256x64 default; CUDA: the Triton tutorial's.
@@ -564,14 +565,26 @@ def run(
                 study.enqueue_trial(p, user_attrs={"source": "warm_start"}, skip_if_exists=True)
         cap = 10 * trials + 100 - len(old)
 
+        stall = {"since": 0, "last": obj.evaluated, "hit": False}
+
         def stop(st, _trial):
+            stall["since"] = 0 if obj.evaluated > stall["last"] else stall["since"] + 1
+            stall["last"] = obj.evaluated
             if obj.evaluated >= trials:
+                st.stop()
+            elif stall["since"] >= STALL:  # the sampler only proposes tilings it has seen or infeasible ones
+                stall["hit"] = True
                 st.stop()
 
         if obj.evaluated < trials and cap > 0:
             from .runners.external import MeasureError
 
             study.optimize(obj, n_trials=cap, n_jobs=1, catch=(MeasureError,), callbacks=[stop])
+            if stall["hit"]:
+                notes.append(f"stopped early: the last {STALL} proposals were all repeats or infeasible "
+                             f"(the sampler has converged; {obj.evaluated} of {trials} evaluations used)")
+            elif obj.evaluated < trials:
+                notes.append(f"stopped at the cap of {10 * trials + 100} optuna trials")
         all_trials = study.get_trials(deepcopy=False)
     except KeyboardInterrupt:
         raise

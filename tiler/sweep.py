@@ -42,20 +42,9 @@ from typing import Any
 import click
 
 from .errors import InfeasibleError, TilerError, closest
+from .model.common import RECORD
 
-PIPE_COLUMNS = ("mac_us", "vec_us", "scalar_us", "mte1_us", "mte2_us", "mte3_us", "fixpipe_us")
-ESTIMATE_COLUMNS = (
-    "time_us",
-    "bound",
-    *PIPE_COLUMNS,
-    "cores_used",
-    "waves",
-    "balance",
-    "l2_hit_rate",
-    "hbm_bytes",
-    "l2_bytes",
-    "roofline_us",
-)
+ESTIMATE_COLUMNS = RECORD  # the estimate record, one column per field (model/common.py)
 SEARCH_COLUMNS = ("strategy", "seed", "evaluated", "proven_optimal")
 STATUS_COLUMNS = ("chip", "status", "error", "key")
 JOURNAL_SUFFIX = ".journal.db"

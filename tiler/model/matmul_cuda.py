@@ -296,6 +296,11 @@ def prepare(p: Matmul, chip, c: dict) -> dict[str, np.ndarray]:
     # bytes per K step of one program (requests, which the L2 serves) and the HBM share of them
     a_step = (bm * bk * b).astype(np.float64)
     b_step = (bk * bn * b).astype(np.float64)
+    # cache lines per K step: the SM's L1/TEX path handles one line (up to 128 B) per cycle, so a tile row of
+    # fewer than 128 B (A rows are BLOCK_K*bytes, B rows BLOCK_N*bytes) costs a whole line slot
+    line = int(chip.get("cache_line_bytes", 128))
+    a_lines = (bm * np.maximum(ceil_div(bk * b, line), 1)).astype(np.float64)
+    b_lines = (bk * np.maximum(ceil_div(bn * b, line), 1)).astype(np.float64)
     # wrapped A rows (M < BLOCK_M) re-read lines another warp just fetched: they count as hits
     a_hit_req = 1.0 - (1.0 - a_hit) * rows_a / bm
     hit = (a_step * a_hit_req + b_step * b_hit) / (a_step + b_step)
@@ -346,6 +351,9 @@ def prepare(p: Matmul, chip, c: dict) -> dict[str, np.ndarray]:
         "act_last": f(act_last),
         "a_step": a_step,
         "b_step": b_step,
+        "a_lines": a_lines,
+        "b_lines": b_lines,
+        "line_bytes": np.full(n, float(line)),
         "hit": hit,
         "a_hit": a_hit,
         "b_hit": b_hit,
@@ -385,6 +393,8 @@ def timing(g: dict, chip, e: dict[str, float]) -> dict[str, np.ndarray]:
     rate = g["macs_per_cycle"] * f
     unal_ab = g["unal_a"] * g["a_step"] + g["unal_b"] * g["b_step"]  # bytes on the synchronous scalar path
     async_b = g["a_step"] + g["b_step"] - unal_ab
+    # the fill port counts cache lines, not bytes (prepare(): short tile rows waste part of a line slot)
+    async_lines = (1.0 - g["unal_a"]) * g["a_lines"] + (1.0 - g["unal_b"]) * g["b_lines"]
     unal_elems = unal_ab / (g["a_step"] + g["b_step"]) * (g["bm"] + g["bn"]) * g["bk"]
     t_unal1 = unal_elems / (e["unaligned_elems_per_cycle"] * f)  # the SM's rate on the synchronous path
     # registers beyond the cap spill to local memory
@@ -400,8 +410,8 @@ def timing(g: dict, chip, e: dict[str, float]) -> dict[str, np.ndarray]:
         t_mma = macs / (rate * eff)
         # the SM's fill port, its share of the L2 bandwidth, and its share of HBM for the bytes that miss L2
         # (HBM fills L2 while L2 serves the SMs: the two overlap, the slower one sets the pace)
-        per_byte = np.maximum(np.maximum(1.0 / sm_bw, act / l2_bw), (1.0 - g["hit"]) * act / hbm_bw)
-        t_x = async_b * per_byte
+        per_byte = np.maximum(act / l2_bw, (1.0 - g["hit"]) * act / hbm_bw)
+        t_x = np.maximum(async_lines * g["line_bytes"] / sm_bw, async_b * per_byte)
         # Little's law: each program keeps (stages - 1) steps of loads in flight; with 1 stage the load is serial
         t_lat = np.where(stages >= 2, (lat + k * t_x) / np.maximum(stages - 1, 1), lat + k * t_x + t_mma)
         # the chain one program cannot overlap: its own mma, the step's sync, the synchronous loads, spills
