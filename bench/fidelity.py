@@ -240,7 +240,9 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--chip", default="h200")
     ap.add_argument("--data", nargs="*", default=None, help="measured CSV files (default: the four above)")
-    ap.add_argument("--picks", default=str(PICKS), help="the model's recorded picks (model_rank, predicted_us)")
+    ap.add_argument(
+        "--picks", default=str(PICKS), help="the model's recorded picks (model_rank, predicted_us)"
+    )
     ap.add_argument("--no-search", action="store_true", help="skip (c), the current profile's own search")
     args = ap.parse_args(argv)
     try:
@@ -250,7 +252,9 @@ def main(argv=None) -> int:
         fit = fitted_shapes(chip)
         pd.set_option("display.width", 220)
         fmt = lambda v: f"{v:.3f}"  # noqa: E731
-        print(f"measured: {len(measured)} distinct (shape, tiling) rows from {', '.join(f.name for f in files)}")
+        print(
+            f"measured: {len(measured)} distinct (shape, tiling) rows from {', '.join(f.name for f in files)}"
+        )
         print(f"  {int((measured.n > 1).sum())} measured more than once (median taken)\n")
 
         res = evaluate(chip, measured)
@@ -287,7 +291,9 @@ def main(argv=None) -> int:
                     "(c) the profile as it is now searches the whole space again (top 4); scored only where those "
                     "tilings were measured"
                 )
-                print(now.assign(fit=np.where(now.fit, "fit", "held")).to_string(index=False, float_format=fmt))
+                print(
+                    now.assign(fit=np.where(now.fit, "fit", "held")).to_string(index=False, float_format=fmt)
+                )
                 print(now_summary(now))
         print()
         print("reproduce: python3 bench/fidelity.py --chip", args.chip)

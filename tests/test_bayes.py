@@ -156,13 +156,23 @@ def test_bad_arguments(b3, space):
 
 def test_warm_start_enqueues_the_catlass_default_first(b3, space):
     p = mm(1024, 2048, 4096)
+    # every knob sampled: the first trial is the default itself (l0/l1 buffering resolved to its best)
     storage = optuna.storages.InMemoryStorage()
-    r = bayes.run(p, b3, space, "tpe", seed=0, trials=5, storage=storage, study_name="w", warm_start=True)
+    r = bayes.run(p, b3, space, "tpe", seed=0, trials=5, storage=storage, study_name="w", warm_start=True, inner="none")
     t0 = optuna.load_study(study_name="w", storage=storage).trials[0]
     tiling = t0.user_attrs["tiling"]
-    assert (tiling["base_m"], tiling["base_n"], tiling["base_k"], tiling["step_ka"], tiling["step_kb"]) == (128, 256, 64, 4, 4)
+    want = {k: space.knobs[k].parse(v) for k, v in bayes.ASCEND_DEFAULT.items()
+            if k not in ("l1_stages", "preload", "l0_pingpong")}
+    assert {k: tiling[k] for k in want} == {**want, "swizzle_direction": 1}  # M < N: groups of columns
     assert t0.user_attrs["source"] == "warm_start"
     assert r.est["time_us"][0] <= t0.value
+    # default (inner="grid"): the first trial is the default's tile grid, the rest of its knobs scored inside it
+    storage = optuna.storages.InMemoryStorage()
+    bayes.run(p, b3, space, "tpe", seed=0, trials=3, storage=storage, study_name="w", warm_start=True)
+    t0 = optuna.load_study(study_name="w", storage=storage).trials[0]
+    grid = {k: t0.user_attrs["tiling"][k] for k in bayes.GRID_KNOBS[("matmul", "ascend")]}
+    assert grid == {"base_m": 128, "base_n": 256, "base_k": 64, "step_m": 1, "step_n": 1, "split_k": 1}
+    assert len(t0.params) == len(grid)  # base_k's name carries its feasible values: 256 breaks L0B with base_n 256
 
 
 def test_warm_start_skips_knobs_and_infeasible_defaults(b3, space):
@@ -180,7 +190,7 @@ def test_warm_start_skips_knobs_and_infeasible_defaults(b3, space):
 
 
 def test_guided_enqueues_the_exhaustive_top_k(b3, space):
-    p = mm(256, 512, 1024)
+    p = mm(1024, 4096, 2048)
     ex = search(p, b3, space, "exhaustive", top=3)
     storage = optuna.storages.InMemoryStorage()
     # a "measurement" that is the model itself: the search samples every knob, the first three are the top-3
@@ -203,7 +213,8 @@ def test_cuda_space_warm_start_uses_the_triton_default():
     except TilerError as exc:
         pytest.skip(f"no cuda matmul space/model yet: {exc}")
     storage = optuna.storages.InMemoryStorage()
-    bayes.run(mm(4096, 4096, 4096), chip, sp, "tpe", seed=0, trials=4, storage=storage, study_name="c", warm_start=True)
+    bayes.run(mm(4096, 4096, 4096), chip, sp, "tpe", seed=0, trials=4, storage=storage, study_name="c", warm_start=True,
+              inner="none")
     t0 = optuna.load_study(study_name="c", storage=storage).trials[0].user_attrs["tiling"]
     assert {k: t0[k] for k in bayes.CUDA_DEFAULT} == bayes.CUDA_DEFAULT
 
@@ -308,3 +319,39 @@ def test_replay_of_measured_search(regret_mod):
     guided = regret_mod.replay(configs, ms, "tpe", 0, first=[int(r) for r in rank[:5]])
     n_guided = regret_mod.to_reach(ms, guided, 0.95)
     assert n_guided is not None and n_guided <= need["random"]
+
+
+def test_killed_run_resumes_with_the_same_study_name(b3, space, tmp_path):
+    """SIGKILL mid-study (a measurement in flight), then the same command: the finished trials are kept."""
+    import signal
+    import subprocess
+    import time
+
+    db = tmp_path / "kill.db"
+    slow = script(tmp_path, "time.sleep(0.3)\nprint(1000.0 / t['base_m'])\n")
+    code = ("import sys; sys.path.insert(0, %r)\n"
+            "from tiler import bayes; from tiler.hardware import load_chip; from tiler.space import load_space\n"
+            "from tiler.problem import parse_problem\n"
+            "from tests.test_bayes import small_space\n"
+            "p = parse_problem('matmul', {'M': 512, 'N': 512, 'K': 1024})\n"
+            "bayes.run(p, load_chip('ascend910b3'), small_space(load_space('matmul', 'ascend')), 'random', seed=0,"
+            " trials=9, storage=%r, study_name='k', measure=%r)\n") % (str(ROOT), str(db), slow)
+    proc = subprocess.Popen([PY, "-c", code], cwd=ROOT)
+    url = f"sqlite:///{db}"
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        time.sleep(0.2)
+        try:
+            if len(evaluated(url, "k")) >= 2:
+                break
+        except (KeyError, Exception):  # the study does not exist yet
+            continue
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    before = [(t.number, t.params) for t in evaluated(url, "k")]
+    assert 2 <= len(before) < 9
+    r = bayes.run(mm(512, 512, 1024), b3, small_space(space), "random", seed=0, trials=9, storage=url,
+                  study_name="k", measure=slow)
+    after = [(t.number, t.params) for t in evaluated(url, "k")]
+    assert r.evaluated == len(after) and after[: len(before)] == before
+    assert any("resumed" in n for n in r.notes)

@@ -83,3 +83,25 @@ def test_bad_pins(ascend_space):
         ascend_space.pin({"tail_split": "sometimes"})
     with pytest.raises(SpaceError, match="l1_stages"):
         ascend_space.pin({"l1_stages": "7"})
+
+
+@pytest.mark.parametrize(
+    "shape", [(1, 4096, 4096), (17, 999, 333), (3000, 200, 64), (2048, 4096, 4096), (128, 128, 65536)]
+)
+def test_bounds_never_exceed_the_best_schedule(b3, ascend_space, shape):
+    """quick_bound and bound are both <= the exact time of the best schedule, on random enumerated tilings."""
+    from tiler.search import enumerate_feasible
+    from tiler.space import product
+
+    model = get_model("matmul", "ascend")
+    p = mm(*shape)
+    table, _, _ = enumerate_feasible(p, b3, ascend_space, model)
+    rng = np.random.default_rng(sum(shape))
+    rows = take(table, rng.choice(len(table["base_m"]), size=min(200, len(table["base_m"])), replace=False))
+    sched = list(model.SCHEDULE_KNOBS)
+    exact = model.estimate(p, b3, product(rows, ascend_space.product(sched)))["time_us"].reshape(
+        len(rows["base_m"]), -1
+    )
+    best = exact.min(axis=1)
+    assert np.all(model.quick_bound(p, b3, rows) <= best * (1 + 1e-9))
+    assert np.all(model.bound(p, b3, rows) <= best * (1 + 1e-9))

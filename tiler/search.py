@@ -109,6 +109,57 @@ def _no_feasible(space: Space, rejected: dict[str, int], model) -> InfeasibleErr
     )
 
 
+def _incumbent(best_e: dict, top: int) -> float:
+    """The time a candidate must beat to enter the top `top` (infinite until `top` are found)."""
+    return float(best_e["time_us"][top - 1]) if best_e and length(best_e) >= top else np.inf
+
+
+def _branch_and_bound(problem, chip, model, table: Candidates, domains: dict, score, incumbent) -> int:
+    """Score the rows of `table` (expanded over the schedule knobs by `score`) in increasing lower bound,
+    stopping when no remaining row's bound is below the incumbent. Returns how many rows got the full bound.
+
+    Two bounds, both valid for every schedule: `quick_bound` (whole-kernel floors, cheap) orders all rows;
+    `bound` (per-tile pipelines) is computed block by block in that order, only while the block's quick bound is
+    below the incumbent. A row is scored once its bound is below the quick bound of every row not yet bounded,
+    so rows are scored in increasing bound overall and the first bound at or above the incumbent ends the search.
+    """
+    n = length(table)
+    if hasattr(model, "quick_bound"):
+        quick = np.concatenate(
+            [
+                model.quick_bound(problem, chip, take(table, slice(lo, lo + CHUNK)))
+                for lo in range(0, n, CHUNK)
+            ]
+        )
+    else:
+        quick = np.zeros(n)
+    order = np.argsort(quick, kind="stable")
+    pool_lb, pool_idx = np.empty(0), np.empty(0, dtype=np.int64)
+    pos, bounded, block, batch = 0, 0, 4096, 64
+    while True:
+        q_next = quick[order[pos]] if pos < n else np.inf
+        inc = incumbent()
+        if q_next >= inc and (pool_lb.size == 0 or pool_lb.min() >= inc):
+            break  # every row left has a bound at or above the top-`top` time: none can enter it
+        if pos < n and (pool_lb.size == 0 or pool_lb.min() > q_next):
+            idx = order[pos : pos + block]
+            pos += idx.size
+            lb = np.maximum(quick[idx], model.bound(problem, chip, take(table, idx), domains))
+            bounded += idx.size
+            keep = lb < inc
+            pool_lb, pool_idx = np.concatenate([pool_lb, lb[keep]]), np.concatenate([pool_idx, idx[keep]])
+            block = min(block * 2, CHUNK)
+            continue
+        first = np.argsort(pool_lb, kind="stable")[:batch]
+        first = first[pool_lb[first] <= q_next] if np.isfinite(q_next) else first
+        if first.size == 0:
+            first = np.argsort(pool_lb, kind="stable")[:1]
+        score(take(table, pool_idx[first]))
+        pool_lb, pool_idx = np.delete(pool_lb, first), np.delete(pool_idx, first)
+        batch = min(batch * 2, 4096)
+    return bounded
+
+
 def exhaustive(problem: Problem, chip, space: Space, top: int = 5) -> SearchResult:
     """Proven-optimal search: level-wise enumeration, dominance, then branch and bound on the lower bound."""
     t0 = time.perf_counter()
@@ -136,22 +187,9 @@ def exhaustive(problem: Problem, chip, space: Space, top: int = 5) -> SearchResu
     bounded = 0
     if sched and hasattr(model, "bound"):
         domains = {k: space.knobs[k].values for k in sched_names}
-        lb = np.concatenate(
-            [
-                model.bound(problem, chip, take(table, slice(lo, lo + CHUNK)), domains)
-                for lo in range(0, length(table), CHUNK)
-            ]
+        bounded = _branch_and_bound(
+            problem, chip, model, table, domains, score, lambda: _incumbent(best_e, top)
         )
-        bounded = length(table)
-        order = np.argsort(lb, kind="stable")
-        lb = lb[order]
-        i, batch = 0, 64
-        while i < lb.size:
-            if best_e and length(best_e) >= top and lb[i] >= best_e["time_us"][top - 1]:
-                break  # every remaining candidate's bound is above the top-`top` found: none can enter it
-            score(take(table, order[i : i + batch]))
-            i += batch
-            batch = min(batch * 2, 4096)
         proven = True
     else:
         for lo in range(0, length(table), max(1, CHUNK // n_sched)):

@@ -225,12 +225,13 @@ def tile_cost(p: Matmul, chip, c: dict, mt, nt, kc, hit_a, hit_b, b_resident, ac
     inner = np.where(pp, np.maximum(t_mte1, t_mac) + np.minimum(t_mte1, t_mac) / steps, t_mte1 + t_mac)
     t_comp = inner + np.where(l0c_db, t_fix / np.maximum(nbm * nbn, 1), t_fix)
     t_gm = t_mte2 + t_fix  # reads and write-backs share the core's GM port and the HBM channels
-    # The first L1 chunk (the finer of A's and B's K extents) must land before the cube starts: its bytes over the
-    # bandwidth plus its transfers' latency; its compute is its K steps at the per-step cost. Both grow with K.
-    k_first = np.minimum(np.where(b_resident, ka, np.minimum(ka, kb)), kc)
+    # The cube starts once A's first L1 chunk and B's first chunk (unless B is resident) have landed: their bytes
+    # over the bandwidth plus their transfers' latency. The pipeline's grain is the finer of the two K extents:
+    # the compute of that many K steps is what a later load can hide behind. Both grow with K.
+    k_first = np.minimum(np.minimum(ka, kb), kc)
     l_chunk = (
-        mt * k_first * b / bw_a
-        + np.where(b_resident, 0.0, nt * k_first * b / bw_b)
+        mt * ka * b / bw_a
+        + np.where(b_resident, 0.0, nt * kb * b / bw_b)
         + (per_chunk_a + np.where(b_resident, 0, per_chunk_b)) * r["lat"] / stages
     )
     step_mac = (mt16 // 16) * (nt16 // 16) * (bk / k0) * r["mac_cycle"] / f
@@ -375,6 +376,58 @@ class MatmulAscend:
         return c
 
     # ------------------------------------------------------------------ estimate
+    def quick_bound(self, p: Matmul, chip, c: dict) -> np.ndarray:
+        """A cheaper, looser lower bound than bound(): whole-kernel floors that no schedule can beat.
+
+        Each core's busy time is at least its MAC time, its MTE2 byte time and its scalar time (every formula in
+        tile_cost takes a max over them), so the makespan is at least each total over the cores: all MMAD
+        fractals over the cube rate; the GM->L1 bytes the tile shape forces (A re-streamed per L0 column block
+        unless its K slice fits L1, B likewise unless resident: then only its compulsory panel bytes) over the
+        best bandwidth one core can reach (port and L2 share, stride and row-segment penalties) plus the
+        transfers' latency `l1_stages` at a time; the issued
+        instructions over the scalar rate. The search runs it first and computes bound() only where it is
+        below the best time found.
+        """
+        r = _chip_rates(p, chip)
+        f, b, k0, cores = r["f"], p.in_bytes, _k0(p), chip.cores
+        g = _geometry(p, c)
+        bm, bn, bk = c["base_m"], c["base_n"], c["base_k"]
+        s = g["splits"] * p.batch
+        kc = g["kc"]
+        mac = ceil_div(p.M, 16) * ceil_div(p.N, 16) * ceil_div(kc, k0) * s * r["mac_cycle"] / f
+        ka, kb = np.minimum(bk * c["step_ka"], kc), np.minimum(bk * c["step_kb"], kc)
+        nbn, nbm = ceil_div(g["tn"], bn), ceil_div(g["tm"], bm)
+        # L0 blocks summed over a row (column) of tiles, the edge tile at its real size
+        nbn_sum = (g["gn"] - 1) * nbn + ceil_div(g["n_last"], bn)
+        nbm_sum = (g["gm"] - 1) * nbm + ceil_div(g["m_last"], bm)
+        res = c["weight_resident"] == 1
+        a_bytes = p.M * kc * b * s * np.where(ka >= kc, g["gn"], nbn_sum)
+        b_bytes = p.N * kc * b * s * np.where(res, 1, np.where(kb >= kc, g["gm"], nbm_sum))
+        active = np.minimum(cores, g["tiles"])
+        port = np.minimum(r["core_gm"], r["l2"] / active)  # the best one core's MTE2 can see
+        eff = stride_efficiency(
+            np.array([p.K * b, p.N * b]), chip["gm_burst_bytes"], chip["gm_misaligned_efficiency"]
+        )
+        ml = c["multi_load"] == 1
+        seg_a = segment_efficiency(np.where(ml, ka, bk) * b)
+        seg_b = segment_efficiency(np.where(ml, np.minimum(g["tn"], bn * c["step_n"]), bn) * b)
+        t_bytes = a_bytes / (port * eff[0] * seg_a) + b_bytes / (port * eff[1] * seg_b)
+        # transfers issued (B's at least once per panel when resident), each waiting one latency, `stages` at once
+        tiles = g["tiles"]
+        # transfers: count them with every tile at its smallest (edge) block count, a valid floor
+        nbn_min, nbm_min = (
+            ceil_div(np.minimum(g["n_last"], g["tn"]), bn),
+            ceil_div(np.minimum(g["m_last"], g["tm"]), bm),
+        )
+        xa = ceil_div(kc, ka) * np.where(ka >= kc, 1, nbn_min) * np.where(ml, 1, nbm_min * ceil_div(ka, bk))
+        xb = ceil_div(kc, kb) * np.where((kb >= kc) | res, 1, nbm_min) * np.where(ml, 1, nbn_min * ceil_div(kb, bk))
+        xfers = tiles * xa + np.where(res, g["gn"] * s, tiles) * xb
+        mte2 = np.maximum(t_bytes, (xfers * r["lat"] + t_bytes) / c["l1_stages"])
+        mmads = nbm_sum * nbn_sum * ceil_div(kc, bk) * s
+        scalar = mmads * (3 * chip["scalar_cycles_per_instr"] + chip["scalar_cycles_per_loop"]) / f
+        make = np.maximum(np.maximum(mac, mte2), scalar) / cores  # core-seconds over the cores
+        return make * 1e6 + _head_us(chip, np.minimum(cores, g["tiles"])) + _reduction_us(p, chip, c)
+
     def bound(self, p: Matmul, chip, c: dict, schedules: dict | None = None) -> np.ndarray:
         """Lower bound of time_us over every value of SCHEDULE_KNOBS (see docs/model.md, "exhaustive search").
 
