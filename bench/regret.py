@@ -1,10 +1,10 @@
 """Regret of the Bayesian search against the exhaustive optimum, and an offline replay of measured search.
 
-    python3 bench/regret.py [--quick] [--jobs N] [--seeds 0,1] [--no-replay]
+    python3 bench/regret.py [--quick] [--jobs N] [--seeds 0,1] [--warm] [--chips a,b] [--no-regret] [--no-replay]
 
 1. Regret (model objective): for a fixed suite of matmul shapes x 3 chips (ascend910b3, ascend910b1, and h200 when
-   the cuda model and its exhaustive search work, else ascend310p3), run `tpe`, `tpe --warm-start` and `random`
-   for 200 evaluated trials and read the best prediction after 50, 100 and 200 of them (one run per seed gives all
+   the cuda model and its exhaustive search work, else ascend310p3), run `tpe` and `random` (and with --warm
+   `tpe --warm-start`) for 200 evaluated trials and read the best prediction after 50, 100 and 200 of them (one run per seed gives all
    three: the first N trials of a 200-trial run are the N-trial run, same seed). regret = best predicted time
    found / exhaustive optimum - 1. Prints the median and 90th percentile per (strategy, trials) and the wall time
    per evaluated trial and per optuna trial (infeasible points and repeats included).
@@ -38,33 +38,13 @@ DATA = ROOT / "bench" / "data" / "h200_matmul_cal.csv"
 SHARED_DATA = Path("/work/shared/data/h200_matmul_cal.csv")
 NEW_DATA = ROOT / "bench" / "data" / "h200_matmul_new.csv"  # 16 more shapes, none used to fit the profile
 
-# 24 shapes: squares, LLM layers (prefill and decode), skinny, deep-K, odd sizes that leave tails.
+# 20 shapes: squares, LLM layers (prefill and decode), skinny, deep-K, odd sizes that leave tails.
 SUITE = [
-    (4096, 4096, 4096),
-    (8192, 8192, 8192),
-    (1024, 1024, 1024),
-    (2048, 2048, 2048),
-    (1000, 1000, 1000),
-    (4096, 11008, 4096),
-    (4096, 4096, 11008),
-    (2048, 14336, 4096),
-    (2048, 4096, 14336),
-    (8192, 1024, 4096),
-    (4096, 6144, 4096),
-    (512, 4096, 4096),
-    (128, 4096, 4096),
-    (16, 8192, 8192),
-    (1, 14336, 4096),
-    (32, 4096, 14336),
-    (333, 777, 2048),
-    (4097, 4096, 4096),
-    (2048, 5120, 1280),
-    (256, 256, 65536),
-    (128, 128, 131072),
-    (3000, 3000, 512),
-    (768, 3072, 768),
-    (6144, 2048, 2048),
-]
+    (4096, 4096, 4096), (8192, 8192, 8192), (1024, 1024, 1024), (1000, 1000, 1000), (4096, 11008, 4096),
+    (2048, 14336, 4096), (2048, 4096, 14336), (8192, 1024, 4096), (4096, 6144, 4096), (512, 4096, 4096),
+    (128, 4096, 4096), (16, 8192, 8192), (1, 14336, 4096), (32, 4096, 14336), (333, 777, 2048),
+    (4097, 4096, 4096), (2048, 5120, 1280), (256, 256, 65536), (3000, 3000, 512), (768, 3072, 768),
+]  # fmt: skip
 QUICK = [
     (4096, 4096, 4096),
     (1024, 1024, 1024),
@@ -97,47 +77,54 @@ def cuda_ready() -> tuple[bool, str]:
         return False, f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
 
 
-def one_regret(args) -> dict:
-    """One (chip, shape, strategy, seed): regret after each budget, wall time per trial."""
+def one_regret(args) -> list[dict]:
+    """One (chip, shape, seed): for each strategy, regret after each budget and wall time per trial."""
     import optuna
 
-    chip_id, shape, name, seed, budgets = args
+    chip_id, shape, names, seed, budgets = args
     chip = load_chip(chip_id)
     space = load_space("matmul", chip.family)
     p = parse_problem("matmul", dict(zip("MNK", shape, strict=True)))
     opt = float(exhaustive(p, chip, space, top=1).est["time_us"][0])
-    storage = optuna.storages.InMemoryStorage()
-    t0 = time.perf_counter()
-    bayes.run(
-        p,
-        chip,
-        space,
-        top=1,
-        seed=seed,
-        trials=max(budgets),
-        storage=storage,
-        study_name="bench",
-        **STRATEGIES[name],
-    )
-    wall = time.perf_counter() - t0
-    trials = optuna.load_study(study_name="bench", storage=storage).get_trials(deepcopy=False)
-    evald = [
-        t
-        for t in trials
-        if t.value is not None and "tiling" in t.user_attrs and "repeat_of" not in t.user_attrs
-    ]
-    best = np.minimum.accumulate([t.user_attrs["predicted_us"] for t in evald])
-    reg = {n: float(best[min(n, len(best)) - 1] / opt - 1) for n in budgets}
-    return {
-        "chip": chip_id,
-        "shape": shape,
-        "strategy": name,
-        "seed": seed,
-        "regret": reg,
-        "wall": wall,
-        "evaluated": len(evald),
-        "trials": len(trials),
-    }
+    out = []
+    for name in names:
+        storage = optuna.storages.InMemoryStorage()
+        t0 = time.perf_counter()
+        bayes.run(
+            p,
+            chip,
+            space,
+            top=1,
+            seed=seed,
+            trials=max(budgets),
+            storage=storage,
+            study_name="bench",
+            **STRATEGIES[name],
+        )
+        wall = time.perf_counter() - t0
+        trials = optuna.load_study(study_name="bench", storage=storage).get_trials(deepcopy=False)
+        evald = [
+            t
+            for t in trials
+            if t.value is not None and "tiling" in t.user_attrs and "repeat_of" not in t.user_attrs
+        ]
+        best = np.minimum.accumulate([t.user_attrs["predicted_us"] for t in evald])
+        reg = {n: float(best[min(n, len(best)) - 1] / opt - 1) for n in budgets}
+        out.append(
+            {
+                "chip": chip_id,
+                "shape": shape,
+                "strategy": name,
+                "seed": seed,
+                "regret": reg,
+                "wall": wall,
+                "evaluated": len(evald),
+                "trials": len(trials),
+            }
+        )
+    line = "  ".join(f"{r['strategy']} " + "/".join(f"{v:.1%}" for v in r["regret"].values()) for r in out)
+    print(f"  {chip_id:12} {'x'.join(map(str, shape)):16} seed {seed}: {line}", flush=True)
+    return out
 
 
 def regret_table(rows: list[dict], budgets) -> list[str]:
@@ -354,7 +341,7 @@ def run_jobs(fn, jobs, n_jobs):
     from multiprocessing import get_context
 
     with get_context("spawn").Pool(n_jobs) as pool:
-        return pool.map(fn, jobs, chunksize=1)
+        return list(pool.imap_unordered(fn, jobs, chunksize=1))
 
 
 def main(argv=None) -> int:
@@ -364,12 +351,16 @@ def main(argv=None) -> int:
     ap.add_argument("--seeds", default=None, help="comma-separated seeds (default 0; replay 0,1,2)")
     ap.add_argument("--no-replay", action="store_true")
     ap.add_argument("--no-regret", action="store_true")
+    ap.add_argument("--warm", action="store_true", help="also run tpe with --warm-start")
+    ap.add_argument(
+        "--chips", default=None, help="comma-separated chip ids (default: the three of the suite)"
+    )
     a = ap.parse_args(argv)
     seeds = [int(s) for s in a.seeds.split(",")] if a.seeds else [0]
     shapes = QUICK if a.quick else SUITE
     budgets = TRIALS[:2] if a.quick else TRIALS
     ok, why = cuda_ready()
-    chips = ["ascend910b3", "ascend910b1", "h200" if ok else "ascend310p3"]
+    chips = a.chips.split(",") if a.chips else ["ascend910b3", "ascend910b1", "h200" if ok else "ascend310p3"]
     t0 = time.perf_counter()
     if not a.no_regret:
         print(
@@ -378,8 +369,10 @@ def main(argv=None) -> int:
         )
         if not ok:
             print(f"  (h200 left out: {why})")
-        jobs = [(c, s, n, sd, budgets) for c in chips for s in shapes for n in STRATEGIES for sd in seeds]
-        rows = run_jobs(one_regret, jobs, a.jobs)
+        names = [n for n in STRATEGIES if n != "tpe+warm" or a.warm]
+        print(f"  per run: regret at {budgets} trials for {names}")
+        jobs = [(c, s, names, sd, budgets) for c in chips for s in shapes for sd in seeds]
+        rows = [r for part in run_jobs(one_regret, jobs, a.jobs) for r in part]
         for line in regret_table(rows, budgets):
             print("  " + line)
         for c in chips:

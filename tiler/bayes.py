@@ -331,7 +331,9 @@ class Objective:
         if ok is None:
             return cand, []
         if not ok.any():
-            cut = [r for r, m in masks.items() if not np.any(m)] or [r for r, m in masks.items() if not np.all(m)]
+            cut = [r for r, m in masks.items() if not np.any(m)] or [
+                r for r, m in masks.items() if not np.all(m)
+            ]
             return {}, cut
         cand = take(cand, ok)
         if len(ok) > 1 and hasattr(self.model, "dominated"):
@@ -581,8 +583,10 @@ def run(
 
             study.optimize(obj, n_trials=cap, n_jobs=1, catch=(MeasureError,), callbacks=[stop])
             if stall["hit"]:
-                notes.append(f"stopped early: the last {STALL} proposals were all repeats or infeasible "
-                             f"(the sampler has converged; {obj.evaluated} of {trials} evaluations used)")
+                notes.append(
+                    f"stopped early: the last {STALL} proposals were all repeats or infeasible "
+                    f"(the sampler has converged; {obj.evaluated} of {trials} evaluations used)"
+                )
             elif obj.evaluated < trials:
                 notes.append(f"stopped at the cap of {10 * trials + 100} optuna trials")
         all_trials = study.get_trials(deepcopy=False)
@@ -681,7 +685,9 @@ def _result(
     if obj.resolved:
         notes.append(f"resolved in closed form (model.resolve): {', '.join(obj.resolved)}")
     if obj.inner:
-        notes.append(f"scored every combination of {', '.join(obj.inner)} per trial (one vectorised model call)")
+        notes.append(
+            f"scored every combination of {', '.join(obj.inner)} per trial (one vectorised model call)"
+        )
     if guided and measured:
         bar = best[0].value * (1 + NEAR_BEST)
         near = sum(t.value <= bar for t in done)

@@ -105,7 +105,7 @@ def _geometry(p: Matmul, c: dict) -> dict:
     tn = c["base_n"] * c["step_n"]
     gm, gn = ceil_div(p.M, tm), ceil_div(p.N, tn)
     ksteps = ceil_div(p.K, c["base_k"])
-    per = ceil_div(ksteps, c["split_k"])
+    per = ceil_div(ksteps, c["split_k"])  # see _k_slice
     splits = c[
         "split_k"
     ]  # every slice is launched on its own core, even when ceil() leaves the last ones short
@@ -121,6 +121,11 @@ def _geometry(p: Matmul, c: dict) -> dict:
         "n_last": p.N - (gn - 1) * tn,
         "tiles": gm * gn * splits * p.batch,
     }
+
+
+def _k_slice(p: Matmul, c: dict):
+    """K extent of one split-K slice, a whole number of base_k steps (the last slice may be shorter)."""
+    return np.minimum(ceil_div(ceil_div(p.K, c["base_k"]), c["split_k"]) * c["base_k"], p.K)
 
 
 def _l1_bytes(p: Matmul, c: dict, kc) -> np.ndarray:
@@ -306,6 +311,7 @@ class MatmulAscend:
         """One boolean mask per rule (True = allowed), for the rules whose knobs are all present."""
         names = [r for r in (rules or RULES) if all(k in c for k in RULES[r])]
         b, k0 = p.in_bytes, _k0(p)
+        kc = _k_slice(p, c) if "base_k" in c and "split_k" in c else None
         out = {}
         for r in names:
             if r == "align":
@@ -330,18 +336,16 @@ class MatmulAscend:
             elif r == "l0c":
                 out[r] = c["base_m"] * c["base_n"] * 4 <= chip["l0c_bytes"]
             elif r == "mdl_step":
-                kc = _geometry(p, c)["kc"]
                 out[r] = ((c["step_m"] == 1) | (c["base_k"] * c["step_ka"] >= kc)) & (
                     (c["step_n"] == 1) | (c["base_k"] * c["step_kb"] >= kc)
                 )
             elif r == "k_step_ratio":
-                kc = _geometry(p, c)["kc"]
                 ka_iter = ceil_div(kc, c["base_k"] * c["step_ka"])
                 kb_iter = np.where(c["weight_resident"] == 1, 1, ceil_div(kc, c["base_k"] * c["step_kb"]))
                 hi, lo = np.maximum(ka_iter, kb_iter), np.minimum(ka_iter, kb_iter)
                 out[r] = hi % lo == 0
             elif r == "l1":
-                out[r] = _l1_bytes(p, c, _geometry(p, c)["kc"]) <= chip["l1_bytes"]
+                out[r] = _l1_bytes(p, c, kc) <= chip["l1_bytes"]
             elif r == "preload":
                 out[r] = c["preload"] < c["l1_stages"]
         return out
@@ -363,12 +367,21 @@ class MatmulAscend:
         """
         c = dict(c)
         n = len(c["base_m"])
-        for name, rules in (("l0_pingpong", ["l0a", "l0b"]), ("l1_stages", ["l1"])):
-            dom = sorted(domains[name])
-            c[name] = np.full(n, dom[0], dtype=np.int64)
-            for v in dom[1:]:
-                ok = self.feasible(p, chip, dict(c, **{name: np.full(n, v, dtype=np.int64)}), rules)
-                c[name] = np.where(np.logical_and.reduce([ok[r] for r in rules]), v, c[name])
+        dom = sorted(domains["l0_pingpong"])
+        c["l0_pingpong"] = np.full(n, dom[0], dtype=np.int64)
+        for v in dom[1:]:
+            ok = self.feasible(p, chip, dict(c, l0_pingpong=np.full(n, v, dtype=np.int64)), ["l0a", "l0b"])
+            c["l0_pingpong"] = np.where(ok["l0a"] & ok["l0b"], v, c["l0_pingpong"])
+        # L1 use is (fixed part) + stages * (per-stage part): the most stages that fit, from the domain
+        one = _l1_bytes(p, dict(c, l1_stages=np.ones(n, dtype=np.int64)), _k_slice(p, c))
+        two = _l1_bytes(p, dict(c, l1_stages=np.full(n, 2, dtype=np.int64)), _k_slice(p, c))
+        per_stage, fixed = two - one, 2 * one - two
+        fit = np.floor((chip["l1_bytes"] - fixed) / np.maximum(per_stage, 1))
+        st_dom = np.array(sorted(domains["l1_stages"]))
+        allowed = st_dom[None, :] <= fit[:, None]
+        c["l1_stages"] = np.where(
+            allowed.any(axis=1), np.where(allowed, st_dom[None, :], 0).max(axis=1), st_dom[0]
+        )
         pre_dom = np.array(sorted(domains["preload"]))
         allowed = pre_dom[None, :] < c["l1_stages"][:, None]
         best = np.where(allowed, pre_dom[None, :], -1).max(axis=1)
@@ -420,7 +433,11 @@ class MatmulAscend:
             ceil_div(np.minimum(g["m_last"], g["tm"]), bm),
         )
         xa = ceil_div(kc, ka) * np.where(ka >= kc, 1, nbn_min) * np.where(ml, 1, nbm_min * ceil_div(ka, bk))
-        xb = ceil_div(kc, kb) * np.where((kb >= kc) | res, 1, nbm_min) * np.where(ml, 1, nbn_min * ceil_div(kb, bk))
+        xb = (
+            ceil_div(kc, kb)
+            * np.where((kb >= kc) | res, 1, nbm_min)
+            * np.where(ml, 1, nbn_min * ceil_div(kb, bk))
+        )
         xfers = tiles * xa + np.where(res, g["gn"] * s, tiles) * xb
         mte2 = np.maximum(t_bytes, (xfers * r["lat"] + t_bytes) / c["l1_stages"])
         mmads = nbm_sum * nbn_sum * ceil_div(kc, bk) * s
