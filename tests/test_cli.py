@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pytest
+from conftest import CATLASS_DEFAULT
 
 from tiler.cli import main
 from tiler.export import check_tcube, validate
@@ -87,26 +88,7 @@ def test_search_table_and_explain_round_trip(tmp_path, capsys):
 
 
 def test_explain_gives_tail_advice(capsys):
-    tiling = dict(
-        base_m=128,
-        base_n=256,
-        base_k=64,
-        step_m=1,
-        step_n=1,
-        step_ka=4,
-        step_kb=4,
-        l1_stages=2,
-        preload=1,
-        l0_pingpong=1,
-        multi_load=1,
-        weight_resident=0,
-        iterate_order="m",
-        swizzle_offset=3,
-        swizzle_direction=0,
-        serpentine=1,
-        tail_split="off",
-        split_k=1,
-    )
+    tiling = {**CATLASS_DEFAULT, "iterate_order": "m", "tail_split": "off"}
     code, out, _ = run(
         [
             "explain",
