@@ -355,9 +355,12 @@ def main(argv=None) -> int:
     ap.add_argument(
         "--chips", default=None, help="comma-separated chip ids (default: the three of the suite)"
     )
+    ap.add_argument("--shapes", default=None, help="comma-separated MxNxK (default: the suite)")
     a = ap.parse_args(argv)
     seeds = [int(s) for s in a.seeds.split(",")] if a.seeds else [0]
     shapes = QUICK if a.quick else SUITE
+    if a.shapes:
+        shapes = [tuple(int(v) for v in s.split("x")) for s in a.shapes.split(",")]
     budgets = TRIALS[:2] if a.quick else TRIALS
     ok, why = cuda_ready()
     chips = a.chips.split(",") if a.chips else ["ascend910b3", "ascend910b1", "h200" if ok else "ascend310p3"]

@@ -212,13 +212,6 @@ def make_sampler(strategy: str, seed: int, options: dict | None = None):
 # ------------------------------------------------------------------ the objective
 
 
-class Repeat(Exception):
-    """A proposal of a tiling the study has already evaluated (closed as FAIL: TPE ignores it)."""
-
-
-REPEATS = "complete"
-
-
 class Objective:
     """Samples one tiling per trial, rejects infeasible ones, scores the rest with the model or a measurement."""
 
@@ -235,7 +228,6 @@ class Objective:
         conditional: bool = True,
     ):
         self.ordinal, self.conditional = ordinal, conditional
-        self.repeats = REPEATS
         self.problem, self.chip, self.space, self.model = problem, chip, space, model
         self.measure_fn = measure_fn
         resolved = [k for k in getattr(model, "RESOLVED", ()) if k in space.knobs] if resolve else []
@@ -372,8 +364,6 @@ class Objective:
             if value is None:
                 trial.set_user_attr("error", error)
                 raise optuna.TrialPruned(f"repeat of failed trial {number}")
-            if self.repeats == "fail":
-                raise Repeat(f"repeat of trial {number}")
             return value
         cand, bad = self.feasible_rows(self.complete(row))
         if bad:
@@ -591,7 +581,7 @@ def run(
         if obj.evaluated < trials and cap > 0:
             from .runners.external import MeasureError
 
-            study.optimize(obj, n_trials=cap, n_jobs=1, catch=(MeasureError, Repeat), callbacks=[stop])
+            study.optimize(obj, n_trials=cap, n_jobs=1, catch=(MeasureError,), callbacks=[stop])
             if stall["hit"]:
                 notes.append(
                     f"stopped early: the last {STALL} proposals were all repeats or infeasible "
