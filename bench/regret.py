@@ -384,11 +384,11 @@ def main(argv=None) -> int:
                 f"  {c}: "
                 + ", ".join(
                     f"{n}@100 median {np.median([r['regret'][budgets[1]] for r in sub if r['strategy'] == n]):.2%}"
-                    for n in STRATEGIES
+                    for n in names
                 )
             )
         print("  wall time per trial (one process):")
-        for n in STRATEGIES:
+        for n in names:
             sel = [r for r in rows if r["strategy"] == n]
             ev = sum(r["evaluated"] for r in sel)
             tr = sum(r["trials"] for r in sel)

@@ -4,15 +4,16 @@ optuna is imported here only. One optuna trial samples the knobs, checks the mod
 infeasible point is PRUNED without a model call or a measurement, so TPE learns to avoid it) and scores the
 tiling with the model's estimate or with a measurement. docs/search.md explains every choice below.
 
-* Sampled knobs: every knob of the (possibly pinned) space, `suggest_categorical` over its domain (labels for
-  categorical knobs, so optuna-dashboard reads them). `preload` must be < `l1_stages`: when both are sampled,
-  preload is sampled under a per-stage name (`preload|l1_stages=3`) over the values below that stage count.
+* Sampled knobs: `suggest_categorical` over each sampled knob's (possibly pinned) domain (labels for categorical
+  knobs, so optuna-dashboard reads them). Conditional domains: a knob's values are cut to those that pass the
+  rules whose other knobs are already sampled, and a cut set gets its own parameter name (`preload|0,1` under
+  `l1_stages = 2`), so `preload < l1_stages` is never proposed.
 * Resolved knobs (the model's RESOLVED: l0_pingpong, l1_stages, preload on Ascend): when the objective is the model,
   `model.resolve()` fills them with their provably best feasible value instead of sampling them; a measurement
   samples them (the proof is about the model, not the silicon).
-* Schedule knobs (the model's SCHEDULE_KNOBS: traversal and tail handling): when the objective is the model, each
-  trial scores every combination of them in one vectorised model call and keeps the best ("inner" resolution);
-  a measurement samples them.
+* Inner knobs (`inner="grid"`, the default for the model objective): a trial samples the knobs that fix the tile
+  grid (GRID_KNOBS) and scores every combination of the others in one vectorised model call, keeping the best;
+  `inner="schedule"` does that for the model's SCHEDULE_KNOBS only, `"none"` (always, for a measurement) samples all.
 * Budget: `trials` counts evaluated trials (a model call or a measurement). Infeasible points (pruned) and repeats
   of an already evaluated tiling (answered from the study, never re-measured) are free and do not count; the
   total number of optuna trials is capped at 10 x trials + 100.
@@ -150,15 +151,21 @@ def open_storage(storage=None):
             "postgresql://user@host/db, memory)"
         )
     engine_kwargs = _sqlite_kwargs(url)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # heartbeat is experimental in some optuna versions
-            return optuna.storages.RDBStorage(
-                url, engine_kwargs=engine_kwargs, heartbeat_interval=60, grace_period=180
-            )
-    except Exception as exc:  # sqlalchemy/driver errors: bad scheme, missing folder, no server, no driver
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        _raise_storage(url, first[:200])
+    for attempt in range(3):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # heartbeat is experimental in some optuna versions
+                return optuna.storages.RDBStorage(
+                    url, engine_kwargs=engine_kwargs, heartbeat_interval=60, grace_period=180
+                )
+        except Exception as exc:  # sqlalchemy/driver errors: bad scheme, missing folder, no server, no driver
+            # two processes creating the same new database race on its version table: the loser retries
+            racing = ("UNIQUE constraint failed", "already exists", "database is locked")
+            if any(r in str(exc) for r in racing) and attempt < 2:
+                time.sleep(0.2 * (attempt + 1))
+                continue
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            _raise_storage(url, first[:200])
 
 
 def _sqlite_kwargs(url: str) -> dict:
