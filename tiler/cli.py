@@ -243,6 +243,11 @@ def search(
     if export_path:
         write_json(doc, export_path)
         click.echo(f"wrote {export_path}", err=True)
+    for note in res.notes:  # failures, resume and stop messages, guided-search counts
+        click.echo(note, err=True)
+    measured = res.est.get("measured_us")
+    if measured is not None:
+        doc["measurement"] = {"measured_us": float(measured[0]), "predicted_us": float(res.est["time_us"][0])}
     lines = advice(problem, chip, space, take(res.cands, slice(0, 1)), take(res.est, slice(0, 1)))
     if fmt == "json":
         doc["advice"] = lines
@@ -260,6 +265,10 @@ def search(
     click.echo("best tiling: " + ", ".join(f"{k}={v}" for k, v in res.tiling(0).items()))
     for line in _estimate_lines(res.row(0)):
         click.echo("  " + line)
+    if measured is not None:
+        click.echo(
+            f"  measured  {float(measured[0]):.2f} us (the model predicted {float(res.est['time_us'][0]):.2f} us)"
+        )
     if doc["tiling"].get("tail_sub_count"):
         t = doc["tiling"]
         click.echo(
