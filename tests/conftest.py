@@ -5,32 +5,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tiler.bayes import ASCEND_DEFAULT
 from tiler.hardware import load_chip
 from tiler.model import get_model
 from tiler.problem import parse_problem
 from tiler.space import load_space
 
-# The CATLASS default for A2 (examples/00_basic_matmul): 128x256x64 L0, L1 K 256, ping-pong, swizzle <3,0>.
-CATLASS_DEFAULT = dict(
-    base_m=128,
-    base_n=256,
-    base_k=64,
-    step_m=1,
-    step_n=1,
-    step_ka=4,
-    step_kb=4,
-    l1_stages=2,
-    preload=1,
-    l0_pingpong=1,
-    multi_load=1,
-    weight_resident=0,
-    iterate_order=0,
-    swizzle_offset=3,
-    swizzle_direction=0,
-    serpentine=1,
-    tail_split=0,
-    split_k=1,
-)
+# The CATLASS default for A2 (examples/00_basic_matmul): 128x256x64 L0, L1 K 256, ping-pong, swizzle <3,0>,
+# as knob codes, with the tail re-split off (the tests flip it).
+_ASCEND = load_space("matmul", "ascend")
+CATLASS_DEFAULT = {k: _ASCEND.knobs[k].parse(v) for k, v in {**ASCEND_DEFAULT, "tail_split": "off"}.items()}
 
 
 @pytest.fixture(scope="session")
