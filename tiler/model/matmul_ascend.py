@@ -539,7 +539,14 @@ class MatmulAscend:
             ],
             axis=1,
         )
-        uniq, inv = np.unique(keys, axis=0, return_inverse=True)
+        # one schedule per distinct row of `keys`: number the rows by a 1-D unique over each column's codes
+        # (much faster than a row-wise unique)
+        code = np.zeros(n, dtype=np.int64)
+        for col in keys.T:
+            vals, idx = np.unique(col, return_inverse=True)
+            code = np.unique(code * len(vals) + idx.ravel(), return_inverse=True)[1].ravel()  # stays < n
+        _, first, inv = np.unique(code, return_index=True, return_inverse=True)
+        uniq = keys[first]
         inv = inv.ravel()
         stats = []
         hit_a, hit_b = np.zeros(n), np.zeros(n)
