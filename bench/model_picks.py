@@ -35,9 +35,7 @@ def main():
             M, N, K = (int(x) for x in s.split("x"))
             res = search(parse_problem("matmul", {"M": M, "N": N, "K": K}), chip, space, top=a.top)
             for i in range(len(res.est["time_us"])):
-                t = res.space.knobs
                 row = [int(res.cands[k][i]) for k in KNOBS]
-                del t
                 w.writerow([M, N, K, *row, "model", i + 1, round(float(res.est["time_us"][i]), 3)])
             print(s, res.tiling(0), f"{res.row(0)['time_us']:.1f} us")
 

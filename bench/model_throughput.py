@@ -49,7 +49,9 @@ def main():
     full = product(rows, space.product(list(model.SCHEDULE_KNOBS)))
     n = len(full["base_m"])
     r_est, t_est = rate(lambda: model.estimate(p, chip, full), n)
-    print(f"  search workload: {n:,} candidates (2,000 tilings x 40 schedules): estimate {r_est:,.0f}/s ({t_est:.2f} s)")
+    print(
+        f"  search workload: {n:,} candidates (2,000 tilings x 40 schedules): estimate {r_est:,.0f}/s ({t_est:.2f} s)"
+    )
     r_lb, t_lb = rate(lambda: model.bound(p, chip, table), len(table["base_m"]))
     print(f"  lower bound over the {len(table['base_m']):,} enumerated tilings: {r_lb:,.0f}/s ({t_lb:.2f} s)")
     r_feas, _ = rate(lambda: model.feasible(p, chip, table), len(table["base_m"]))
@@ -58,7 +60,9 @@ def main():
     cand = feasible_sample(p, chip, space, model, 5000)
     n = len(cand["base_m"])
     r_rand, t_rand = rate(lambda: model.estimate(p, chip, cand), n, repeat=1)
-    print(f"  random tilings (each its own schedule): {n:,} candidates: estimate {r_rand:,.0f}/s ({t_rand:.2f} s)")
+    print(
+        f"  random tilings (each its own schedule): {n:,} candidates: estimate {r_rand:,.0f}/s ({t_rand:.2f} s)"
+    )
     print(f"  ratio search-workload / target 1,000,000 per s: {r_est / 1e6:.2f}")
     print("== exhaustive search (wall time, proven optimum) ==")
     shapes = [

@@ -6,24 +6,12 @@ import json
 import math
 
 import pytest
+from conftest import FAST
 
 from tiler.errors import ProblemError, TilerError
 from tiler.library import Library, from_document, load
 from tiler.problem import parse_problem
 from tiler.sweep import run_sweep
-
-FAST = [
-    "base_m=64",
-    "base_n=128",
-    "base_k=64",
-    "step_m=1",
-    "step_n=1",
-    "step_ka=4",
-    "step_kb=4",
-    "l1_stages=2",
-    "preload=1",
-    "split_k=1",
-]
 
 
 def test_swept_library_round_trips_exact_and_nearest(tmp_path):

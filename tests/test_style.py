@@ -13,10 +13,16 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.mark.skipif(shutil.which("ruff") is None and sys.modules.get("ruff") is None, reason="ruff not installed")
+@pytest.mark.skipif(
+    shutil.which("ruff") is None and sys.modules.get("ruff") is None, reason="ruff not installed"
+)
 def test_ruff_clean():
-    proc = subprocess.run([sys.executable, "-m", "ruff", "check", "tiler", "tests", "bench"], cwd=ROOT,
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "ruff", "check", "tiler", "tests", "bench"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:]
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from click.testing import CliRunner
+from conftest import FAST
 
 from tiler.errors import TilerError
 from tiler.export import validate
@@ -24,19 +25,6 @@ from tiler.progress import Progress
 from tiler.sweep import journal_path, run_sweep, sweep_command
 
 ROOT = Path(__file__).resolve().parent.parent
-# ~0.02-0.05 s per search: the L0 block, L1 steps and buffering pinned; order, swizzle, tail etc. still searched
-FAST = [
-    "base_m=64",
-    "base_n=128",
-    "base_k=64",
-    "step_m=1",
-    "step_n=1",
-    "step_ka=4",
-    "step_kb=4",
-    "l1_stages=2",
-    "preload=1",
-    "split_k=1",
-]
 # ~0.1-0.3 s per search: slow enough that a kill lands mid-way
 MEDIUM = ["base_m=128", "base_n=128", "base_k=64", "step_ka=4", "step_kb=4", "l1_stages=2", "preload=1"]
 

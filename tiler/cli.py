@@ -23,23 +23,13 @@ def _chip(chip_id: str, hardware_dir):
     return load_chip(chip_id, hardware_dir)
 
 
-def _parse_fix(values: tuple[str, ...]) -> dict[str, str]:
-    out = {}
-    for v in values:
-        if "=" not in v:
-            raise TilerError(f"--fix: expected KNOB=VALUE, got {v!r}")
-        k, val = (s.strip() for s in v.split("=", 1))
-        out[k] = val
-    return out
-
-
 def _setup(op, chip_id, shape, dtype, hardware_dir, fix=()):
     from .problem import parse_problem, parse_shape_text
-    from .space import load_space
+    from .space import load_space, parse_fixes
 
     chip = _chip(chip_id, hardware_dir)
     problem = parse_problem(op, parse_shape_text(shape), dtype)
-    space = load_space(op, chip.family).pin(_parse_fix(fix))
+    space = load_space(op, chip.family).pin(parse_fixes(fix))
     return chip, problem, space
 
 

@@ -65,10 +65,8 @@ def enumerate_feasible(problem: Problem, chip, space: Space, model) -> tuple[Can
     applied: set[str] = set()
     table: Candidates = {}
 
-    def prune(t: Candidates, final: bool = False) -> Candidates:
+    def prune(t: Candidates) -> Candidates:
         masks = model.feasible(problem, chip, t, [r for r in model.RULES if r not in applied])
-        if final:
-            masks = {r: m for r, m in masks.items()}
         ok = np.ones(length(t), dtype=bool)
         for r, m in masks.items():
             rejected[r] = rejected.get(r, 0) + int((~m).sum())

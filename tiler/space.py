@@ -88,16 +88,28 @@ class Space:
 
     def parse_tiling(self, tiling: dict) -> Candidates:
         """One candidate from a dict of knob -> value (labels allowed); every knob must be present."""
-        unknown = [k for k in tiling if k not in self.knobs]
         missing = [k for k in self.knobs if k not in tiling]
         if missing:
             raise SpaceError(f"tiling: missing knob(s) {', '.join(missing)} for {self.op}/{self.family}")
-        del unknown  # derived values in an exported tiling (tail sizes, ...) are ignored
+        # keys that are not knobs (derived values of an exported tiling: tail sizes, ...) are ignored
         return {k: np.array([self.knobs[k].parse(tiling[k])], dtype=np.int64) for k in self.knobs}
 
     def decode(self, cands: Candidates, i: int) -> dict:
         """Candidate i as knob -> value with labels for categorical knobs."""
         return {k: self.knobs[k].label(cands[k][i]) for k in self.knobs}
+
+
+def parse_fixes(items) -> dict[str, str]:
+    """`--fix` values (`KNOB=VALUE` strings, or a dict) as knob -> value text; `Space.pin` checks them."""
+    if isinstance(items, dict):
+        return {str(k).strip(): str(v).strip() for k, v in items.items()}
+    out = {}
+    for item in items or ():
+        if "=" not in str(item):
+            raise SpaceError(f"--fix: expected KNOB=VALUE, got {item!r}")
+        k, v = (x.strip() for x in str(item).split("=", 1))
+        out[k] = v
+    return out
 
 
 def product(*cols: Candidates) -> Candidates:
@@ -158,4 +170,4 @@ def load_space(op: str, family: str, spaces: str | os.PathLike | None = None) ->
     return Space(op, family, knobs)
 
 
-__all__ = ["Candidates", "Knob", "Space", "length", "load_space", "product", "take"]
+__all__ = ["Candidates", "Knob", "Space", "parse_fixes", "length", "load_space", "product", "take"]

@@ -43,6 +43,7 @@ import click
 
 from .errors import InfeasibleError, TilerError, closest
 from .model.common import RECORD
+from .space import parse_fixes
 
 ESTIMATE_COLUMNS = RECORD  # the estimate record, one column per field (model/common.py)
 SEARCH_COLUMNS = ("strategy", "seed", "evaluated", "proven_optimal")
@@ -664,20 +665,6 @@ def _split_chips(chips) -> list[str]:
     return ids
 
 
-def _parse_fix(fix) -> tuple[tuple[str, str], ...]:
-    if not fix:
-        return ()
-    if isinstance(fix, dict):
-        return tuple((str(k).strip(), str(v).strip()) for k, v in fix.items())
-    out = []
-    for item in fix:
-        if "=" not in str(item):
-            raise TilerError(f"--fix: expected KNOB=VALUE, got {item!r}")
-        k, v = str(item).split("=", 1)
-        out.append((k.strip(), v.strip()))
-    return tuple(out)
-
-
 def _pinned_space(op: str, family: str, fix: tuple[tuple[str, str], ...]):
     """The family's space with the pins it knows (with chips of two families, each takes its own knobs)."""
     from .space import load_space
@@ -737,7 +724,7 @@ def run_sweep(
         raise TilerError(f"--trials: must be >= 1, got {trials}")
     if dtype is not None and dtype not in DTYPES:
         raise TilerError(f"--dtype: must be one of {', '.join(DTYPES)}, got {dtype!r}")
-    cfg = SweepConfig(op, strategy, int(seed), trials, _parse_fix(fix))
+    cfg = SweepConfig(op, strategy, int(seed), trials, tuple(parse_fixes(fix).items()))
     chip_ids = _split_chips(chips)
     chip_objs = [load_chip(c, hardware_dir) for c in chip_ids]
     spaces = {c.id: _pinned_space(op, c.family, cfg.fix) for c in chip_objs}
