@@ -88,3 +88,23 @@ def ceil_div(a, b):
 
 def round_up(a, b):
     return ceil_div(a, b) * b
+
+
+def group_rows(columns) -> tuple[np.ndarray, np.ndarray]:
+    """Number the distinct rows of a table of integer columns: (index of each group's first row, group of each
+    row), groups in sorted order. One sort in all: the columns are packed into one integer (mixed radix) and
+    only re-numbered when the packed code would overflow."""
+    code, span = None, 1
+    for col in columns:
+        col = np.asarray(col).astype(np.int64, copy=False)
+        lo = int(col.min())
+        width = int(col.max()) - lo + 1
+        if code is None:
+            code, span = col - lo, width
+            continue
+        if span * width >= 1 << 62:
+            vals, code = np.unique(code, return_inverse=True)
+            span, code = len(vals), code.ravel()
+        code, span = code * width + (col - lo), span * width
+    _, first, inv = np.unique(code, return_index=True, return_inverse=True)
+    return first, inv.ravel()

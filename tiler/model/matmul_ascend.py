@@ -17,13 +17,14 @@ from .common import (
     PIPES,
     ceil_div,
     classify_bound,
+    group_rows,
     mixed_bandwidth,
     roofline_us,
     round_up,
     segment_efficiency,
     stride_efficiency,
 )
-from .schedule import max_b_reuse, schedule_stats
+from .schedule import WORK_COLUMNS, core_work, first_touch_only, max_b_reuse, panel_hits
 
 KNOBS = (
     "base_m",
@@ -298,6 +299,43 @@ def _reduction_us(p: Matmul, chip, c: dict) -> np.ndarray:
     return np.where(c["split_k"] > 1, mn * 4 / hbm * 1e6 + cast, 0.0)
 
 
+def _per_core(cost: dict, ui: np.ndarray, gi: np.ndarray, work: list, cols: np.ndarray) -> dict:
+    """Combine tile costs with each row's schedule: the busiest core's time and pipes, and chip-wide sums.
+
+    cost[k]: (U, len(cols)) cost of one unit of each work column (schedule.WORK_COLUMNS, those in `cols`) for
+    the distinct tile-cost rows; ui, gi: each row's cost row and schedule; work[j]: schedule j's CoreWork.
+    A core's time is its work vector dotted with the costs; the makespan is the largest over the schedule's
+    cores that can finish last. The busiest core is found in float32 (rows are bucketed by how many such cores
+    their schedule has, padded to a power of two), then its time is computed in float64.
+    """
+    n = ui.size
+    total = np.stack([w.total for w in work])[:, cols]
+    depth = np.array([len(w.padded) for w in work])
+    at = np.empty((n, cols.size), dtype=np.float32)
+    busy = np.take(cost["busy"], ui, axis=0)
+    busy32 = busy.astype(np.float32)
+    for d in np.unique(depth):
+        groups = np.flatnonzero(depth == d)
+        local = np.zeros(len(work), dtype=np.int64)
+        local[groups] = np.arange(groups.size)
+        rows = np.flatnonzero(depth[gi] == d)
+        w = np.take(
+            np.stack([work[j].padded[:, cols] for j in groups]), local[gi[rows]], axis=0
+        )  # (rows, d, k)
+        crit = np.matmul(w, busy32[rows][:, :, None])[:, :, 0].argmax(axis=1)
+        at[rows] = w[np.arange(rows.size), crit]
+    # the busy time in float64 (it is the kernel time); the pipes and sums in float32 (reported, not ranked)
+    out = {"busy": np.einsum("rk,rk->r", busy, at)}
+    names = ("mac", "scalar", "mte1", "mte2_bw", "fixpipe")
+    per = np.take(np.stack([cost[k] for k in names], axis=1).astype(np.float32), ui, axis=0)
+    out.update(zip(names, np.einsum("rpk,rk->pr", per, at).astype(np.float64), strict=True))
+    tot = np.take(total.astype(np.float32), gi, axis=0)
+    out["busy_sum"] = np.einsum("rk,rk->r", busy, tot)
+    sums = np.take(np.stack([cost["l2_read"], cost["hbm_read"]], axis=1).astype(np.float32), ui, axis=0)
+    out["l2_read"], out["hbm_read"] = np.einsum("rpk,rk->pr", sums, tot).astype(np.float64)
+    return out
+
+
 @register("matmul", "ascend")
 class MatmulAscend:
     KNOBS = KNOBS
@@ -520,120 +558,87 @@ class MatmulAscend:
         )
 
     def estimate(self, p: Matmul, chip, c: dict) -> dict[str, np.ndarray]:
-        """The estimate record (common.RECORD) plus tail-split sub-block sizes, one row per candidate."""
+        """The estimate record (common.RECORD) plus tail-split sub-block sizes, one row per candidate.
+
+        Work is shared where the physics allows: each distinct schedule is simulated once (cached), each distinct
+        (tiling, hit rates, re-cut) gets its tile costs once, and a core's time is its work vector (tiles per
+        type, schedule.core_work) dotted with those costs.
+        """
         n = len(c["base_m"])
         g = _geometry(p, c)
         cores = chip.cores
-        b = p.in_bytes
         cap = chip["l2_bytes"] * chip["l2_usable_fraction"]
-        keys = np.stack(
-            [
-                g["tm"],
-                g["tn"],
-                g["kc"],
-                c["swizzle_offset"],
-                c["swizzle_direction"],
-                c["serpentine"],
-                c["tail_split"],
-                g["splits"],
-            ],
-            axis=1,
-        )
-        # one schedule per distinct row of `keys`: number the rows by a 1-D unique over each column's codes
-        # (much faster than a row-wise unique)
-        code = np.zeros(n, dtype=np.int64)
-        for col in keys.T:
-            vals, idx = np.unique(col, return_inverse=True)
-            code = np.unique(code * len(vals) + idx.ravel(), return_inverse=True)[1].ravel()  # stays < n
-        _, first, inv = np.unique(code, return_index=True, return_inverse=True)
-        uniq = keys[first]
-        inv = inv.ravel()
-        stats = []
-        hit_a, hit_b = np.zeros(n), np.zeros(n)
-        sub_s = np.ones(n, dtype=np.int64)
-        by_key = np.argsort(inv, kind="stable")
-        starts = np.searchsorted(inv[by_key], np.arange(len(uniq) + 1))
-        for j, (tm, tn, kc, so, sd, sp, ts, splits) in enumerate(uniq):
-            gm, gn = -(-p.M // tm), -(-p.N // tn)
-            tiles = gm * gn * splits * p.batch
-            last = tiles % cores if tiles > cores else (tiles if tiles < cores else 0)
-            s = cores // last if (ts == 1 and last) else 1
-            dim = tm if tm >= tn else tn
-            s = int(min(s, -(-dim // 16)))
-            st = schedule_stats(
-                int(gm),
-                int(gn),
-                int(splits),
-                p.batch,
-                cores,
-                int(so),
-                int(sd),
-                bool(sp),
-                s >= 2,
-                bool(p.M % tm),
-                bool(p.N % tn),
-                float(tm * kc * b),
-                float(tn * kc * b),
-                float(cap),
+        tm, tn, kc = (g[k].astype(np.int64) for k in ("tm", "tn", "kc"))
+        splits = np.asarray(g["splits"]).astype(np.int64)
+        tiles = g["tiles"]
+        # tail re-split: a partial last round's tiles are cut into `pieces` along their longer side
+        last = np.where(tiles > cores, tiles % cores, np.where(tiles < cores, tiles, 0))
+        pieces = np.where((c["tail_split"] == 1) & (last > 0), cores // np.maximum(last, 1), 1)
+        pieces = np.maximum(np.minimum(pieces, ceil_div(np.maximum(tm, tn), 16)), 1).astype(np.int64)
+        sched = (c["swizzle_offset"], c["swizzle_direction"], c["serpentine"])
+        first, gi = group_rows([tm, tn, splits, *sched, pieces])
+        gm, gn = g["gm"].astype(np.int64), g["gn"].astype(np.int64)
+        work = [
+            core_work(m, n_, s, p.batch, cores, off, d, bool(sp), pc, p.M % t_m != 0, p.N % t_n != 0)
+            for m, n_, t_m, t_n, s, off, d, sp, pc in zip(
+                *(x[first].tolist() for x in (gm, gn, tm, tn, splits, *sched, pieces)), strict=True
             )
-            stats.append((st, s))
-            rows = by_key[starts[j] : starts[j + 1]]
-            hit_a[rows], hit_b[rows], sub_s[rows] = st.a_hit, st.b_hit, s
-        active = np.minimum(cores, g["tiles"])
-        ms, ns = _sizes(g)
-        res = c["weight_resident"] == 1
-        pipes = ("busy", "mac", "scalar", "mte1", "mte2_bw", "fixpipe", "l2_read", "hbm_read")
-        # all eight tile types in one vectorised call: candidates along axis 0, types along axis 1
-        col = {k: v[:, None] for k, v in c.items()}
-        mt8 = np.stack([ms[t % 4] for t in range(8)], axis=1)
-        nt8 = np.stack([ns[t % 4] for t in range(8)], axis=1)
-        res8 = res[:, None] & (np.arange(8) >= 4)[None, :]
-        per = tile_cost(
-            p, chip, col, mt8, nt8, g["kc"][:, None], hit_a[:, None], hit_b[:, None], res8, active[:, None]
-        )
-        fill0 = per["fill"][:, 0]
-        # tail re-split: the partial last round's tiles cut into `sub_s` pieces along their longer side
-        along_m = g["tm"] >= g["tn"]
-        sub = {k: np.zeros((n, 4)) for k in pipes}
-        col = {k: v[:, None] for k, v in c.items()}
-        sub_m = np.where(along_m, round_up(ceil_div(g["tm"], sub_s), 16), g["tn"] * 0 + g["tm"])
-        sub_n = np.where(along_m, g["tn"], round_up(ceil_div(g["tn"], sub_s), 16))
-        need_sub = sub_s >= 2
-        if need_sub.any():
-            ss = sub_s[:, None]
-            m4 = np.stack(ms, axis=1)
-            n4 = np.stack(ns, axis=1)
-            m_t = np.where(along_m[:, None], np.minimum(round_up(ceil_div(m4, ss), 16), m4), m4)
-            n_t = np.where(along_m[:, None], n4, np.minimum(round_up(ceil_div(n4, ss), 16), n4))
-            sub = tile_cost(
-                p, chip, col, m_t, n_t, g["kc"][:, None], hit_a[:, None], hit_b[:, None], False, cores
+        ]
+        used = np.array([w.cores_used for w in work], dtype=np.float64)
+        present = np.logical_or.reduce([w.total[:-1] > 0 for w in work])
+        cols = np.flatnonzero(present | (np.arange(WORK_COLUMNS - 1) == 0))  # type 0 gives the fill
+        # L2 hits: in closed form where each panel's first touch is its only miss, else walked per schedule and
+        # K slice (the panel bytes)
+        a_panel, b_panel = tm * kc * p.in_bytes, tn * kc * p.in_bytes
+        hit_a, hit_b = 1.0 - 1.0 / gn, 1.0 - 1.0 / gm
+        walk = ~first_touch_only(tiles, cores, (gm * a_panel + gn * b_panel) * splits * p.batch, cap)
+        hit_key = np.zeros(n, dtype=np.int64)
+        if walk.any():
+            rows = np.flatnonzero(walk)
+            wfirst, wi = group_rows([gi[rows], kc[rows]])
+            walked = np.array(
+                [
+                    panel_hits(m, n_, s, p.batch, cores, off, d, bool(sp), ap, bp, cap)
+                    for m, n_, s, off, d, sp, ap, bp in zip(
+                        *(x[rows[wfirst]].tolist() for x in (gm, gn, splits, *sched, a_panel, b_panel)),
+                        strict=True,
+                    )
+                ]
             )
-        out = {k: np.zeros(n) for k in ("make", "balance", "cores_used", *pipes)}
-        by_key = np.argsort(inv, kind="stable")
-        starts = np.searchsorted(inv[by_key], np.arange(len(stats) + 1))
-        for j, (st, s) in enumerate(stats):
-            rows = by_key[starts[j] : starts[j + 1]]
-            core = {k: per[k][rows] @ st.counts.T for k in pipes}  # (rows, cores)
-            if s >= 2 and st.last_types.size:
-                subs = np.repeat(st.last_types, s)[:cores]  # sub-tile j -> core j
-                for k in pipes:
-                    core[k][:, : subs.size] += sub[k][rows][:, subs]
-            has_work = st.counts.sum(axis=1) > 0
-            if s >= 2 and st.last_types.size:
-                has_work[: min(cores, st.last_types.size * s)] = True
-            core["busy"] = core["busy"] + fill0[rows, None] * has_work[None, :]
-            crit = core["busy"].argmax(axis=1)
-            pick = np.arange(rows.size)
-            out["make"][rows] = core["busy"][pick, crit]
-            out["balance"][rows] = core["busy"].mean(axis=1) / np.maximum(out["make"][rows], 1e-30)
-            out["cores_used"][rows] = has_work.sum()
-            for k in pipes[1:6]:
-                out[k][rows] = core[k][pick, crit]
-            for k in pipes[6:]:
-                out[k][rows] = core[k].sum(axis=1)
-        head = _head_us(chip, out["cores_used"])
+            hit_a[rows], hit_b[rows] = walked[wi, 0], walked[wi, 1]
+            hit_key[rows] = 1 + wi
+        # tile costs once per distinct (tiling, hit rates, pieces): the schedule reaches the tile only there
+        tiling = [c[k] for k in KNOBS if k not in SCHEDULE_KNOBS and k in c]
+        ufirst, ui = group_rows([*tiling, hit_key, pieces])
+        cu = {k: v[ufirst] for k, v in c.items()}
+        gu = {k: v[ufirst] if np.ndim(v) else v for k, v in g.items()}
+        ms, ns = (np.stack(x, axis=1) for x in _sizes(gu))  # (U, 4)
+        pu = pieces[ufirst][:, None]
+        along_m = (gu["tm"] >= gu["tn"])[:, None]
+        sub_m = np.where(along_m, np.minimum(round_up(ceil_div(ms, pu), 16), ms), ms)
+        sub_n = np.where(along_m, ns, np.minimum(round_up(ceil_div(ns, pu), 16), ns))
+        kind, q = cols // 4, cols % 4  # 0: tile, 1: tile after a B-panel reuse, 2: re-cut sub-tile
+        cost = tile_cost(
+            p,
+            chip,
+            {k: v[:, None] for k, v in cu.items()},
+            np.where(kind == 2, sub_m[:, q], ms[:, q]),
+            np.where(kind == 2, sub_n[:, q], ns[:, q]),
+            gu["kc"][:, None],
+            hit_a[ufirst, None],
+            hit_b[ufirst, None],
+            (cu["weight_resident"] == 1)[:, None] & (kind == 1),
+            np.where(kind == 2, cores, np.minimum(cores, gu["tiles"])[:, None]),
+        )
+        # per row: the busiest core of its schedule, plus the pipeline fill every working core pays once
+        out = _per_core(cost, ui, gi, work, cols)
+        fill = cost["fill"][ui, 0]
+        make = out["busy"] + fill
+        mean = (out["busy_sum"] + fill * used[gi]) / cores
+        cores_used = used[gi]
+        head = _head_us(chip, cores_used)
         red = _reduction_us(p, chip, c)
-        time_us = out["make"] * 1e6 + head + red
+        time_us = make * 1e6 + head + red
         pipes_us = {p_: np.zeros(n) for p_ in PIPES}
         for k in ("mac", "scalar", "mte1", "fixpipe"):
             pipes_us[k] = out[k] * 1e6
@@ -641,28 +646,30 @@ class MatmulAscend:
         split = c["split_k"] > 1
         pipes_us["vec"] = np.where(split, red, 0.0)  # the cast runs on the vector cores
         bound = classify_bound(
-            {k: pipes_us[k] for k in ("mac", "mte2", "mte1", "fixpipe", "scalar")}, out["make"] * 1e6
+            {k: pipes_us[k] for k in ("mac", "mte2", "mte1", "fixpipe", "scalar")}, make * 1e6
         )
         mn = float(p.batch * p.M * p.N)
         out_hbm = mn * p.out_bytes + np.where(split, mn * 4 * 3, 0.0)  # zero + atomics (r+w) of fp32 partials
         l2_read = out["l2_read"]
         hit = 1.0 - out["hbm_read"] / np.maximum(l2_read, 1)
-        rec = {
+        need_sub = pieces >= 2
+        sub_tm = np.where(g["tm"] >= g["tn"], round_up(ceil_div(g["tm"], pieces), 16), g["tm"])
+        sub_tn = np.where(g["tm"] >= g["tn"], g["tn"], round_up(ceil_div(g["tn"], pieces), 16))
+        return {
             "time_us": time_us,
             "bound": bound,
             **{f"{k}_us": v for k, v in pipes_us.items()},
-            "cores_used": out["cores_used"].astype(np.int64),
-            "waves": ceil_div(g["tiles"], cores).astype(np.int64),
-            "balance": out["balance"],
+            "cores_used": cores_used.astype(np.int64),
+            "waves": ceil_div(tiles, cores).astype(np.int64),
+            "balance": mean / np.maximum(make, 1e-30),
             "l2_hit_rate": hit,
             "hbm_bytes": out["hbm_read"] + out_hbm,
             "l2_bytes": l2_read + out_hbm,
             "roofline_us": roofline_us(
                 p.flops, p.compulsory_bytes, chip.peak_tflops(p.dtype) * 1e12, chip["hbm_gbps"] * 1e9, head
             ),
-            "tiles": g["tiles"].astype(np.int64),
-            "tail_sub_m": np.where(need_sub, sub_m, 0).astype(np.int64),
-            "tail_sub_n": np.where(need_sub, sub_n, 0).astype(np.int64),
-            "tail_sub_count": np.where(need_sub, sub_s, 0).astype(np.int64),
+            "tiles": tiles.astype(np.int64),
+            "tail_sub_m": np.where(need_sub, sub_tm, 0).astype(np.int64),
+            "tail_sub_n": np.where(need_sub, sub_tn, 0).astype(np.int64),
+            "tail_sub_count": np.where(need_sub, pieces, 0).astype(np.int64),
         }
-        return rec

@@ -19,7 +19,7 @@ import numpy as np
 from ..problem import Matmul
 from . import register
 from .common import ceil_div, classify_bound, roofline_us
-from .schedule import schedule_stats
+from .schedule import panel_hits
 
 KNOBS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_stages", "num_warps", "GROUP_M", "ORDER", "SPLIT_K")
 # GROUP_M and ORDER only change which SM runs which tile (and so the L2 hits). They are not declared as
@@ -82,9 +82,6 @@ FITTABLE = (
     "unaligned_elems_per_cycle",
     "spill_cycles_per_reg",
 )
-# Largest number of tiles the L2 simulation walks for one schedule; bigger grids are simulated on a prefix of whole
-# tile rows (groups) of the traversal, which has the same steady-state reuse (docs/model_cuda.md, "L2").
-SIM_TILES = 2048
 _BASE_REGS = (
     24  # per-thread registers besides accumulator, fragments and load addresses (indices, loop, masks)
 )
@@ -187,53 +184,6 @@ def occupancy(p: Matmul, chip, c: dict, regs) -> np.ndarray:
     return np.minimum(np.minimum(by_smem, by_regs), np.minimum(by_threads, int(chip["max_blocks_per_sm"])))
 
 
-def _l2_hits(
-    tm: int,
-    tn: int,
-    splits: int,
-    batch: int,
-    slots: int,
-    group: int,
-    serp: bool,
-    a_bytes: float,
-    b_bytes: float,
-    l2: float,
-) -> tuple[float, float]:
-    """A and B panel hit rates of the launch order (schedule.schedule_stats), on a prefix for big grids.
-
-    Two cases need no walk: when every program runs in the first round, and when all panels of the problem fit
-    in L2 together; in both each panel comes from HBM exactly once (its first touch), whatever the order.
-    """
-    loads = tm * tn * splits * batch
-    if loads <= slots or (tm * a_bytes + tn * b_bytes) * splits * batch <= l2:
-        return 1.0 - 1.0 / tn, 1.0 - 1.0 / tm
-    per = tm * tn
-    if loads > SIM_TILES:
-        if per <= SIM_TILES:  # whole slices: every slice walks the same order over its own K range
-            splits, batch = max(1, SIM_TILES // per), 1
-        else:  # whole groups of tile rows of the first slice
-            rows = -(-SIM_TILES // tn)
-            tm = min(tm, -(-rows // group) * group)
-            splits, batch = 1, 1
-    st = schedule_stats(
-        int(tm),
-        int(tn),
-        int(splits),
-        int(batch),
-        int(slots),
-        int(group),
-        0,
-        bool(serp),
-        False,
-        False,
-        False,
-        float(a_bytes),
-        float(b_bytes),
-        float(l2),
-    )
-    return st.a_hit, st.b_hit
-
-
 def prepare(p: Matmul, chip, c: dict) -> dict[str, np.ndarray]:
     """Everything the timing needs that does not depend on the [efficiency] constants, one column per quantity."""
     bm, bn, bk = _i(c, "BLOCK_M"), _i(c, "BLOCK_N"), _i(c, "BLOCK_K")
@@ -291,7 +241,19 @@ def prepare(p: Matmul, chip, c: dict) -> dict[str, np.ndarray]:
     inv = inv.ravel()
     a_hit_u, b_hit_u = np.zeros(len(uniq)), np.zeros(len(uniq))
     for j, (t_m, t_n, s_k, sl, g, sp, ap, bp) in enumerate(uniq):
-        a_hit_u[j], b_hit_u[j] = _l2_hits(t_m, t_n, s_k, p.batch, sl, max(int(g), 1), bool(sp), ap, bp, l2)
+        a_hit_u[j], b_hit_u[j] = panel_hits(
+            int(t_m),
+            int(t_n),
+            int(s_k),
+            p.batch,
+            int(sl),
+            max(int(g), 1),
+            0,
+            bool(sp),
+            float(ap),
+            float(bp),
+            l2,
+        )
     a_hit, b_hit = a_hit_u[inv], b_hit_u[inv]
     # bytes per K step of one program (requests, which the L2 serves) and the HBM share of them
     a_step = (bm * bk * b).astype(np.float64)
