@@ -326,9 +326,7 @@ class Objective:
         if self.sched:
             cand = product(cand, self.sched)
         if self.resolved:
-            cand = self.model.resolve(
-                self.problem, self.chip, cand, {k: self.space.knobs[k].values for k in self.resolved}
-            )
+            cand = self.model.resolve(self.problem, self.chip, cand, self.space.domains(self.resolved))
         return {k: cand[k] for k in self.space.names}
 
     def feasible_rows(self, cand: Candidates) -> tuple[Candidates, list[str]]:
@@ -344,7 +342,9 @@ class Objective:
             return {}, cut
         cand = take(cand, ok)
         if len(ok) > 1 and hasattr(self.model, "dominated"):
-            keep = ~np.asarray(self.model.dominated(self.problem, self.chip, cand), dtype=bool)
+            keep = ~np.asarray(
+                self.model.dominated(self.problem, self.chip, cand, self.space.domains()), dtype=bool
+            )
             if keep.any():
                 cand = take(cand, keep)
         return cand, []
@@ -527,7 +527,7 @@ def run(
     )
 
     signature = {
-        "space": {k: kn.values for k, kn in space.knobs.items()},
+        "space": space.domains(),
         "profile": chip.profile_hash,
         "objective": measure_id or "model",
         "resolve": bool(obj.resolved),

@@ -20,6 +20,8 @@ from .space import Candidates, Space, length, product, take
 
 STRATEGIES = ("exhaustive", "tpe", "random", "auto")
 CHUNK = 1 << 18  # rows per vectorised pass: bounds memory, keeps numpy's per-call overhead small
+PREFIX_SEED = 16  # first-level prefixes expanded first (at least; 2% of them if more) to find an incumbent
+PREFIX_BATCH = 256  # prefixes expanded per round after that, the incumbent refreshed between rounds
 
 
 @dataclass
@@ -49,52 +51,94 @@ class SearchResult:
         return {k: (v[i].item() if hasattr(v[i], "item") else v[i]) for k, v in self.est.items()}
 
 
-def enumerate_feasible(problem: Problem, chip, space: Space, model) -> tuple[Candidates, dict[str, int], int]:
+def _levels(space: Space, model) -> list[list[str]]:
+    """The model's enumeration levels, plus one for any knob of the space they do not place."""
+    schedule = set(getattr(model, "SCHEDULE_KNOBS", ()))
+    resolved = set(getattr(model, "RESOLVED", ()))
+    levels = [list(lv) for lv in getattr(model, "LEVELS", ())]
+    placed = {k for lv in levels for k in lv} | schedule | resolved
+    rest = [k for k in space.names if k not in placed]
+    return levels + [rest] if rest else levels
+
+
+def enumerate_feasible(
+    problem: Problem, chip, space: Space, model, prefixes: Candidates | None = None
+) -> tuple[Candidates, dict[str, int], int]:
     """All feasible, non-dominated candidates without the schedule knobs (those are expanded later).
 
+    `prefixes`: start from these rows of the first level (already checked) instead of the whole first level.
     Returns the table, rejections per rule (a row failing two rules counts for both) and the feasible count.
     """
-    schedule = set(getattr(model, "SCHEDULE_KNOBS", ()))
     resolved = list(getattr(model, "RESOLVED", ()))
-    levels = [list(lv) for lv in getattr(model, "LEVELS", ())]
-    placed = {k for lv in levels for k in lv} | schedule | set(resolved)
-    rest = [k for k in space.names if k not in placed]
-    if rest:
-        levels.append(rest)
+    levels = _levels(space, model)
     rejected: dict[str, int] = {}
     applied: set[str] = set()
+
+    def check(t: Candidates, rows: int, skip: set[str]) -> np.ndarray:
+        ok, done = _passing(
+            problem, chip, model, t, rows, [r for r in model.RULES if r not in skip], rejected
+        )
+        applied.update(done)
+        return ok
+
+    domains = space.domains()
+    dominance = getattr(model, "dominated", None)
+    # the resolved knobs are set as soon as every rule that involves them can be checked (before later levels
+    # multiply the table)
+    needs = {k for r, ks in model.RULES.items() if set(ks) & set(resolved) for k in ks} - set(resolved)
     table: Candidates = {}
-
-    def prune(t: Candidates) -> Candidates:
-        masks = model.feasible(problem, chip, t, [r for r in model.RULES if r not in applied])
-        ok = np.ones(length(t), dtype=bool)
-        for r, m in masks.items():
-            rejected[r] = rejected.get(r, 0) + int((~m).sum())
-            ok &= m
-            applied.add(r)
-        return take(t, ok)
-
-    for lv in levels:
+    twins = 0  # rows dropped as dominated while the last level was expanded
+    for i, lv in enumerate(levels):
         grid = space.product(lv)
-        if not table:
-            table = prune(grid)
-            continue
-        pieces = []
-        step = max(1, CHUNK // max(length(grid), 1))
-        applied_before = set(applied)
-        for lo in range(0, length(table), step):
-            applied.intersection_update(applied_before)
-            pieces.append(prune(product(take(table, slice(lo, lo + step)), grid)))
-        table = {k: np.concatenate([p[k] for p in pieces]) for k in pieces[0]} if pieces else {}
+        last = i == len(levels) - 1
+        if i == 0:
+            if prefixes is None:
+                table = take(grid, check(grid, length(grid), applied))
+            else:
+                table = prefixes
+                applied.update(r for r, ks in model.RULES.items() if set(ks) <= set(lv))
+        else:
+            # the product in chunks, each checked before the next; at the last level the dominated rows go too
+            skip, pieces = set(applied), []
+            step = max(1, CHUNK // length(grid))
+            for lo in range(0, length(table), step):
+                t = product(take(table, slice(lo, lo + step)), grid)
+                ok = check(t, length(t), skip)
+                if last and dominance is not None:
+                    twin = ok & dominance(problem, chip, t, domains)
+                    twins += int(twin.sum())
+                    ok &= ~twin
+                pieces.append(take(t, ok))
+            table = {k: np.concatenate([p[k] for p in pieces]) for k in pieces[0]}
         if not length(table):
             break
-    if length(table) and resolved:
-        table = model.resolve(problem, chip, table, {k: space.knobs[k].values for k in resolved})
-        table = prune(table)
-    feasible = length(table)
-    if feasible and hasattr(model, "dominated"):
-        table = take(table, ~model.dominated(problem, chip, table))
+        if resolved and resolved[0] not in table and needs <= set(table):
+            table = model.resolve(problem, chip, table, space.domains(resolved))
+            table = take(table, check(table, length(table), applied))
+    feasible = length(table) + twins
+    if len(levels) == 1 and feasible and dominance is not None:
+        table = take(table, ~dominance(problem, chip, table, domains))
     return table, rejected, feasible
+
+
+def first_level(problem: Problem, chip, space: Space, model) -> tuple[Candidates, dict[str, int]]:
+    """The first enumeration level's rows that pass the rules that level can check, and the rejections."""
+    grid = space.product(_levels(space, model)[0])
+    rejected: dict[str, int] = {}
+    ok, _ = _passing(problem, chip, model, grid, length(grid), list(model.RULES), rejected)
+    return take(grid, ok), rejected
+
+
+def _passing(problem, chip, model, t: Candidates, rows: int, rules: list[str], rejected: dict[str, int]):
+    """Rows of `t` (columns may be scalars) that pass the given rules whose knobs `t` has, and those rules;
+    adds each rule's rejections to `rejected`."""
+    ok = np.ones(rows, dtype=bool)
+    masks = model.feasible(problem, chip, t, rules)
+    for r, m in masks.items():
+        m = np.broadcast_to(m, rows)
+        rejected[r] = rejected.get(r, 0) + int(rows - m.sum())
+        ok &= m
+    return ok, set(masks)
 
 
 def _no_feasible(space: Space, rejected: dict[str, int], model) -> InfeasibleError:
@@ -133,7 +177,7 @@ def _branch_and_bound(problem, chip, model, table: Candidates, domains: dict, sc
         quick = np.zeros(n)
     order = np.argsort(quick, kind="stable")
     pool_lb, pool_idx = np.empty(0), np.empty(0, dtype=np.int64)
-    pos, bounded, block, batch = 0, 0, 4096, 64
+    pos, bounded, block, batch = 0, 0, 256, 8
     while True:
         q_next = quick[order[pos]] if pos < n else np.inf
         inc = incumbent()
@@ -159,22 +203,30 @@ def _branch_and_bound(problem, chip, model, table: Candidates, domains: dict, sc
 
 
 def exhaustive(problem: Problem, chip, space: Space, top: int = 5) -> SearchResult:
-    """Proven-optimal search: level-wise enumeration, dominance, then branch and bound on the lower bound."""
+    """Proven-optimal search: level-wise enumeration, dominance, then branch and bound on the lower bound.
+
+    With a model that bounds whole first-level prefixes (`prefix_bound`: a floor of quick_bound over every
+    completion of a row of base sizes and split-K), prefixes are expanded in increasing bound: a first few to
+    find an incumbent, then only those whose bound is below it; the rest cannot enter the top `top`.
+    """
     t0 = time.perf_counter()
     model = get_model(space.op, space.family)
-    table, rejected, feasible = enumerate_feasible(problem, chip, space, model)
     sched_names = [k for k in getattr(model, "SCHEDULE_KNOBS", ()) if k in space.knobs]
-    if not length(table):
-        raise _no_feasible(space, rejected, model)
     sched = space.product(sched_names) if sched_names else {}
     n_sched = length(sched) if sched else 1
     best_c: Candidates = {}
     best_e: dict = {}
-    evaluated = 0
+    evaluated = bounded = feasible = 0
+    rejected: dict[str, int] = {}
+    dominance = getattr(model, "dominated", None)
+    domains = space.domains()
+    incumbent = lambda: _incumbent(best_e, top)  # noqa: E731
 
     def score(rows: Candidates):
         nonlocal best_c, best_e, evaluated
         full = product(rows, sched) if sched else rows
+        if sched and dominance is not None:  # schedules that are twins of another schedule of the same tiling
+            full = take(full, ~dominance(problem, chip, full, domains))
         est = model.estimate(problem, chip, full)
         evaluated += length(full)
         merged_c = {k: np.concatenate([best_c[k], full[k]]) if best_c else full[k] for k in full}
@@ -182,18 +234,49 @@ def exhaustive(problem: Problem, chip, space: Space, top: int = 5) -> SearchResu
         order = np.argsort(merged_e["time_us"], kind="stable")[:top]
         best_c, best_e = take(merged_c, order), take(merged_e, order)
 
-    bounded = 0
-    if sched and hasattr(model, "bound"):
-        domains = {k: space.knobs[k].values for k in sched_names}
-        bounded = _branch_and_bound(
-            problem, chip, model, table, domains, score, lambda: _incumbent(best_e, top)
-        )
-        proven = True
+    def solve(prefixes: Candidates | None):
+        """Enumerate (from `prefixes` if given) and score with the branch and bound."""
+        nonlocal bounded, feasible
+        table, rej, feas = enumerate_feasible(problem, chip, space, model, prefixes)
+        feasible += feas
+        for r, v in rej.items():
+            rejected[r] = rejected.get(r, 0) + v
+        if not length(table):
+            return
+        if sched and hasattr(model, "bound"):
+            bounded += _branch_and_bound(
+                problem, chip, model, table, space.domains(sched_names), score, incumbent
+            )
+        else:
+            for lo in range(0, length(table), max(1, CHUNK // n_sched)):
+                score(take(table, slice(lo, lo + max(1, CHUNK // n_sched))))
+
+    notes = []
+    if hasattr(model, "prefix_bound") and len(_levels(space, model)) > 1:
+        prefixes, rejected = first_level(problem, chip, space, model)
+        floor = model.prefix_bound(problem, chip, prefixes, domains)
+        order = np.argsort(floor, kind="stable")
+        n = order.size
+        batch = min(n, max(PREFIX_SEED, n // 50))  # the first batch: enough prefixes for a good incumbent
+        rest = order
+        while rest.size:
+            solve(take(prefixes, rest[:batch]))
+            rest = rest[batch:]
+            batch = min(
+                PREFIX_BATCH, int(np.searchsorted(floor[rest], incumbent()))
+            )  # rest is in bound order
+            if batch == 0:
+                break
+        if rest.size:
+            notes.append(
+                f"{rest.size} of {n} first-level prefixes ({', '.join(_levels(space, model)[0])}) were cut "
+                "by their bound before enumeration; the feasible count covers the others"
+            )
     else:
-        for lo in range(0, length(table), max(1, CHUNK // n_sched)):
-            score(take(table, slice(lo, lo + max(1, CHUNK // n_sched))))
-        proven = True
-    res = SearchResult(
+        solve(None)
+    if not best_e:
+        raise _no_feasible(space, rejected, model)
+    return SearchResult(
         problem,
         chip,
         space,
@@ -205,11 +288,11 @@ def exhaustive(problem: Problem, chip, space: Space, top: int = 5) -> SearchResu
         space.size(),
         feasible * n_sched,
         rejected,
-        proven,
+        True,
         None,
         time.perf_counter() - t0,
+        notes,
     )
-    return res
 
 
 def search(

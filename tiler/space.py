@@ -62,6 +62,10 @@ class Space:
     def names(self) -> tuple[str, ...]:
         return tuple(self.knobs)
 
+    def domains(self, names=None) -> dict[str, tuple[int, ...]]:
+        """Each (named) knob's values."""
+        return {k: self.knobs[k].values for k in (self.names if names is None else names)}
+
     def size(self) -> int:
         """The full cross product (before rules and pruning)."""
         n = 1

@@ -6,7 +6,7 @@ A model is a class with:
   feasible(problem, chip, cands) -> dict[rule name, bool mask]   capacity/alignment rules, checked before scoring
   estimate(problem, chip, cands) -> dict[column, array]         the estimate record (common.RECORD) and extras
   bound(problem, chip, cands) -> array | None                    a lower bound on time_us over SCHEDULE_KNOBS
-  dominated(problem, chip, cands) -> bool mask                  settings that provably cannot beat another one
+  dominated(problem, chip, cands, domains) -> bool mask         settings with an equal-or-better twin in `domains`
   advice(problem, chip, cands, est, row) -> list[str]            checklist items that apply to one candidate
 Nothing here reads files, imports optuna or knows the CLI: candidates are dicts of numpy arrays.
 """

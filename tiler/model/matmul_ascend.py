@@ -24,7 +24,7 @@ from .common import (
     segment_efficiency,
     stride_efficiency,
 )
-from .schedule import WORK_COLUMNS, core_work, first_touch_only, max_b_reuse, panel_hits
+from .schedule import WORK_COLUMNS, core_work, first_touch_only, max_b_reuse, panel_hits, same_walk
 
 KNOBS = (
     "base_m",
@@ -271,6 +271,14 @@ def tile_cost(p: Matmul, chip, c: dict, mt, nt, kc, hit_a, hit_b, b_resident, ac
     }
 
 
+def _tail(g: dict, cores: int) -> tuple[np.ndarray, np.ndarray]:
+    """Tiles in a partial last round (0 when every round is full), and the pieces tail_split=auto cuts each of
+    them into: as many as the idle cores allow, along the longer side, at least 16 rows or columns each."""
+    tiles = g["tiles"]
+    last = np.where(tiles > cores, tiles % cores, np.where(tiles < cores, tiles, 0))
+    return last, np.minimum(cores // np.maximum(last, 1), ceil_div(np.maximum(g["tm"], g["tn"]), 16))
+
+
 def _sizes(g: dict):
     """(mt, nt) of the four tile types: 0 interior, 1 last column, 2 last row, 3 corner."""
     ms = (g["tm"], g["tm"], g["m_last"], g["m_last"])
@@ -289,6 +297,15 @@ def _type_counts(g: dict, batch: int) -> list:
         em * (g["gn"] - en) * s,
         em * en * s,
     ]
+
+
+def _write_floor(p: Matmul, chip, c: dict, active) -> np.ndarray:
+    """Core-seconds the fixpipe spends writing the output, summed over tiles (every output element once per
+    split-K slice; split-K writes fp32 with atomic adds: 8 B read-modify-write). A core's reads and writes
+    share its GM port (tile_cost: busy >= MTE2 + fixpipe), so this adds to the MTE2 floor."""
+    out_bytes = float(p.batch * p.M * p.N) * c["split_k"] * np.where(c["split_k"] > 1, 8, p.out_bytes)
+    hbm = chip["hbm_gbps"] * 1e9 * chip["hbm_efficiency"]
+    return out_bytes / np.minimum(chip["fixpipe_bytes_per_cycle"] * chip.clock_hz, hbm / active)
 
 
 def _reduction_us(p: Matmul, chip, c: dict) -> np.ndarray:
@@ -388,12 +405,44 @@ class MatmulAscend:
                 out[r] = c["preload"] < c["l1_stages"]
         return out
 
-    def dominated(self, p: Matmul, chip, c: dict) -> np.ndarray:
-        """Settings with an equal-or-better twin in the space: iterate_order is moot with one L0 block per
-        tile; Norm and MDL loads are the same transfer when each L1 chunk is one base block."""
+    def dominated(self, p: Matmul, chip, c: dict, domains: dict | None = None) -> np.ndarray:
+        """Settings with an equal twin (same estimate; one of each pair is kept). iterate_order only decides
+        which L0 operand stays put when a tile's K slice is one base_k step and the tile has more than one L0
+        block (tile_cost's MTE1 term), so it is moot otherwise: `n` is dropped for `m`. Norm and MDL loads are
+        the same transfer when each L1 chunk is one base block: Norm is dropped for MDL. Neither knob is in a
+        rule, so the twin is feasible whenever the row is; a row is dropped only when the twin's value is in
+        `domains` (the space, which --fix may have pinned)."""
+        domains = domains or {}
         single_block = (c["step_m"] == 1) & (c["step_n"] == 1)
+        one_k = ceil_div(_k_slice(p, c), c["base_k"]) == 1
         one_xfer = (c["step_m"] * c["step_ka"] == 1) & (c["step_n"] * c["step_kb"] == 1)
-        return (single_block & (c["iterate_order"] == 1)) | (one_xfer & (c["multi_load"] == 0))
+        order_twin = 0 in domains.get("iterate_order", (0,))
+        load_twin = 1 in domains.get("multi_load", (1,))
+        out = (order_twin & (single_block | ~one_k) & (c["iterate_order"] == 1)) | (
+            load_twin & one_xfer & (c["multi_load"] == 0)
+        )
+        if all(k in c for k in SCHEDULE_KNOBS) and all(k in domains for k in SCHEDULE_KNOBS):
+            out = out | self._schedule_twins(p, chip, c, domains)
+        return out
+
+    def _schedule_twins(self, p: Matmul, chip, c: dict, domains: dict) -> np.ndarray:
+        """Schedules that cost exactly what another schedule in `domains` costs (schedule.same_walk), and
+        tail_split=auto where it re-cuts nothing (no partial last round, or no room for two pieces)."""
+        g = _geometry(p, c)
+        cores = chip.cores
+        out = same_walk(
+            g["gm"],
+            g["gn"],
+            g["tiles"],
+            cores,
+            c["swizzle_offset"],
+            c["swizzle_direction"],
+            c["serpentine"],
+            domains,
+        )
+        last, pieces = _tail(g, cores)
+        no_recut = (last == 0) | (pieces < 2)
+        return out | ((0 in domains["tail_split"]) & no_recut & (c["tail_split"] == 1))
 
     def resolve(self, p: Matmul, chip, c: dict, domains: dict[str, tuple]) -> dict:
         """Fill the RESOLVED knobs with their best feasible value from `domains` (which may be pinned).
@@ -411,19 +460,15 @@ class MatmulAscend:
             ok = self.feasible(p, chip, dict(c, l0_pingpong=np.full(n, v, dtype=np.int64)), ["l0a", "l0b"])
             c["l0_pingpong"] = np.where(ok["l0a"] & ok["l0b"], v, c["l0_pingpong"])
         # L1 use is (fixed part) + stages * (per-stage part): the most stages that fit, from the domain
-        one = _l1_bytes(p, dict(c, l1_stages=np.ones(n, dtype=np.int64)), _k_slice(p, c))
-        two = _l1_bytes(p, dict(c, l1_stages=np.full(n, 2, dtype=np.int64)), _k_slice(p, c))
+        kc = _k_slice(p, c)
+        one = _l1_bytes(p, dict(c, l1_stages=np.ones(n, dtype=np.int64)), kc)
+        two = _l1_bytes(p, dict(c, l1_stages=np.full(n, 2, dtype=np.int64)), kc)
         per_stage, fixed = two - one, 2 * one - two
         fit = np.floor((chip["l1_bytes"] - fixed) / np.maximum(per_stage, 1))
         st_dom = np.array(sorted(domains["l1_stages"]))
-        allowed = st_dom[None, :] <= fit[:, None]
-        c["l1_stages"] = np.where(
-            allowed.any(axis=1), np.where(allowed, st_dom[None, :], 0).max(axis=1), st_dom[0]
-        )
+        c["l1_stages"] = st_dom[np.maximum(np.searchsorted(st_dom, fit, side="right") - 1, 0)]
         pre_dom = np.array(sorted(domains["preload"]))
-        allowed = pre_dom[None, :] < c["l1_stages"][:, None]
-        best = np.where(allowed, pre_dom[None, :], -1).max(axis=1)
-        c["preload"] = np.where(best >= 0, best, pre_dom[0])
+        c["preload"] = pre_dom[np.maximum(np.searchsorted(pre_dom, c["l1_stages"], side="left") - 1, 0)]
         return c
 
     # ------------------------------------------------------------------ estimate
@@ -436,9 +481,62 @@ class MatmulAscend:
         unless its K slice fits L1, B likewise unless resident: then only its compulsory panel bytes) over the
         best bandwidth one core can reach (port and L2 share, stride and row-segment penalties) plus the
         transfers' latency `l1_stages` at a time; the issued
-        instructions over the scalar rate. The search runs it first and computes bound() only where it is
+        instructions over the scalar rate; the output writes (fixpipe) add to the MTE2 floor, since a core's
+        reads and writes share its GM port. The search runs it first and computes bound() only where it is
         below the best time found.
         """
+        fl = self._floors(p, chip, c)
+        mte2 = np.maximum(fl["bytes"], (fl["latency"] + fl["bytes"]) / c["l1_stages"]) + fl["writes"]
+        make = (
+            np.maximum(np.maximum(fl["mac"], mte2), fl["scalar"]) / chip.cores
+        )  # core-seconds over the cores
+        return make * 1e6 + fl["head_us"] + _reduction_us(p, chip, c)
+
+    def prefix_bound(self, p: Matmul, chip, c: dict, domains: dict) -> np.ndarray:
+        """A floor of quick_bound over every completion of first-level rows (base sizes and split_k).
+
+        quick_bound is max(MAC, MTE2, scalar) over the cores plus head and reduction, with MTE2 at least its
+        byte time. Each term is bounded below over every setting of the steps, residency and load mode in
+        `domains` (only the MDL rule is used: steps above 1 need the operand's whole K slice in L1):
+        A is re-read at least once per column of the widest tiles, B once if residency is allowed else once per
+        row of the tallest tiles (sums of per-tile block counts are at least the tile counts); the best row
+        segment and port any completion can reach; the L0 blocks at least ceil(M/base_m)*ceil(N/base_n); the
+        fewest cores a completion can leave busy for the head. tests/test_search.py checks the floor against
+        quick_bound on completions.
+        """
+        r = _chip_rates(p, chip)
+        f, b, k0, cores = r["f"], p.in_bytes, _k0(p), chip.cores
+        bm, bn, bk = c["base_m"], c["base_n"], c["base_k"]
+        kc = _k_slice(p, c)
+        s = c["split_k"] * p.batch
+        mac = ceil_div(p.M, 16) * ceil_div(p.N, 16) * ceil_div(kc, k0) * s * r["mac_cycle"] / f
+        # MDL: step_m > 1 needs A's whole K slice in one L1 chunk (base_k * step_ka >= kc), step_n B's
+        a_whole = bk * max(domains["step_ka"]) >= kc
+        b_whole = bk * max(domains["step_kb"]) >= kc
+        step_m = np.where(a_whole, max(domains["step_m"]), 1)
+        step_n = np.where(b_whole, max(domains["step_n"]), 1)
+        gm_min, gn_min = ceil_div(p.M, bm * step_m), ceil_div(p.N, bn * step_n)
+        b_passes = 1 if 1 in domains["weight_resident"] else gm_min
+        active = np.minimum(cores, gm_min * gn_min * s)
+        port = np.minimum(r["core_gm"], r["l2"] / active)
+        eff = stride_efficiency(
+            np.array([p.K * b, p.N * b]), chip["gm_burst_bytes"], chip["gm_misaligned_efficiency"]
+        )
+        seg_a = np.max(
+            [segment_efficiency(np.minimum(bk * v, kc) * b) for v in (1, *domains["step_ka"])], axis=0
+        )
+        seg_b = np.max([segment_efficiency(bn * v * b) for v in (1, *domains["step_n"])], axis=0)
+        t_bytes = p.M * kc * b * s * gn_min / (port * eff[0] * seg_a) + p.N * kc * b * s * b_passes / (
+            port * eff[1] * seg_b
+        )
+        mmads = ceil_div(p.M, bm) * ceil_div(p.N, bn) * ceil_div(kc, bk) * s
+        scalar = mmads * (3 * chip["scalar_cycles_per_instr"] + chip["scalar_cycles_per_loop"]) / f
+        make = np.maximum(np.maximum(mac, t_bytes + _write_floor(p, chip, c, active)), scalar) / cores
+        return make * 1e6 + _head_us(chip, active) + _reduction_us(p, chip, c)
+
+    def _floors(self, p: Matmul, chip, c: dict) -> dict:
+        """quick_bound's whole-kernel floors (core-seconds summed over the chip): MAC; MTE2 bytes over the best
+        bandwidth and the transfers' latency; scalar issue; and the head (us)."""
         r = _chip_rates(p, chip)
         f, b, k0, cores = r["f"], p.in_bytes, _k0(p), chip.cores
         g = _geometry(p, c)
@@ -463,9 +561,9 @@ class MatmulAscend:
         seg_a = segment_efficiency(np.where(ml, ka, bk) * b)
         seg_b = segment_efficiency(np.where(ml, np.minimum(g["tn"], bn * c["step_n"]), bn) * b)
         t_bytes = a_bytes / (port * eff[0] * seg_a) + b_bytes / (port * eff[1] * seg_b)
-        # transfers issued (B's at least once per panel when resident), each waiting one latency, `stages` at once
+        # transfers issued (B's at least once per panel when resident), each waiting one latency; count them
+        # with every tile at its smallest (edge) block count, a valid floor
         tiles = g["tiles"]
-        # transfers: count them with every tile at its smallest (edge) block count, a valid floor
         nbn_min, nbm_min = (
             ceil_div(np.minimum(g["n_last"], g["tn"]), bn),
             ceil_div(np.minimum(g["m_last"], g["tm"]), bm),
@@ -477,11 +575,15 @@ class MatmulAscend:
             * np.where(ml, 1, nbn_min * ceil_div(kb, bk))
         )
         xfers = tiles * xa + np.where(res, g["gn"] * s, tiles) * xb
-        mte2 = np.maximum(t_bytes, (xfers * r["lat"] + t_bytes) / c["l1_stages"])
         mmads = nbm_sum * nbn_sum * ceil_div(kc, bk) * s
-        scalar = mmads * (3 * chip["scalar_cycles_per_instr"] + chip["scalar_cycles_per_loop"]) / f
-        make = np.maximum(np.maximum(mac, mte2), scalar) / cores  # core-seconds over the cores
-        return make * 1e6 + _head_us(chip, np.minimum(cores, g["tiles"])) + _reduction_us(p, chip, c)
+        return {
+            "mac": mac,
+            "bytes": t_bytes,
+            "writes": _write_floor(p, chip, c, active),
+            "latency": xfers * r["lat"],
+            "scalar": mmads * (3 * chip["scalar_cycles_per_instr"] + chip["scalar_cycles_per_loop"]) / f,
+            "head_us": _head_us(chip, np.minimum(cores, tiles)),
+        }
 
     def bound(self, p: Matmul, chip, c: dict, schedules: dict | None = None) -> np.ndarray:
         """Lower bound of time_us over every value of SCHEDULE_KNOBS (see docs/model.md, "exhaustive search").
@@ -502,53 +604,59 @@ class MatmulAscend:
         hit_b = 1.0 - 1.0 / g["gm"]
         active = np.minimum(cores, g["tiles"])
         res = c["weight_resident"] == 1
-        ms, ns = _sizes(g)
-        counts = _type_counts(g, p.batch)
-        work = np.zeros(len(c["base_m"]))
-        cheapest = np.full(len(c["base_m"]), np.inf)
-        fill0 = None
+        n = len(c["base_m"])
+        counts = np.stack(_type_counts(g, p.batch), axis=1)  # (n, 4)
         # residency saves a B load only on tiles whose core just ran the same panel: at most `reuse_max`
-        reuse_max = np.zeros(len(c["base_m"]))
+        reuse_max = np.zeros(n)
         if res.any():
             # exact maximum for grids up to REUSE_EXACT tiles; beyond, the trivial bound (every tile but the
             # first user of each panel reuses it) keeps the bound valid without walking huge grids
             reuse_max = g["tiles"] - g["gn"] * g["splits"] * p.batch
-            small = res & (g["tiles"] <= REUSE_EXACT)
-            if small.any():
-                geo = np.stack([g["gm"], g["gn"], g["splits"]], axis=1)[small]
-                uniq, inv = np.unique(geo, axis=0, return_inverse=True)
+            small = np.flatnonzero(res & (g["tiles"] <= REUSE_EXACT))
+            if small.size:
+                first, inv = group_rows([g[k][small] for k in ("gm", "gn", "splits")])
+                walks = tuple(
+                    tuple(schedules[k]) for k in ("swizzle_offset", "swizzle_direction", "serpentine")
+                )
                 best = np.array(
                     [
-                        max_b_reuse(
-                            int(a),
-                            int(b),
-                            int(s),
-                            p.batch,
-                            cores,
-                            tuple(schedules["swizzle_offset"]),
-                            tuple(schedules["swizzle_direction"]),
-                            tuple(schedules["serpentine"]),
-                        )
-                        for a, b, s in uniq
+                        max_b_reuse(int(a), int(b), int(s), p.batch, cores, *walks)
+                        for a, b, s in zip(*(g[k][small][first] for k in ("gm", "gn", "splits")), strict=True)
                     ]
                 )
-                reuse_max[small] = best[inv.ravel()]
+                reuse_max[small] = best[inv]
         must_load = np.maximum(g["tiles"] - reuse_max, 0)
-        extra = np.full(len(c["base_m"]), np.inf)
-        for t in range(4):
-            cost = tile_cost(p, chip, c, ms[t], ns[t], g["kc"], hit_a, hit_b, res, active)
-            work += counts[t] * cost["busy"]
-            cheapest = np.where(counts[t] > 0, np.minimum(cheapest, cost["busy"]), cheapest)
-            if t == 0:
-                fill0 = cost["fill"]
-            if res.any():
-                loaded = tile_cost(p, chip, c, ms[t], ns[t], g["kc"], hit_a, hit_b, False, active)["busy"]
-                extra = np.where(counts[t] > 0, np.minimum(extra, loaded - cost["busy"]), extra)
-        work += np.where(res, must_load * np.maximum(np.where(np.isfinite(extra), extra, 0.0), 0.0), 0.0)
+        # the tile types present (type 0 always: it gives the fill) side by side; with residency also each type
+        # with its B panel loaded
+        types = np.flatnonzero((counts > 0).any(axis=0) | (np.arange(4) == 0))
+        counts = counts[:, types]
+        ms, ns = (np.stack(x, axis=1)[:, types] for x in _sizes(g))
+        col = {k: v[:, None] for k, v in c.items()}
+        hit = (hit_a[:, None], hit_b[:, None])
+        cost = tile_cost(p, chip, col, ms, ns, g["kc"][:, None], *hit, res[:, None], active[:, None])
+        busy = cost["busy"]
+        work = (counts * busy).sum(axis=1)
+        cheapest = np.where(counts > 0, busy, np.inf).min(axis=1)
+        fill0 = cost["fill"][:, 0]
+        if res.any():
+            r = np.flatnonzero(res)
+            loaded = tile_cost(
+                p,
+                chip,
+                {k: v[r] for k, v in col.items()},
+                ms[r],
+                ns[r],
+                g["kc"][r, None],
+                hit[0][r],
+                hit[1][r],
+                False,
+                active[r, None],
+            )["busy"]
+            extra = np.where(counts[r] > 0, loaded - busy[r], np.inf).min(axis=1)
+            work[r] += must_load[r] * np.maximum(np.where(np.isfinite(extra), extra, 0.0), 0.0)
         # cores that can share the work: every core in full rounds; in a partial last round only the tiles
         # there, each re-cut into at most cores // last pieces (tail_split) of at least 16 rows/columns
-        last = np.where(g["tiles"] > cores, g["tiles"] % cores, np.where(g["tiles"] < cores, g["tiles"], 0))
-        pieces = np.minimum(cores // np.maximum(last, 1), ceil_div(np.maximum(g["tm"], g["tn"]), 16))
+        last, pieces = _tail(g, cores)
         if tuple(schedules.get("tail_split", (0, 1))) == (0,):
             pieces = np.ones_like(pieces)
         sharing = np.where(last > 0, np.minimum(cores, (g["tiles"] - last) + last * pieces), cores)
@@ -572,9 +680,8 @@ class MatmulAscend:
         splits = np.asarray(g["splits"]).astype(np.int64)
         tiles = g["tiles"]
         # tail re-split: a partial last round's tiles are cut into `pieces` along their longer side
-        last = np.where(tiles > cores, tiles % cores, np.where(tiles < cores, tiles, 0))
-        pieces = np.where((c["tail_split"] == 1) & (last > 0), cores // np.maximum(last, 1), 1)
-        pieces = np.maximum(np.minimum(pieces, ceil_div(np.maximum(tm, tn), 16)), 1).astype(np.int64)
+        last, pieces = _tail(g, cores)
+        pieces = np.where((c["tail_split"] == 1) & (last > 0), np.maximum(pieces, 1), 1).astype(np.int64)
         sched = (c["swizzle_offset"], c["swizzle_direction"], c["serpentine"])
         first, gi = group_rows([tm, tn, splits, *sched, pieces])
         gm, gn = g["gm"].astype(np.int64), g["gn"].astype(np.int64)

@@ -378,7 +378,7 @@ def timing(g: dict, chip, e: dict[str, float]) -> dict[str, np.ndarray]:
         t_lat = np.where(stages >= 2, (lat + k * t_x) / np.maximum(stages - 1, 1), lat + k * t_x + t_mma)
         # the chain one program cannot overlap: its own mma, the step's sync, the synchronous loads, spills
         chain = t_mma + ovh + np.where(sync, lat + t_unal1, 0.0) + t_spill
-        terms = [k * t_mma, k * t_mte1, k * t_x, k * t_unal1, t_lat, chain]
+        terms = [np.maximum(k * t_mma, chain), k * t_mte1, k * t_x, k * t_unal1, t_lat]
         return _smax(terms, pw), k * t_mma, k * t_mte1, k * (t_x + t_unal1), ovh + 0 * k
 
     def epilogue(k, act):
@@ -481,7 +481,7 @@ class MatmulCuda:
                 out[r] = occupancy(p, chip, c, regs) >= 1
         return out
 
-    def dominated(self, p: Matmul, chip, c: dict) -> np.ndarray:
+    def dominated(self, p: Matmul, chip, c: dict, domains: dict | None = None) -> np.ndarray:
         """Duplicates and provably useless settings (the search keeps one of each set of equal candidates).
 
         GROUP_M is ignored unless ORDER is grouped: keep the smallest GROUP_M in the table. Groups of at least all

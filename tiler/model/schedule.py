@@ -23,6 +23,7 @@ WORK_COLUMNS = TILE_TYPES + SUB_TYPES + 1
 SIM_TILES = 2048
 
 
+@lru_cache(maxsize=1024)
 def traversal(
     tm: int, tn: int, offset: int = 1, direction: int = 0, serpentine: bool = False
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -32,6 +33,7 @@ def traversal(
     of the group (CATLASS GemmIdentityBlockSwizzle "Zn", Triton's GROUP_M). direction 1 is the transpose.
     `serpentine` reverses the walk of every odd group, so the next group starts where the last one ended and the
     panels just used are still in L2. offset=1, direction=0, serpentine=False is plain row-major raster.
+    Cached (the same walk serves the core assignment and the L2 simulation); the arrays are read-only.
     """
     if direction == 1:  # transpose, walk, transpose back
         c, r = traversal(tn, tm, offset, 0, serpentine)
@@ -45,7 +47,35 @@ def traversal(
     r = np.empty_like(rows)
     c = np.empty_like(cols)
     r[pos], c[pos] = rows, cols
+    r.flags.writeable = c.flags.writeable = False  # cached: shared by every caller
     return r, c
+
+
+def same_walk(gm, gn, tiles, cores, offset, direction, serpentine, domains: dict) -> np.ndarray:
+    """Rows whose traversal costs exactly what another traversal in `domains` costs (its twin), by three facts
+    of `traversal` and the round-robin assignment (arrays broadcast):
+
+    - a 1-D grid (one tile row or one tile column) is walked in order by every traversal;
+    - one group (offset at least the tile rows, or columns for direction 1) is the same walk for every such
+      offset, and serpentine reverses nothing;
+    - when every tile runs in the first round, each core runs one tile whatever the order: the same multiset of
+      tile types, no B reuse, first-touch L2 hits.
+
+    The twin is the smallest offset that gives the same walk, direction 0 and serpentine off where the walk does
+    not depend on them, each only if that value is in `domains` (the space, maybe pinned).
+    """
+    offs = np.array(sorted(domains["swizzle_offset"]))
+    d0 = 0 in domains["swizzle_direction"]
+    s0 = 0 in domains["serpentine"]
+    along = np.where(direction == 1, gn, gm)  # tile rows (columns) the groups are made of
+    any_walk = (gm == 1) | (gn == 1) | (tiles <= cores)
+    one_group = offset >= along
+    # the smallest offset in the domain that makes one group
+    first_fit = offs[np.minimum(np.searchsorted(offs, along), offs.size - 1)]
+    twin_offset = np.where(any_walk, offs[0], np.where(one_group & (first_fit >= along), first_fit, offset))
+    twin_direction = np.where(any_walk & d0, 0, direction)
+    twin_serpentine = np.where((any_walk | one_group) & s0, 0, serpentine)
+    return (twin_offset != offset) | (twin_direction != direction) | (twin_serpentine != serpentine)
 
 
 @dataclass(frozen=True)
@@ -119,7 +149,7 @@ def core_work(
         subs[np.arange(sub_type.size), sub_type] = 1
     has_work = (counts.sum(axis=1) + subs.sum(axis=1)) > 0
     vectors = np.concatenate([counts, subs, has_work[:, None]], axis=1)
-    distinct = np.unique(vectors, axis=0)
+    distinct = np.array(sorted(set(map(tuple, vectors.tolist()))))  # few rows: faster than unique(axis=0)
     # a core whose counts are all at or below another's never finishes last (costs are non-negative)
     covered = (distinct[None, :, :] >= distinct[:, None, :]).all(axis=2)
     np.fill_diagonal(covered, False)
