@@ -67,6 +67,9 @@ def main(argv=None) -> int:
             shapes = rep.computed
             rate = shapes / wall
             results[jobs] = (rate, data)
+            if not per:
+                print(f"  --jobs {jobs}: no row succeeded; first error: {rep.frame['error'].iloc[0]}")
+                return 1
             print(
                 f"  --jobs {jobs}: {shapes} shapes ({len(rep.frame)} rows, {rep.failed} failed) in {wall:7.1f} s = "
                 f"{rate:6.3f} shapes/s ({rate / jobs:6.3f} per process); per-shape search time median "

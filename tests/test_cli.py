@@ -183,3 +183,12 @@ def test_console_script_runs_in_a_subprocess():
         text=True,
     )
     assert proc.returncode == 2 and "Traceback" not in proc.stderr and proc.stdout == ""
+
+
+def test_dtype_the_chip_cannot_run_is_one_line(capsys):
+    """310P3's cube has no bf16: a clear error naming what it runs, exit 2, no traceback."""
+    shape = "M=256,N=256,K=256,dtype=bf16"
+    code, out, err = run(["search", "--op", "matmul", "--chip", "ascend310p3", "--shape", shape], capsys)
+    assert code == 2
+    assert "no bf16" in err and "fp16" in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1

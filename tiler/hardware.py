@@ -18,7 +18,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from .errors import ConfigError, closest
+from .errors import ConfigError, ProblemError, closest
 
 TAGS = ("confirmed", "derived", "estimated", "fitted")
 FAMILIES = ("ascend", "cuda")
@@ -144,6 +144,16 @@ class Chip:
     def macs_per_cycle(self, dtype: str) -> float:
         """Matrix-unit MACs per cycle per core for `dtype` (0: the unit does not support it)."""
         return float(self.values[f"macs_per_cycle_{dtype}"])
+
+    def require_dtype(self, dtype: str) -> None:
+        """Raise a one-line error when the matrix unit cannot run `dtype`, naming the ones it can."""
+        if self.macs_per_cycle(dtype) <= 0:
+            have = [
+                k.removeprefix("macs_per_cycle_")
+                for k, v in self.values.items()
+                if k.startswith("macs_per_cycle_") and v > 0
+            ]
+            raise ProblemError(f"dtype: {self.id} has no {dtype} matrix unit; supported: {', '.join(have)}")
 
     def peak_tflops(self, dtype: str = "fp16") -> float:
         return 2 * self.macs_per_cycle(dtype) * self.cores * self.clock_hz / 1e12

@@ -99,6 +99,7 @@ def rank_candidates(
     """
     space = space or load_space(problem.OP, chip.family)
     model = get_model(problem.OP, chip.family)
+    chip.require_dtype(problem.dtype)
     sel = select_rows(problem, chip.family, df).reset_index(drop=True)
     cands, ok, why = parse_knobs(sel, space)
     rule = np.array(["domain" if w else "" for w in why], dtype=object)

@@ -308,6 +308,7 @@ def search(
     """Run one strategy. `auto` is exhaustive (the ascend and cuda matmul spaces are proven in seconds)."""
     if strategy not in STRATEGIES:
         raise SpaceError(f"strategy: must be one of {', '.join(STRATEGIES)}, got {strategy!r}")
+    chip.require_dtype(problem.dtype)
     if strategy in ("exhaustive", "auto"):
         return exhaustive(problem, chip, space, top=top)
     from . import bayes  # optuna is imported only here
@@ -318,6 +319,7 @@ def search(
 def evaluate(problem: Problem, chip, space: Space, tiling: dict) -> tuple[Candidates, dict, dict[str, bool]]:
     """Score one given tiling (explain, rank): its candidate row, estimate and the rules it breaks."""
     model = get_model(space.op, space.family)
+    chip.require_dtype(problem.dtype)
     cand = space.parse_tiling(tiling)
     rules = model.feasible(problem, chip, cand)
     est = model.estimate(problem, chip, cand)
