@@ -6,6 +6,8 @@ Measured data (all fp16 on the same H200; the same kernel and timing protocol):
   bench/data/h200_matmul_new.csv        16 new shapes x the fixed 100-config grid
   bench/data/h200_model_picks_run1.csv  measured times of the model's top-8 picks, 23 shapes
   bench/data/h200_matmul_extra.csv      7 extra shapes x the grid, and the 23 shapes' picks again
+  bench/data/h200_model_picks_refit_run.csv  the re-fitted model's picks, 15 held-out shapes
+  bench/data/h200_matmul_run4.csv       run 4: old top-4 and new top-8 picks, 28 shapes; the grid on 6 new shapes
 
 A (shape, tiling) measured more than once is one row with the median time. Two views per shape:
 
@@ -54,6 +56,8 @@ DATA = [
     DATA_DIR / "h200_matmul_new.csv",
     DATA_DIR / "h200_model_picks_run1.csv",
     DATA_DIR / "h200_matmul_extra.csv",
+    DATA_DIR / "h200_model_picks_refit_run.csv",
+    DATA_DIR / "h200_matmul_run4.csv",
 ]
 PICKS = DATA_DIR / "model_picks_h200.csv"
 KNOBS = ["BLOCK_M", "BLOCK_N", "BLOCK_K", "num_stages", "num_warps", "GROUP_M", "ORDER", "SPLIT_K"]

@@ -291,3 +291,48 @@ def test_fill_port_counts_cache_lines(chip):
     assert g["a_step"][1] == 4 * g["a_step"][0]
     assert g["a_lines"][1] == g["a_lines"][0] == 64  # one line per A row either way
     assert g["b_lines"][1] == 4 * g["b_lines"][0]  # B rows are 512 B: whole lines
+
+
+# ---------------------------------------------------------------- one program's chain is not a second pipe
+BENCH = Path(__file__).resolve().parent.parent / "bench" / "data"
+
+
+def measured_ms(files: list[str], p: Matmul, **knobs) -> float:
+    """Median measured time of one tiling of `p` over the given files of bench/data (repeats merged)."""
+    times = []
+    for f in files:
+        d = pd.read_csv(BENCH / f)
+        d = d[(d.impl == "triton") & (d.M == p.M) & (d.N == p.N) & (d.K == p.K)]
+        for k, v in knobs.items():
+            d = d[d[k] == v]
+        times += list(d.ms)
+    assert times, f"{p} {knobs}: not measured"
+    return float(np.median(times))
+
+
+def test_llama_mlp_prefers_the_wide_wgmma_tile(model, chip):
+    """4096x11008x4096 (first measured 2026-11-30, run 4; never fitted): the grid's best, 128x256x64 s3 w8 grouped
+    (0.586 ms), against the previous model's pick 128x128x32 s4 w4 row-major (0.771 ms)."""
+    p = Matmul(4096, 11008, 4096)
+    best = dict(
+        BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, num_stages=3, num_warps=8, GROUP_M=8, ORDER=1, SPLIT_K=1
+    )
+    old = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=32, num_stages=4, num_warps=4, GROUP_M=1, ORDER=0, SPLIT_K=1)
+    files = ["h200_matmul_run4.csv"]
+    assert measured_ms(files, p, **best) < 0.8 * measured_ms(files, p, **old)
+    t = predict(model, chip, p, cands(**{k: [best[k], old[k]] for k in best}))
+    assert t[0] < t[1]
+
+
+def test_occupancy_one_chain_bounds_the_tensor_pipe_instead_of_adding_to_it(chip):
+    """With one resident program the SM's tensor work and the program's chain are the same mma: with no per-step
+    cost the step must not be longer than the other pipes' soft maximum would make it (no 2^(1/p) inflation)."""
+    p = Matmul(8192, 8192, 8192)
+    c = cands(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, num_stages=[3, 3], num_warps=8, GROUP_M=8, ORDER=1)
+    g = mc.prepare(p, chip, c)
+    e = dict(mc.efficiency(chip), step_overhead_cycles=0.0)
+    base = mc.timing(g, chip, e)["time_us"][0]
+    e2 = dict(e, step_overhead_cycles=200.0)
+    slower = mc.timing(g, chip, e2)["time_us"][0]
+    assert int(g["occ"][0]) == 1
+    assert slower > base  # a per-K-step cost of one program is not hidden when it is alone on its SM

@@ -378,6 +378,9 @@ def timing(g: dict, chip, e: dict[str, float]) -> dict[str, np.ndarray]:
         t_lat = np.where(stages >= 2, (lat + k * t_x) / np.maximum(stages - 1, 1), lat + k * t_x + t_mma)
         # the chain one program cannot overlap: its own mma, the step's sync, the synchronous loads, spills
         chain = t_mma + ovh + np.where(sync, lat + t_unal1, 0.0) + t_spill
+        # the SM's tensor work (k programs) and one program's chain are two bounds on the same tensor-core
+        # timeline, not two pipes: their max is one term (with k = 1 a second term would charge 2^(1/p) for an
+        # overlap that does not exist, and leave no room for the per-step cost of a lone program)
         terms = [np.maximum(k * t_mma, chain), k * t_mte1, k * t_x, k * t_unal1, t_lat]
         return _smax(terms, pw), k * t_mma, k * t_mte1, k * (t_x + t_unal1), ovh + 0 * k
 
