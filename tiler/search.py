@@ -110,11 +110,11 @@ def enumerate_feasible(
                     ok &= ~twin
                 pieces.append(take(t, ok))
             table = {k: np.concatenate([p[k] for p in pieces]) for k in pieces[0]}
-        if not length(table):
-            break
-        if resolved and resolved[0] not in table and needs <= set(table):
+        if length(table) and resolved and resolved[0] not in table and needs <= set(table):
             table = model.resolve(problem, chip, table, space.domains(resolved))
             table = take(table, check(table, length(table), applied))
+        if not length(table):
+            break
     feasible = length(table) + twins
     if len(levels) == 1 and feasible and dominance is not None:
         table = take(table, ~dominance(problem, chip, table, domains))
