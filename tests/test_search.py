@@ -105,3 +105,23 @@ def test_bounds_never_exceed_the_best_schedule(b3, ascend_space, shape):
     best = exact.min(axis=1)
     assert np.all(model.quick_bound(p, b3, rows) <= best * (1 + 1e-9))
     assert np.all(model.bound(p, b3, rows) <= best * (1 + 1e-9))
+
+
+def test_prefixes_without_feasible_completion_are_skipped(b3, ascend_space):
+    """Some first-level rows (base sizes, split_k) have no completion that fits L1 (K=3584, M=1); enumerating one
+    alone yields an empty table, and the search over all of them still proves its optimum."""
+    from tiler import search as S
+
+    space = ascend_space
+    model = get_model("matmul", "ascend")
+    p = mm(1, 4608, 3584)
+    pre, _ = S.first_level(p, b3, space, model)
+    empty = [
+        i
+        for i in range(len(pre["base_m"]))
+        if S.enumerate_feasible(p, b3, space, model, take(pre, slice(i, i + 1)))[2] == 0
+    ]
+    assert empty, "expected some prefixes with no feasible completion"
+    table, _, feasible = S.enumerate_feasible(p, b3, space, model, take(pre, np.array(empty)))
+    assert feasible == 0 and len(table.get("base_m", [])) == 0
+    assert search(p, b3, space).proven_optimal
