@@ -8,7 +8,7 @@ from conftest import mm
 
 from tiler.errors import InfeasibleError, SpaceError
 from tiler.model import get_model
-from tiler.search import search
+from tiler.search import enumerate_feasible, search
 from tiler.space import take
 
 SMALL = {
@@ -90,7 +90,6 @@ def test_bad_pins(ascend_space):
 )
 def test_bounds_never_exceed_the_best_schedule(b3, ascend_space, shape):
     """quick_bound and bound are both <= the exact time of the best schedule, on random enumerated tilings."""
-    from tiler.search import enumerate_feasible
     from tiler.space import product
 
     model = get_model("matmul", "ascend")
@@ -103,8 +102,12 @@ def test_bounds_never_exceed_the_best_schedule(b3, ascend_space, shape):
         len(rows["base_m"]), -1
     )
     best = exact.min(axis=1)
-    assert np.all(model.quick_bound(p, b3, rows) <= best * (1 + 1e-9))
+    quick = model.quick_bound(p, b3, rows)
+    assert np.all(quick <= best * (1 + 1e-9))
     assert np.all(model.bound(p, b3, rows) <= best * (1 + 1e-9))
+    # the prefix floor holds for every completion of a row's base sizes and split_k: it is at most its quick bound
+    prefix = {k: rows[k] for k in model.LEVELS[0]}
+    assert np.all(model.prefix_bound(p, b3, prefix, ascend_space.domains()) <= quick * (1 + 1e-9))
 
 
 def test_prefixes_without_feasible_completion_are_skipped(b3, ascend_space):
@@ -125,3 +128,36 @@ def test_prefixes_without_feasible_completion_are_skipped(b3, ascend_space):
     table, _, feasible = S.enumerate_feasible(p, b3, space, model, take(pre, np.array(empty)))
     assert feasible == 0 and len(table.get("base_m", [])) == 0
     assert search(p, b3, space).proven_optimal
+
+
+def test_schedule_twins_cost_exactly_the_same(b3, ascend_space):
+    """Every schedule dominated() drops as a twin has the same estimate as some schedule it keeps (a 1-D grid,
+    one group, one round, nothing to re-cut): dropping them loses nothing."""
+    from tiler.space import product
+
+    model = get_model("matmul", "ascend")
+    sched = ascend_space.product(list(model.SCHEDULE_KNOBS))
+    domains = ascend_space.domains()
+    for shape in [(1, 4096, 4096), (256, 4096, 1024), (4096, 4096, 4096), (300, 700, 2000)]:
+        p = mm(*shape)
+        table, _, _ = enumerate_feasible(p, b3, ascend_space, model)
+        rows = take(table, np.random.default_rng(0).choice(len(table["base_m"]), 30, replace=False))
+        full = product(rows, sched)
+        t = model.estimate(p, b3, full)["time_us"].reshape(30, -1)
+        twin = model.dominated(p, b3, full, domains).reshape(30, -1)
+        assert twin.any(axis=1).sum() > 0 or shape == (4096, 4096, 4096)
+        for i in range(30):
+            kept = set(np.round(t[i, ~twin[i]], 9))
+            assert all(v in kept for v in np.round(t[i, twin[i]], 9))
+            assert np.isclose(t[i].min(), t[i, ~twin[i]].min())
+
+
+def test_pinning_a_twin_value_keeps_the_space(b3, ascend_space):
+    """--fix iterate_order=n (moot when K spans several base_k steps) and multi_load=0 must not empty the space or
+    change the optimum: dominance only drops a row when its twin's value is in the (pinned) domain."""
+    p = mm(4096, 4096, 4096)
+    free = search(p, b3, ascend_space).row(0)["time_us"]
+    pinned = search(p, b3, ascend_space.pin({"iterate_order": "n"})).row(0)["time_us"]
+    assert np.isclose(pinned, free)
+    norm = ascend_space.pin({"multi_load": "0", "step_m": "1", "step_n": "1", "step_ka": "1", "step_kb": "1"})
+    assert search(p, b3, norm).row(0)["time_us"] > 0

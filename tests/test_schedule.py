@@ -1,0 +1,77 @@
+"""The shared schedule pieces against brute force: core work vectors, L2 hits, row grouping."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tiler.model.common import group_rows
+from tiler.model.schedule import _hit_rates, core_work, panel_hits, traversal
+
+
+def brute_core_vectors(tm, tn, splits, batch, cores, offset, direction, serpentine, pieces, edge_m, edge_n):
+    """Walk every tile one by one (tile i -> core i % cores) and build each core's work vector directly."""
+    r, c = traversal(tm, tn, offset, direction, serpentine)
+    tiles = [(s, int(r[i]), int(c[i])) for s in range(splits * batch) for i in range(tm * tn)]
+    n = len(tiles)
+    vec = np.zeros((cores, 13))
+    rem = n % cores if pieces >= 2 else 0
+    last = []
+    for i, (s, row, col) in enumerate(tiles):
+        etype = 2 * int(edge_m and row == tm - 1) + int(edge_n and col == tn - 1)
+        reuse = i >= cores and tiles[i - cores][0] == s and tiles[i - cores][2] == col
+        if i >= n - rem:
+            last.append(etype)
+        else:
+            vec[i % cores, etype + 4 * reuse] += 1
+    subs = [t for t in last for _ in range(pieces)][:cores]
+    for j, t in enumerate(subs):
+        vec[j, 8 + t] += 1
+    vec[:, 12] = vec[:, :12].sum(axis=1) > 0
+    return vec
+
+
+CASES = [
+    (7, 5, 1, 1, 20, 1, 0, False, 1, True, True),
+    (7, 5, 1, 1, 20, 3, 1, True, 2, True, False),
+    (16, 16, 1, 1, 20, 4, 0, True, 1, False, False),
+    (3, 9, 4, 1, 24, 2, 0, False, 3, False, True),
+    (5, 6, 3, 2, 8, 8, 1, False, 2, True, True),
+    (1, 40, 1, 1, 20, 1, 1, True, 4, False, True),
+    (2, 3, 1, 1, 32, 1, 0, False, 5, True, True),
+]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_core_work_matches_walking_every_tile(case):
+    """The busiest core under any non-negative tile costs, the totals and the cores used equal brute force."""
+    brute = brute_core_vectors(*case)
+    work = core_work(*case)
+    np.testing.assert_allclose(work.total, brute.sum(axis=0))
+    assert work.cores_used == int(brute[:, 12].sum())
+    rng = np.random.default_rng(0)
+    for cost in rng.random((50, 13)):
+        assert np.isclose((work.vectors @ cost).max(), (brute @ cost).max())
+        assert np.isclose((work.padded @ cost.astype(np.float32)).max(), (brute @ cost).max(), rtol=1e-5)
+
+
+def test_first_touch_closed_form_equals_the_walk_when_panels_fit():
+    """When every panel fits L2 at once, the walked simulation gives exactly 1 - 1/gn and 1 - 1/gm."""
+    for tm, tn, off, d, sp in [(12, 9, 2, 0, True), (6, 30, 4, 1, False), (25, 25, 3, 0, False)]:
+        r, c = traversal(tm, tn, off, d, sp)
+        rnd = np.arange(tm * tn) // 20
+        walked = _hit_rates(rnd, r.astype(np.int64), c.astype(np.int64), 1.0, 1.0, 1e12)
+        closed = panel_hits(tm, tn, 1, 1, 20, off, d, sp, 1.0, 1.0, 1e12)
+        assert np.allclose(walked, closed)
+        assert np.allclose(closed, (1 - 1 / tn, 1 - 1 / tm))
+
+
+def test_group_rows_matches_a_row_wise_unique():
+    rng = np.random.default_rng(1)
+    cols = [rng.integers(0, k, 5000) for k in (3, 1000, 7, 2**40, 5)]
+    first, inv = group_rows(cols)
+    table = np.stack(cols, axis=1)
+    uniq, ref_inv = np.unique(table, axis=0, return_inverse=True)
+    assert len(first) == len(uniq)
+    np.testing.assert_array_equal(table[first][inv], table)  # every row maps to a group holding its values
+    assert len(set(zip(inv.tolist(), ref_inv.ravel().tolist(), strict=True))) == len(uniq)  # a bijection
