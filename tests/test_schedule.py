@@ -58,9 +58,7 @@ def test_core_work_matches_walking_every_tile(case):
 def test_first_touch_closed_form_equals_the_walk_when_panels_fit():
     """When every panel fits L2 at once, the walked simulation gives exactly 1 - 1/gn and 1 - 1/gm."""
     for tm, tn, off, d, sp in [(12, 9, 2, 0, True), (6, 30, 4, 1, False), (25, 25, 3, 0, False)]:
-        r, c = traversal(tm, tn, off, d, sp)
-        rnd = np.arange(tm * tn) // 20
-        walked = _hit_rates(rnd, r.astype(np.int64), c.astype(np.int64), 1.0, 1.0, 1e12)
+        walked = _hit_rates(tm, tn, 1, 20, np.array([[off, d, int(sp)]]), 1.0, 1.0, 1e12)[0]
         closed = panel_hits(tm, tn, 1, 1, 20, off, d, sp, 1.0, 1.0, 1e12)
         assert np.allclose(walked, closed)
         assert np.allclose(closed, (1 - 1 / tn, 1 - 1 / tm))

@@ -24,7 +24,7 @@ from .common import (
     segment_efficiency,
     stride_efficiency,
 )
-from .schedule import WORK_COLUMNS, core_work, first_touch_only, max_b_reuse, panel_hits, same_walk
+from .schedule import WORK_COLUMNS, core_work_many, first_touch_only, max_b_reuse, panel_hits_many, same_walk
 
 KNOBS = (
     "base_m",
@@ -269,6 +269,13 @@ def tile_cost(p: Matmul, chip, c: dict, mt, nt, kc, hit_a, hit_b, b_resident, ac
         "l2_read": a_bytes + b_bytes,
         "hbm_read": a_first * (1 - hit_a) + b_first * (1 - hit_b),
     }
+
+
+def _same(index: np.ndarray, columns) -> list[np.ndarray]:
+    """Positions in `index` (rows of the candidate table) grouped by equal values of `columns` at those rows."""
+    _, inv = group_rows([np.asarray(col)[index] for col in columns])
+    order = np.argsort(inv, kind="stable")
+    return np.split(order, np.flatnonzero(np.diff(inv[order])) + 1)
 
 
 def _tail(g: dict, cores: int) -> tuple[np.ndarray, np.ndarray]:
@@ -685,12 +692,14 @@ class MatmulAscend:
         sched = (c["swizzle_offset"], c["swizzle_direction"], c["serpentine"])
         first, gi = group_rows([tm, tn, splits, *sched, pieces])
         gm, gn = g["gm"].astype(np.int64), g["gn"].astype(np.int64)
-        work = [
-            core_work(m, n_, s, p.batch, cores, off, d, bool(sp), pc, p.M % t_m != 0, p.N % t_n != 0)
-            for m, n_, t_m, t_n, s, off, d, sp, pc in zip(
-                *(x[first].tolist() for x in (gm, gn, tm, tn, splits, *sched, pieces)), strict=True
-            )
-        ]
+        setting = np.stack([*sched, pieces], axis=1)  # (offset, direction, serpentine, pieces) per row
+        work = [None] * first.size
+        for rows in _same(first, [gm, gn, splits, tm, tn]):  # schedules of one tile grid: one vectorised pass
+            i = first[rows[0]]
+            edges = (bool(p.M % tm[i]), bool(p.N % tn[i]))
+            grid = (int(gm[i]), int(gn[i]), int(splits[i]), p.batch, cores, *edges)
+            for j, w in zip(rows, core_work_many(*grid, setting[first[rows]]), strict=True):
+                work[j] = w
         used = np.array([w.cores_used for w in work], dtype=np.float64)
         present = np.logical_or.reduce([w.total[:-1] > 0 for w in work])
         cols = np.flatnonzero(present | (np.arange(WORK_COLUMNS - 1) == 0))  # type 0 gives the fill
@@ -703,15 +712,13 @@ class MatmulAscend:
         if walk.any():
             rows = np.flatnonzero(walk)
             wfirst, wi = group_rows([gi[rows], kc[rows]])
-            walked = np.array(
-                [
-                    panel_hits(m, n_, s, p.batch, cores, off, d, bool(sp), ap, bp, cap)
-                    for m, n_, s, off, d, sp, ap, bp in zip(
-                        *(x[rows[wfirst]].tolist() for x in (gm, gn, splits, *sched, a_panel, b_panel)),
-                        strict=True,
-                    )
-                ]
-            )
+            walked = np.zeros((wfirst.size, 2))
+            at = rows[wfirst]
+            for ws in _same(at, [gm, gn, splits, a_panel, b_panel]):
+                i = at[ws[0]]
+                grid = (int(gm[i]), int(gn[i]), int(splits[i]), p.batch, cores)
+                panels = (float(a_panel[i]), float(b_panel[i]), float(cap))
+                walked[ws] = panel_hits_many(*grid, setting[at[ws], :3], *panels)
             hit_a[rows], hit_b[rows] = walked[wi, 0], walked[wi, 1]
             hit_key[rows] = 1 + wi
         # tile costs once per distinct (tiling, hit rates, pieces): the schedule reaches the tile only there

@@ -23,6 +23,33 @@ WORK_COLUMNS = TILE_TYPES + SUB_TYPES + 1
 SIM_TILES = 2048
 
 
+def walks(tm: int, tn: int, settings: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """traversal() for each (offset, direction, serpentine) row of `settings`: (S, tm*tn) rows and columns.
+
+    The position of each tile in the walk is computed directly (no sort): earlier groups are full, then the
+    walk goes column by column through the group."""
+    per = tm * tn
+    out_r = np.empty((len(settings), per), dtype=np.int64)
+    out_c = np.empty_like(out_r)
+    for d in (0, 1):
+        sel = np.flatnonzero(settings[:, 1] == d)
+        if not sel.size:
+            continue
+        a, b = (tm, tn) if d == 0 else (tn, tm)  # direction 1 walks the transposed grid
+        rows, cols = np.divmod(np.arange(per, dtype=np.int64), b)
+        off = settings[sel, 0][:, None]
+        group = rows // off
+        height = np.minimum(off, a - group * off)
+        along = np.where((settings[sel, 2][:, None] == 1) & (group % 2 == 1), b - 1 - cols, cols)
+        pos = group * off * b + along * height + (rows - group * off) + (np.arange(sel.size) * per)[:, None]
+        rr, cc = np.empty(sel.size * per, dtype=np.int64), np.empty(sel.size * per, dtype=np.int64)
+        rr[pos.ravel()] = np.broadcast_to(rows, pos.shape).ravel()
+        cc[pos.ravel()] = np.broadcast_to(cols, pos.shape).ravel()
+        rr, cc = rr.reshape(sel.size, per), cc.reshape(sel.size, per)
+        out_r[sel], out_c[sel] = (rr, cc) if d == 0 else (cc, rr)
+    return out_r, out_c
+
+
 @lru_cache(maxsize=1024)
 def traversal(
     tm: int, tn: int, offset: int = 1, direction: int = 0, serpentine: bool = False
@@ -33,20 +60,10 @@ def traversal(
     of the group (CATLASS GemmIdentityBlockSwizzle "Zn", Triton's GROUP_M). direction 1 is the transpose.
     `serpentine` reverses the walk of every odd group, so the next group starts where the last one ended and the
     panels just used are still in L2. offset=1, direction=0, serpentine=False is plain row-major raster.
-    Cached (the same walk serves the core assignment and the L2 simulation); the arrays are read-only.
+    Cached; the arrays are read-only. `walks` does several settings at once.
     """
-    if direction == 1:  # transpose, walk, transpose back
-        c, r = traversal(tn, tm, offset, 0, serpentine)
-        return r, c
-    rows, cols = np.divmod(np.arange(tm * tn, dtype=np.int64), tn)
-    group = rows // offset
-    height = np.minimum(offset, tm - group * offset)  # the last group may be shorter
-    along = np.where(serpentine & (group % 2 == 1), tn - 1 - cols, cols)
-    # position in the walk, computed directly (no sort): earlier groups are full, then column-major in the group
-    pos = group * offset * tn + along * height + (rows - group * offset)
-    r = np.empty_like(rows)
-    c = np.empty_like(cols)
-    r[pos], c[pos] = rows, cols
+    r, c = walks(tm, tn, np.array([[offset, direction, int(serpentine)]]))
+    r, c = r[0], c[0]
     r.flags.writeable = c.flags.writeable = False  # cached: shared by every caller
     return r, c
 
@@ -97,7 +114,80 @@ class CoreWork:
     )  # float32 `vectors` padded to a power-of-two count by repeating the first (same maximum)
 
 
-@lru_cache(maxsize=8192)
+_WORK: dict = {}  # (grid, setting) -> CoreWork
+_HITS: dict = {}  # (grid, setting, panel bytes) -> (a_hit, b_hit)
+_CACHE_ROWS = 1 << 17  # entries kept per cache before it starts over (bounds memory on long sweeps)
+
+
+def core_work_many(
+    tm: int, tn: int, splits: int, batch: int, cores: int, edge_m: bool, edge_n: bool, settings
+) -> list[CoreWork]:
+    """core_work() for several (offset, direction, serpentine, pieces) settings of one tile grid, computed in one
+    vectorised pass for those not already cached."""
+    grid = (tm, tn, splits, batch, cores, edge_m, edge_n)
+    keys = [(grid, tuple(s)) for s in np.asarray(settings, dtype=np.int64).tolist()]
+    todo = sorted({k[1] for k in keys if k not in _WORK})
+    if todo:
+        if len(_WORK) > _CACHE_ROWS:
+            _WORK.clear()
+        for st, work in zip(todo, _core_work(*grid, np.array(todo, dtype=np.int64)), strict=True):
+            _WORK[grid, st] = work
+    return [_WORK[k] for k in keys]
+
+
+def _core_work(tm, tn, splits, batch, cores, edge_m, edge_n, settings: np.ndarray) -> list[CoreWork]:
+    """Assign `batch*splits*tm*tn` tiles to `cores` in traversal order (tile i -> core i % cores), for every
+    row (offset, direction, serpentine, pieces) of `settings`.
+
+    Batch and split-K slices are outer loops around the same 2-D walk, so one walk of `tm*tn` tiles gives every
+    slice's tile types; slice j starts on core (j*tm*tn) mod cores. A tile reuses its core's B panel when the
+    core's previous tile (i - cores) had the same column in the same slice. `pieces` >= 2 re-cuts each tile of a
+    partial last round into that many sub-tiles, sub-tile j going to core j.
+    """
+    r, c = walks(tm, tn, settings[:, :3])
+    n_set, per = r.shape
+    outer = splits * batch
+    n = per * outer
+    etype = 2 * (edge_m & (r == tm - 1)) + (edge_n & (c == tn - 1))  # (S, per)
+    reuse = np.zeros_like(etype)
+    if per > cores:
+        reuse[:, cores:] = c[:, cores:] == c[:, :-cores]
+    ttype = etype + 4 * reuse
+    # per setting and position residue, then every slice shifted by its starting core:
+    # counts[x] = sum over starting cores s of starts[s] * by_residue[(x - s) mod cores]
+    slot = (np.arange(n_set)[:, None] * cores + np.arange(per) % cores) * TILE_TYPES + ttype
+    by_residue = np.bincount(slot.ravel(), minlength=n_set * cores * TILE_TYPES).reshape(
+        n_set, cores, TILE_TYPES
+    )
+    starts = np.bincount((np.arange(outer, dtype=np.int64) * per) % cores, minlength=cores).astype(np.float64)
+    shifted = (np.arange(cores)[:, None] - np.arange(cores)[None, :]) % cores
+    counts = np.einsum("k,sxkt->sxt", starts, by_residue[:, shifted])
+    subs = np.zeros((n_set, cores, SUB_TYPES))
+    rem = n % cores
+    for i in np.flatnonzero(settings[:, 3] >= 2) if rem else ():  # the partial last round is re-cut
+        pos = np.arange(n - rem, n) % per  # its tiles' positions in the walk; tile k runs on core k
+        np.subtract.at(counts[i], (np.arange(rem), ttype[i, pos]), 1)
+        sub_type = np.repeat(etype[i, pos], settings[i, 3])[:cores]
+        subs[i, np.arange(sub_type.size), sub_type] = 1
+    has_work = (counts.sum(axis=2) + subs.sum(axis=2)) > 0
+    vectors = np.concatenate([counts, subs, has_work[:, :, None]], axis=2)  # (S, cores, WORK_COLUMNS)
+    # a core whose counts are all at or below another's never finishes last (costs are non-negative); of equal
+    # cores the first is kept
+    ge = (vectors[:, None, :, :] >= vectors[:, :, None, :]).all(axis=3)  # ge[s, i, j]: core j covers core i
+    equal = ge & ge.transpose(0, 2, 1)
+    later = np.arange(cores)[None, :, None] > np.arange(cores)[None, None, :]
+    covered = ((ge & ~equal) | (equal & later)).any(axis=2)
+    out = []
+    for i in range(n_set):
+        busiest = vectors[i][~covered[i]]
+        d = len(busiest)
+        padded = np.concatenate([busiest, busiest[:1].repeat((1 << (d - 1).bit_length()) - d, axis=0)])
+        out.append(
+            CoreWork(busiest, vectors[i].sum(axis=0), int(has_work[i].sum()), padded.astype(np.float32))
+        )
+    return out
+
+
 def core_work(
     tm: int,
     tn: int,
@@ -111,52 +201,10 @@ def core_work(
     edge_m: bool,
     edge_n: bool,
 ) -> CoreWork:
-    """Assign `batch*splits*tm*tn` tiles to `cores` in traversal order (tile i -> core i % cores).
-
-    Args:
-        tm, tn: tile grid; splits: split-K slices (each slice is a separate tile); batch: independent products.
-        pieces: tail re-split factor; >= 2 re-cuts each tile of a partial last round into that many sub-tiles,
-            sub-tile j going to core j.
-        edge_m, edge_n: whether the last tile row / column is smaller than the others.
-
-    Batch and split-K slices are outer loops around the same 2-D walk, so one walk of `tm*tn` tiles gives every
-    slice's tile types; slice j starts on core (j*tm*tn) mod cores. A tile reuses its core's B panel when the
-    core's previous tile (i - cores) had the same column in the same slice.
-    """
-    r, c = traversal(tm, tn, offset, direction, serpentine)
-    per = tm * tn
-    outer = splits * batch
-    n = per * outer
-    etype = 2 * (edge_m & (r == tm - 1)) + (edge_n & (c == tn - 1))
-    reuse = np.zeros(per, dtype=np.int64)
-    if per > cores:
-        reuse[cores:] = c[cores:] == c[:-cores]
-    ttype = etype + 4 * reuse
-    # per position residue, then every slice shifted by its starting core
-    by_residue = np.bincount(
-        (np.arange(per) % cores) * TILE_TYPES + ttype, minlength=cores * TILE_TYPES
-    ).reshape(cores, TILE_TYPES)
-    starts = np.bincount((np.arange(outer, dtype=np.int64) * per) % cores, minlength=cores)
-    counts = np.zeros((cores, TILE_TYPES))
-    for shift in np.nonzero(starts)[0]:
-        counts += starts[shift] * np.roll(by_residue, shift, axis=0)
-    subs = np.zeros((cores, SUB_TYPES))
-    rem = n % cores
-    if rem and pieces >= 2:  # the partial last round leaves `counts` and is re-cut
-        pos = np.arange(n - rem, n) % per  # its tiles' positions in the walk; tile k runs on core k
-        np.subtract.at(counts, (np.arange(rem), ttype[pos]), 1)
-        sub_type = np.repeat(etype[pos], pieces)[:cores]
-        subs[np.arange(sub_type.size), sub_type] = 1
-    has_work = (counts.sum(axis=1) + subs.sum(axis=1)) > 0
-    vectors = np.concatenate([counts, subs, has_work[:, None]], axis=1)
-    distinct = np.array(sorted(set(map(tuple, vectors.tolist()))))  # few rows: faster than unique(axis=0)
-    # a core whose counts are all at or below another's never finishes last (costs are non-negative)
-    covered = (distinct[None, :, :] >= distinct[:, None, :]).all(axis=2)
-    np.fill_diagonal(covered, False)
-    busiest = distinct[~covered.any(axis=1)]
-    d = len(busiest)
-    padded = np.concatenate([busiest, busiest[:1].repeat((1 << (d - 1).bit_length()) - d, axis=0)])
-    return CoreWork(busiest, vectors.sum(axis=0), int(has_work.sum()), padded.astype(np.float32))
+    """What each of `cores` runs when the `batch*splits*tm*tn` tiles go to cores in traversal order (tile i ->
+    core i % cores); see _core_work. edge_m, edge_n: the last tile row / column is smaller than the others."""
+    setting = ((offset, direction, int(serpentine), pieces),)
+    return core_work_many(tm, tn, splits, batch, cores, bool(edge_m), bool(edge_n), setting)[0]
 
 
 def first_touch_only(tiles, slots, footprint_bytes, l2_bytes):
@@ -165,7 +213,45 @@ def first_touch_only(tiles, slots, footprint_bytes, l2_bytes):
     return (tiles <= slots) | (footprint_bytes <= l2_bytes)
 
 
-@lru_cache(maxsize=8192)
+def panel_hits_many(
+    tm: int,
+    tn: int,
+    splits: int,
+    batch: int,
+    slots: int,
+    settings,
+    a_panel_bytes: float,
+    b_panel_bytes: float,
+    l2_bytes: float,
+) -> np.ndarray:
+    """L2 hit rates (S, 2) of A and B panel loads when tiles run `slots` at a time in the traversal order of each
+    (offset, direction, serpentine) row of `settings`.
+
+    Two cases need no walk: when every tile runs in the first round, and when all panels of the problem fit in L2
+    together; in both each panel comes from HBM exactly once (its first touch), whatever the order. Walks longer
+    than SIM_TILES are simulated on a prefix (whole slices, or whole groups of tile rows of the first slice).
+    """
+    settings = [tuple(int(v) for v in s) for s in settings]
+    loads = tm * tn * splits * batch
+    if first_touch_only(loads, slots, (tm * a_panel_bytes + tn * b_panel_bytes) * splits * batch, l2_bytes):
+        return np.tile([1.0 - 1.0 / tn, 1.0 - 1.0 / tm], (len(settings), 1))
+    key = (tm, tn, splits, batch, slots, float(a_panel_bytes), float(b_panel_bytes), float(l2_bytes))
+    todo = sorted({s for s in settings if (key, s) not in _HITS})
+    # each setting's prefix grid; settings with the same one are walked together
+    by_grid: dict[tuple, list] = {}
+    for s in todo:
+        by_grid.setdefault(_prefix(tm, tn, splits, batch, *s[:2]), []).append(s)
+    if len(_HITS) > _CACHE_ROWS:
+        _HITS.clear()
+    for (t_m, t_n, spl, bat), group in by_grid.items():
+        rates = _hit_rates(
+            t_m, t_n, spl * bat, slots, np.array(group), a_panel_bytes, b_panel_bytes, l2_bytes
+        )
+        for s, rate in zip(group, rates, strict=True):
+            _HITS[key, s] = rate
+    return np.array([_HITS[key, s] for s in settings])
+
+
 def panel_hits(
     tm: int,
     tn: int,
@@ -179,62 +265,70 @@ def panel_hits(
     b_panel_bytes: float,
     l2_bytes: float,
 ) -> tuple[float, float]:
-    """L2 hit rates of A and B panel loads when tiles run `slots` at a time in traversal order.
+    """panel_hits_many() for one traversal."""
+    setting = ((offset, direction, int(serpentine)),)
+    hits = panel_hits_many(tm, tn, splits, batch, slots, setting, a_panel_bytes, b_panel_bytes, l2_bytes)[0]
+    return float(hits[0]), float(hits[1])
 
-    Two cases need no walk: when every tile runs in the first round, and when all panels of the problem fit in L2
-    together; in both each panel comes from HBM exactly once (its first touch), whatever the order. Walks longer
-    than SIM_TILES are simulated on a prefix (whole slices, or whole groups of tile rows of the first slice).
-    """
-    loads = tm * tn * splits * batch
-    if first_touch_only(loads, slots, (tm * a_panel_bytes + tn * b_panel_bytes) * splits * batch, l2_bytes):
-        return 1.0 - 1.0 / tn, 1.0 - 1.0 / tm
+
+def _prefix(
+    tm: int, tn: int, splits: int, batch: int, offset: int, direction: int
+) -> tuple[int, int, int, int]:
+    """The grid the L2 walk simulates: all of it up to SIM_TILES tiles, else whole slices, else whole groups of
+    tile rows (columns for direction 1) of the first slice; the steady state repeats."""
     per = tm * tn
-    if loads > SIM_TILES:
-        if per <= SIM_TILES:  # whole slices: every slice walks the same order over its own K range
-            splits, batch = max(1, SIM_TILES // per), 1
-        elif direction == 0:  # whole groups of tile rows of the first slice
-            rows = -(-SIM_TILES // tn)
-            tm = min(tm, -(-rows // offset) * offset)
-            splits, batch = 1, 1
-        else:  # whole groups of tile columns
-            cols = -(-SIM_TILES // tm)
-            tn = min(tn, -(-cols // offset) * offset)
-            splits, batch = 1, 1
-    r, c = traversal(tm, tn, offset, direction, serpentine)
-    outer = np.repeat(np.arange(batch * splits, dtype=np.int64), tm * tn)
-    a_id = outer * tm + np.tile(r, batch * splits)
-    b_id = outer * tn + np.tile(c, batch * splits)
-    rnd = np.arange(a_id.size) // slots
-    return _hit_rates(rnd, a_id, b_id, a_panel_bytes, b_panel_bytes, l2_bytes)
+    if per * splits * batch <= SIM_TILES:
+        return tm, tn, splits, batch
+    if per <= SIM_TILES:
+        return tm, tn, max(1, SIM_TILES // per), 1
+    if direction == 0:
+        rows = -(-SIM_TILES // tn)
+        return min(tm, -(-rows // offset) * offset), tn, 1, 1
+    cols = -(-SIM_TILES // tm)
+    return tm, min(tn, -(-cols // offset) * offset), 1, 1
 
 
-def _hit_rates(rnd, a_id, b_id, a_bytes, b_bytes, l2_bytes) -> tuple[float, float]:
-    """L2 hit rates of A and B panel loads under an LRU-like capacity rule.
+def _hit_rates(tm, tn, outer, slots, settings, a_bytes, b_bytes, l2_bytes) -> np.ndarray:
+    """L2 hit rates (S, 2) of A and B panel loads under an LRU-like capacity rule, one row per traversal setting.
 
     A round is the set of tiles running at once. In a round, each distinct panel is fetched once from HBM unless it
     was touched in an earlier round and the bytes of distinct panels touched since then (the rounds in between plus
     this one) fit in L2; every other load of it in the round is an L2 hit (a core reads what another just fetched).
     """
+    r, c = walks(tm, tn, settings)
+    n_set, per = r.shape
+    loads = per * outer
+    slice_ = np.repeat(np.arange(outer, dtype=np.int64), per)
+    rnd = np.arange(loads) // slots
     nr = int(rnd[-1]) + 1
-    # distinct (panel, round) pairs, sorted by panel then round (the walk visits rounds in order)
-    pairs = []
-    for ids in (a_id, b_id):
-        width = int(ids.max()) + 1
-        seen = np.zeros(width * nr, dtype=bool)
-        seen[ids * nr + rnd] = True
-        pairs.append(np.divmod(np.flatnonzero(seen), nr))
-    foot = np.bincount(pairs[0][1], minlength=nr) * a_bytes + np.bincount(pairs[1][1], minlength=nr) * b_bytes
-    cum = np.concatenate(([0.0], np.cumsum(foot)))  # cum[r] = bytes of rounds < r
-    rates = []
-    for pid, pr in pairs:
+    # distinct (setting, panel, round) triples, sorted by setting, panel, then round (the walk visits rounds in
+    # order); panels are numbered per slice
+    found = []
+    for ids, width in (
+        (slice_ * tm + np.tile(r, outer), tm * outer),
+        (slice_ * tn + np.tile(c, outer), tn * outer),
+    ):
+        seen = np.zeros(n_set * width * nr, dtype=bool)
+        seen[((np.arange(n_set)[:, None] * width + ids) * nr + rnd).ravel()] = True
+        pid, pr = np.divmod(np.flatnonzero(seen), nr)
+        found.append((pid, pr, pid // width))
+    foot = np.zeros((n_set, nr))
+    for (_, pr, which), size in zip(found, (a_bytes, b_bytes), strict=True):
+        foot += np.bincount(which * nr + pr, minlength=n_set * nr).reshape(n_set, nr) * size
+    cum = np.concatenate(
+        [np.zeros((n_set, 1)), np.cumsum(foot, axis=1)], axis=1
+    ).ravel()  # bytes of rounds < r
+    out = np.empty((n_set, 2))
+    for j, (pid, pr, which) in enumerate(found):
         same = np.zeros(pr.size, dtype=bool)
         same[1:] = pid[1:] == pid[:-1]
         prev = np.roll(pr, 1)
+        base = which * (nr + 1)
         # bytes touched from the round after the previous touch up to and including this round
-        between = cum[pr + 1] - cum[np.where(same, prev + 1, pr)]
-        misses = pr.size - int((same & (between <= l2_bytes)).sum())
-        rates.append(1.0 - misses / a_id.size)
-    return rates[0], rates[1]
+        between = cum[base + pr + 1] - cum[base + np.where(same, prev + 1, pr)]
+        misses = np.bincount(which, weights=~(same & (between <= l2_bytes)), minlength=n_set)
+        out[:, j] = 1.0 - misses / loads
+    return out
 
 
 @lru_cache(maxsize=8192)
@@ -265,3 +359,11 @@ def max_b_reuse(
                 same = (c[cores:] == c[:-cores]) & (outer[cores:] == outer[:-cores])
                 best = max(best, int(same.sum()))
     return best
+
+
+def clear_caches() -> None:
+    """Forget every cached walk and simulation (benchmarks time a search from a cold start with this)."""
+    for fn in (traversal, max_b_reuse):
+        fn.cache_clear()
+    _WORK.clear()
+    _HITS.clear()
