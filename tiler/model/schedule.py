@@ -346,19 +346,15 @@ def max_b_reuse(
 
     Weight residency can skip a B load only on such tiles; the lower bound uses this maximum.
     """
-    best = 0
     per = tm * tn
     if batch * splits * per <= cores:
         return 0
-    for off in offsets:
-        for d in directions:
-            for sp in serpentines:
-                _, c = traversal(tm, tn, int(off), int(d), bool(sp))
-                c = np.tile(c, batch * splits)
-                outer = np.repeat(np.arange(batch * splits), per)
-                same = (c[cores:] == c[:-cores]) & (outer[cores:] == outer[:-cores])
-                best = max(best, int(same.sum()))
-    return best
+    settings = np.array([(o, d, s) for o in offsets for d in directions for s in serpentines], dtype=np.int64)
+    _, c = walks(tm, tn, settings)
+    c = np.tile(c, batch * splits)
+    outer = np.repeat(np.arange(batch * splits), per)
+    same = (c[:, cores:] == c[:, :-cores]) & (outer[cores:] == outer[:-cores])
+    return int(same.sum(axis=1).max())
 
 
 def clear_caches() -> None:
