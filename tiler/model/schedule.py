@@ -29,20 +29,26 @@ def walks(tm: int, tn: int, settings: np.ndarray) -> tuple[np.ndarray, np.ndarra
     The position of each tile in the walk is computed directly (no sort): earlier groups are full, then the
     walk goes column by column through the group."""
     per = tm * tn
-    out_r = np.empty((len(settings), per), dtype=np.int64)
+    it = np.int32 if per * max(len(settings), 1) < 1 << 31 else np.int64  # half the memory traffic of int64
+    out_r = np.empty((len(settings), per), dtype=it)
     out_c = np.empty_like(out_r)
     for d in (0, 1):
         sel = np.flatnonzero(settings[:, 1] == d)
         if not sel.size:
             continue
         a, b = (tm, tn) if d == 0 else (tn, tm)  # direction 1 walks the transposed grid
-        rows, cols = np.divmod(np.arange(per, dtype=np.int64), b)
-        off = settings[sel, 0][:, None]
+        rows, cols = np.divmod(np.arange(per, dtype=it), it(b))
+        off = settings[sel, 0][:, None].astype(it)
         group = rows // off
         height = np.minimum(off, a - group * off)
         along = np.where((settings[sel, 2][:, None] == 1) & (group % 2 == 1), b - 1 - cols, cols)
-        pos = group * off * b + along * height + (rows - group * off) + (np.arange(sel.size) * per)[:, None]
-        rr, cc = np.empty(sel.size * per, dtype=np.int64), np.empty(sel.size * per, dtype=np.int64)
+        pos = (
+            group * off * b
+            + along * height
+            + (rows - group * off)
+            + (np.arange(sel.size, dtype=it) * per)[:, None]
+        )
+        rr, cc = np.empty(sel.size * per, dtype=it), np.empty(sel.size * per, dtype=it)
         rr[pos.ravel()] = np.broadcast_to(rows, pos.shape).ravel()
         cc[pos.ravel()] = np.broadcast_to(cols, pos.shape).ravel()
         rr, cc = rr.reshape(sel.size, per), cc.reshape(sel.size, per)
@@ -177,14 +183,12 @@ def _core_work(tm, tn, splits, batch, cores, edge_m, edge_n, settings: np.ndarra
     equal = ge & ge.transpose(0, 2, 1)
     later = np.arange(cores)[None, :, None] > np.arange(cores)[None, None, :]
     covered = ((ge & ~equal) | (equal & later)).any(axis=2)
+    totals, used = vectors.sum(axis=1), has_work.sum(axis=1).tolist()
     out = []
     for i in range(n_set):
-        busiest = vectors[i][~covered[i]]
-        d = len(busiest)
-        padded = np.concatenate([busiest, busiest[:1].repeat((1 << (d - 1).bit_length()) - d, axis=0)])
-        out.append(
-            CoreWork(busiest, vectors[i].sum(axis=0), int(has_work[i].sum()), padded.astype(np.float32))
-        )
+        keep = np.flatnonzero(~covered[i])
+        pad = np.concatenate([keep, np.full((1 << (keep.size - 1).bit_length()) - keep.size, keep[0])])
+        out.append(CoreWork(vectors[i, keep], totals[i], used[i], vectors[i, pad].astype(np.float32)))
     return out
 
 
