@@ -15,8 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from tiler.hardware import load_chip
-from tiler.model import get_model
-from tiler.model import schedule
+from tiler.model import get_model, schedule
 from tiler.model.schedule import clear_caches
 from tiler.problem import parse_problem
 from tiler.search import enumerate_feasible, search
