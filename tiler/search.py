@@ -220,7 +220,9 @@ def exhaustive(problem: Problem, chip, space: Space, top: int = 5) -> SearchResu
     rejected: dict[str, int] = {}
     dominance = getattr(model, "dominated", None)
     domains = space.domains()
-    incumbent = lambda: _incumbent(best_e, top)  # noqa: E731
+
+    def incumbent() -> float:
+        return _incumbent(best_e, top)
 
     def score(rows: Candidates):
         nonlocal best_c, best_e, evaluated
@@ -262,9 +264,8 @@ def exhaustive(problem: Problem, chip, space: Space, top: int = 5) -> SearchResu
         while rest.size:
             solve(take(prefixes, rest[:batch]))
             rest = rest[batch:]
-            batch = min(
-                PREFIX_BATCH, int(np.searchsorted(floor[rest], incumbent()))
-            )  # rest is in bound order
+            # rest is in bound order: the prefixes whose floor is below the incumbent come first
+            batch = min(PREFIX_BATCH, int(np.searchsorted(floor[rest], incumbent())))
             if batch == 0:
                 break
         if rest.size:
