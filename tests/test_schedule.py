@@ -31,6 +31,29 @@ def brute_core_vectors(tm, tn, splits, batch, cores, offset, direction, serpenti
     return vec
 
 
+def naive_walk(tm, tn, offset, direction, serpentine):
+    """The traversal written as the loops a kernel runs: groups of `offset` rows, column by column inside."""
+    if direction == 1:
+        return [(r, c) for c, r in naive_walk(tn, tm, offset, 0, serpentine)]
+    out = []
+    for g, top in enumerate(range(0, tm, offset)):
+        rows = range(top, min(top + offset, tm))
+        cols = range(tn - 1, -1, -1) if serpentine and g % 2 == 1 else range(tn)
+        out += [(r, c) for c in cols for r in rows]
+    return out
+
+
+@pytest.mark.parametrize("tm,tn", [(1, 1), (1, 7), (7, 1), (5, 6), (16, 16), (9, 13)])
+def test_traversal_matches_the_kernel_loops(tm, tn):
+    for offset in (1, 2, 3, 4, 8, 20):
+        for direction in (0, 1):
+            for serpentine in (False, True):
+                r, c = traversal(tm, tn, offset, direction, serpentine)
+                assert list(zip(r.tolist(), c.tolist(), strict=True)) == naive_walk(
+                    tm, tn, offset, direction, serpentine
+                )
+
+
 CASES = [
     (7, 5, 1, 1, 20, 1, 0, False, 1, True, True),
     (7, 5, 1, 1, 20, 3, 1, True, 2, True, False),

@@ -26,33 +26,27 @@ SIM_TILES = 2048
 def walks(tm: int, tn: int, settings: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """traversal() for each (offset, direction, serpentine) row of `settings`: (S, tm*tn) rows and columns.
 
-    The position of each tile in the walk is computed directly (no sort): earlier groups are full, then the
-    walk goes column by column through the group."""
+    Computed position by position (no sort, no scatter): every group before the one holding position p is full
+    (offset rows of the whole width), so p's group is p // (offset*width); inside its group of height h the walk
+    goes column by column, so p is column (p - start) // h, row (p - start) % h of the group."""
     per = tm * tn
-    it = np.int32 if per * max(len(settings), 1) < 1 << 31 else np.int64  # half the memory traffic of int64
+    it = np.int32 if per < 1 << 31 else np.int64  # half the memory traffic of int64
     out_r = np.empty((len(settings), per), dtype=it)
     out_c = np.empty_like(out_r)
+    p = np.arange(per, dtype=it)[None, :]
     for d in (0, 1):
         sel = np.flatnonzero(settings[:, 1] == d)
         if not sel.size:
             continue
         a, b = (tm, tn) if d == 0 else (tn, tm)  # direction 1 walks the transposed grid
-        rows, cols = np.divmod(np.arange(per, dtype=it), it(b))
-        off = settings[sel, 0][:, None].astype(it)
-        group = rows // off
+        off = np.minimum(settings[sel, 0], a)[:, None].astype(it)
+        group = p // (off * b)
         height = np.minimum(off, a - group * off)
-        along = np.where((settings[sel, 2][:, None] == 1) & (group % 2 == 1), b - 1 - cols, cols)
-        pos = (
-            group * off * b
-            + along * height
-            + (rows - group * off)
-            + (np.arange(sel.size, dtype=it) * per)[:, None]
-        )
-        rr, cc = np.empty(sel.size * per, dtype=it), np.empty(sel.size * per, dtype=it)
-        rr[pos.ravel()] = np.broadcast_to(rows, pos.shape).ravel()
-        cc[pos.ravel()] = np.broadcast_to(cols, pos.shape).ravel()
-        rr, cc = rr.reshape(sel.size, per), cc.reshape(sel.size, per)
-        out_r[sel], out_c[sel] = (rr, cc) if d == 0 else (cc, rr)
+        q = p - group * off * b
+        col = q // height
+        row = group * off + (q - col * height)
+        col = np.where((settings[sel, 2][:, None] == 1) & (group % 2 == 1), b - 1 - col, col)
+        out_r[sel], out_c[sel] = (row, col) if d == 0 else (col, row)
     return out_r, out_c
 
 
@@ -154,7 +148,11 @@ def _core_work(tm, tn, splits, batch, cores, edge_m, edge_n, settings: np.ndarra
     n_set, per = r.shape
     outer = splits * batch
     n = per * outer
-    etype = 2 * (edge_m & (r == tm - 1)) + (edge_n & (c == tn - 1))  # (S, per)
+    etype = np.zeros(r.shape, dtype=r.dtype)  # (S, per)
+    if edge_m:
+        etype += 2 * (r == tm - 1)
+    if edge_n:
+        etype += c == tn - 1
     reuse = np.zeros_like(etype)
     if per > cores:
         reuse[:, cores:] = c[:, cores:] == c[:, :-cores]
@@ -179,7 +177,8 @@ def _core_work(tm, tn, splits, batch, cores, edge_m, edge_n, settings: np.ndarra
     vectors = np.concatenate([counts, subs, has_work[:, :, None]], axis=2)  # (S, cores, WORK_COLUMNS)
     # a core whose counts are all at or below another's never finishes last (costs are non-negative); of equal
     # cores the first is kept
-    ge = (vectors[:, None, :, :] >= vectors[:, :, None, :]).all(axis=3)  # ge[s, i, j]: core j covers core i
+    small = vectors.astype(np.int32)  # counts: exact, and a quarter of the memory of the comparison below
+    ge = (small[:, None, :, :] >= small[:, :, None, :]).all(axis=3)  # ge[s, i, j]: core j covers core i
     equal = ge & ge.transpose(0, 2, 1)
     later = np.arange(cores)[None, :, None] > np.arange(cores)[None, None, :]
     covered = ((ge & ~equal) | (equal & later)).any(axis=2)
