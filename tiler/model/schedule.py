@@ -144,11 +144,15 @@ def _core_work(tm, tn, splits, batch, cores, edge_m, edge_n, settings: np.ndarra
     core's previous tile (i - cores) had the same column in the same slice. `pieces` >= 2 re-cuts each tile of a
     partial last round into that many sub-tiles, sub-tile j going to core j.
     """
-    r, c = walks(tm, tn, settings[:, :3])
-    n_set, per = r.shape
+    # the walks (tail re-cut settings share them), then per walk: tile types by position, counts per core
+    walk_keys, walk_of = np.unique(settings[:, :3], axis=0, return_inverse=True)
+    walk_of = walk_of.ravel()
+    r, c = walks(tm, tn, walk_keys)
+    n_walk, per = r.shape
+    n_set = len(settings)
     outer = splits * batch
     n = per * outer
-    etype = np.zeros(r.shape, dtype=r.dtype)  # (S, per)
+    etype = np.zeros(r.shape, dtype=r.dtype)  # (W, per)
     if edge_m:
         etype += 2 * (r == tm - 1)
     if edge_n:
@@ -157,38 +161,46 @@ def _core_work(tm, tn, splits, batch, cores, edge_m, edge_n, settings: np.ndarra
     if per > cores:
         reuse[:, cores:] = c[:, cores:] == c[:, :-cores]
     ttype = etype + 4 * reuse
-    # per setting and position residue, then every slice shifted by its starting core:
+    # per walk and position residue, then every slice shifted by its starting core:
     # counts[x] = sum over starting cores s of starts[s] * by_residue[(x - s) mod cores]
-    slot = (np.arange(n_set)[:, None] * cores + np.arange(per) % cores) * TILE_TYPES + ttype
-    by_residue = np.bincount(slot.ravel(), minlength=n_set * cores * TILE_TYPES).reshape(
-        n_set, cores, TILE_TYPES
+    slot = (np.arange(n_walk)[:, None] * cores + np.arange(per) % cores) * TILE_TYPES + ttype
+    by_residue = np.bincount(slot.ravel(), minlength=n_walk * cores * TILE_TYPES).reshape(
+        n_walk, cores, TILE_TYPES
     )
     starts = np.bincount((np.arange(outer, dtype=np.int64) * per) % cores, minlength=cores).astype(np.float64)
     shifted = (np.arange(cores)[:, None] - np.arange(cores)[None, :]) % cores
-    counts = np.einsum("k,sxkt->sxt", starts, by_residue[:, shifted])
+    counts = np.einsum("k,sxkt->sxt", starts, by_residue[:, shifted])[walk_of]  # (S, cores, types)
     subs = np.zeros((n_set, cores, SUB_TYPES))
     rem = n % cores
     for i in np.flatnonzero(settings[:, 3] >= 2) if rem else ():  # the partial last round is re-cut
         pos = np.arange(n - rem, n) % per  # its tiles' positions in the walk; tile k runs on core k
-        np.subtract.at(counts[i], (np.arange(rem), ttype[i, pos]), 1)
-        sub_type = np.repeat(etype[i, pos], settings[i, 3])[:cores]
+        w = walk_of[i]
+        np.subtract.at(counts[i], (np.arange(rem), ttype[w, pos]), 1)
+        sub_type = np.repeat(etype[w, pos], settings[i, 3])[:cores]
         subs[i, np.arange(sub_type.size), sub_type] = 1
     has_work = (counts.sum(axis=2) + subs.sum(axis=2)) > 0
     vectors = np.concatenate([counts, subs, has_work[:, :, None]], axis=2)  # (S, cores, WORK_COLUMNS)
     # a core whose counts are all at or below another's never finishes last (costs are non-negative); of equal
     # cores the first is kept
-    small = vectors.astype(np.int32)  # counts: exact, and a quarter of the memory of the comparison below
+    small = vectors[:, :, vectors.any(axis=(0, 1))].astype(np.int32)  # the columns in use, exact, compact
     ge = (small[:, None, :, :] >= small[:, :, None, :]).all(axis=3)  # ge[s, i, j]: core j covers core i
     equal = ge & ge.transpose(0, 2, 1)
     later = np.arange(cores)[None, :, None] > np.arange(cores)[None, None, :]
     covered = ((ge & ~equal) | (equal & later)).any(axis=2)
+    # each setting's kept cores first (in core order), then its first kept core repeated up to a power of two
+    kept = (~covered).sum(axis=1)
+    size = 1 << np.ceil(np.log2(kept)).astype(np.int64)
+    order = np.argsort(covered, axis=1, kind="stable")
+    width = int(size.max())
+    slots = np.arange(width)[None, :]
+    index = np.where(slots < kept[:, None], order[:, np.minimum(slots[0], cores - 1)], order[:, :1])
+    padded = vectors[np.arange(n_set)[:, None], index]  # (S, width, WORK_COLUMNS)
+    padded32 = padded.astype(np.float32)
     totals, used = vectors.sum(axis=1), has_work.sum(axis=1).tolist()
-    out = []
-    for i in range(n_set):
-        keep = np.flatnonzero(~covered[i])
-        pad = np.concatenate([keep, np.full((1 << (keep.size - 1).bit_length()) - keep.size, keep[0])])
-        out.append(CoreWork(vectors[i, keep], totals[i], used[i], vectors[i, pad].astype(np.float32)))
-    return out
+    return [
+        CoreWork(padded[i, :k], totals[i], used[i], padded32[i, :z])
+        for i, (k, z) in enumerate(zip(kept.tolist(), size.tolist(), strict=True))
+    ]
 
 
 def core_work(
