@@ -145,8 +145,9 @@ def _core_work(tm, tn, splits, batch, cores, edge_m, edge_n, settings: np.ndarra
     partial last round into that many sub-tiles, sub-tile j going to core j.
     """
     # the walks (tail re-cut settings share them), then per walk: tile types by position, counts per core
-    walk_keys, walk_of = np.unique(settings[:, :3], axis=0, return_inverse=True)
-    walk_of = walk_of.ravel()
+    code = (settings[:, 0] * 2 + settings[:, 1]) * 2 + settings[:, 2]  # (offset, direction, serpentine)
+    _, first, walk_of = np.unique(code, return_index=True, return_inverse=True)
+    walk_keys, walk_of = settings[first, :3], walk_of.ravel()
     r, c = walks(tm, tn, walk_keys)
     n_walk, per = r.shape
     n_set = len(settings)
@@ -167,9 +168,14 @@ def _core_work(tm, tn, splits, batch, cores, edge_m, edge_n, settings: np.ndarra
     by_residue = np.bincount(slot.ravel(), minlength=n_walk * cores * TILE_TYPES).reshape(
         n_walk, cores, TILE_TYPES
     )
-    starts = np.bincount((np.arange(outer, dtype=np.int64) * per) % cores, minlength=cores).astype(np.float64)
-    shifted = (np.arange(cores)[:, None] - np.arange(cores)[None, :]) % cores
-    counts = np.einsum("k,sxkt->sxt", starts, by_residue[:, shifted])[walk_of]  # (S, cores, types)
+    if outer == 1:
+        counts = by_residue[walk_of].astype(np.float64)  # (S, cores, types)
+    else:
+        starts = np.bincount((np.arange(outer, dtype=np.int64) * per) % cores, minlength=cores).astype(
+            np.float64
+        )
+        shifted = (np.arange(cores)[:, None] - np.arange(cores)[None, :]) % cores
+        counts = np.einsum("k,sxkt->sxt", starts, by_residue[:, shifted])[walk_of]
     subs = np.zeros((n_set, cores, SUB_TYPES))
     rem = n % cores
     for i in np.flatnonzero(settings[:, 3] >= 2) if rem else ():  # the partial last round is re-cut
