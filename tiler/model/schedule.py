@@ -26,7 +26,30 @@ SIM_TILES = 2048
 def walks(tm: int, tn: int, settings: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """traversal() for each (offset, direction, serpentine) row of `settings`: (S, tm*tn) rows and columns.
 
-    Computed position by position (no sort, no scatter): every group before the one holding position p is full
+    Cached per walk (the core assignment and the L2 simulation walk the same grids); the cache is bounded by the
+    number of tile indices it holds."""
+    global _WALK_ELEMS
+    keys = [(tm, tn, *row) for row in np.asarray(settings, dtype=np.int64).tolist()]
+    todo = sorted({k for k in keys if k not in _WALKS})
+    if todo:
+        if _WALK_ELEMS > _WALK_ELEMS_MAX:
+            _WALKS.clear()
+            _WALK_ELEMS = 0
+        r, c = _compute_walks(tm, tn, np.array([k[2:] for k in todo], dtype=np.int64))
+        for k, rr, cc in zip(todo, r, c, strict=True):
+            rr.flags.writeable = cc.flags.writeable = False
+            _WALKS[k] = (rr, cc)
+        _WALK_ELEMS += r.size
+    return np.stack([_WALKS[k][0] for k in keys]), np.stack([_WALKS[k][1] for k in keys])
+
+
+_WALKS: dict = {}  # (tm, tn, offset, direction, serpentine) -> (rows, cols) in walk order
+_WALK_ELEMS = 0
+_WALK_ELEMS_MAX = 1 << 23  # tile indices kept before the walk cache starts over (about 64 MB)
+
+
+def _compute_walks(tm: int, tn: int, settings: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The walks of `settings`, computed position by position (no sort, no scatter): every group before the one holding position p is full
     (offset rows of the whole width), so p's group is p // (offset*width); inside its group of height h the walk
     goes column by column, so p is column (p - start) // h, row (p - start) % h of the group."""
     per = tm * tn
@@ -50,7 +73,6 @@ def walks(tm: int, tn: int, settings: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return out_r, out_c
 
 
-@lru_cache(maxsize=1024)
 def traversal(
     tm: int, tn: int, offset: int = 1, direction: int = 0, serpentine: bool = False
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -60,12 +82,10 @@ def traversal(
     of the group (CATLASS GemmIdentityBlockSwizzle "Zn", Triton's GROUP_M). direction 1 is the transpose.
     `serpentine` reverses the walk of every odd group, so the next group starts where the last one ended and the
     panels just used are still in L2. offset=1, direction=0, serpentine=False is plain row-major raster.
-    Cached; the arrays are read-only. `walks` does several settings at once.
+    One row of `walks` (cached; the arrays are read-only).
     """
-    r, c = walks(tm, tn, np.array([[offset, direction, int(serpentine)]]))
-    r, c = r[0], c[0]
-    r.flags.writeable = c.flags.writeable = False  # cached: shared by every caller
-    return r, c
+    walks(tm, tn, np.array([[offset, direction, int(serpentine)]]))
+    return _WALKS[tm, tn, offset, direction, int(serpentine)]
 
 
 def same_walk(gm, gn, tiles, cores, offset, direction, serpentine, domains: dict) -> np.ndarray:
@@ -343,7 +363,7 @@ def _hit_rates(tm, tn, outer, slots, settings, a_bytes, b_bytes, l2_bytes) -> np
     for j, (pid, pr, which) in enumerate(found):
         same = np.zeros(pr.size, dtype=bool)
         same[1:] = pid[1:] == pid[:-1]
-        prev = np.roll(pr, 1)
+        prev = np.concatenate([pr[:1], pr[:-1]])  # the previous pair's round (np.roll is slower)
         base = which * (nr + 1)
         # bytes touched from the round after the previous touch up to and including this round
         between = cum[base + pr + 1] - cum[base + np.where(same, prev + 1, pr)]
@@ -380,7 +400,8 @@ def max_b_reuse(
 
 def clear_caches() -> None:
     """Forget every cached walk and simulation (benchmarks time a search from a cold start with this)."""
-    for fn in (traversal, max_b_reuse):
-        fn.cache_clear()
-    _WORK.clear()
-    _HITS.clear()
+    global _WALK_ELEMS
+    max_b_reuse.cache_clear()
+    for cache in (_WALKS, _WORK, _HITS):
+        cache.clear()
+    _WALK_ELEMS = 0
