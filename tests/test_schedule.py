@@ -96,3 +96,18 @@ def test_group_rows_matches_a_row_wise_unique():
     assert len(first) == len(uniq)
     np.testing.assert_array_equal(table[first][inv], table)  # every row maps to a group holding its values
     assert len(set(zip(inv.tolist(), ref_inv.ravel().tolist(), strict=True))) == len(uniq)  # a bijection
+
+
+def test_caches_start_over_without_losing_what_a_call_needs(monkeypatch):
+    """When a cache is full it is cleared before the lookup: a call that needs an entry cached earlier still
+    gets it (a clear between lookup and return used to raise KeyError)."""
+    from tiler.model import schedule
+
+    traversal(6, 5, 2, 0, False)
+    core_work(6, 5, 1, 1, 4, 2, 0, False, 1, True, True)
+    monkeypatch.setattr(schedule, "_WALK_ELEMS_MAX", 0)
+    monkeypatch.setattr(schedule, "_CACHE_ROWS", 0)
+    r, _ = schedule.walks(6, 5, np.array([[2, 0, 0], [3, 1, 1]]))
+    assert r.shape == (2, 30)
+    assert core_work(6, 5, 1, 1, 4, 2, 0, False, 1, True, True).cores_used == 4
+    assert len(schedule.core_work_many(6, 5, 1, 1, 4, True, True, [(2, 0, 0, 1), (3, 1, 1, 2)])) == 2

@@ -32,7 +32,7 @@ class SearchResult:
     chip: object
     space: Space
     strategy: str
-    cands: Candidates  # the top rows, best first
+    cands: Candidates  # the top rows, best first, one per distinct predicted time (top_distinct)
     est: dict  # estimate columns for those rows
     evaluated: int  # candidates scored with the full model
     bounded: int  # candidates scored with the lower bound only
@@ -151,6 +151,21 @@ def _no_feasible(space: Space, rejected: dict[str, int], model) -> InfeasibleErr
     )
 
 
+def top_distinct(cands: Candidates, time_us: np.ndarray, names, top: int) -> np.ndarray:
+    """Indices of the `top` fastest candidates with distinct predicted times, fastest first.
+
+    Candidates the model predicts exactly equal (an order the model cannot tell apart from another, a step that
+    changes nothing on this shape) take one slot: the one with the smallest knob codes in the space's knob
+    order (the plainest setting: row-major order, the smallest group). A top-N list then holds N different
+    predictions, which is what is worth measuring.
+    """
+    order = np.lexsort([cands[k] for k in reversed(names) if k in cands] + [time_us])
+    t = time_us[order]
+    first = np.ones(t.size, dtype=bool)
+    first[1:] = t[1:] != t[:-1]
+    return order[first][:top]
+
+
 def _incumbent(best_e: dict, top: int) -> float:
     """The time a candidate must beat to enter the top `top` (infinite until `top` are found)."""
     return float(best_e["time_us"][top - 1]) if best_e and length(best_e) >= top else np.inf
@@ -233,7 +248,7 @@ def exhaustive(problem: Problem, chip, space: Space, top: int = 5) -> SearchResu
         evaluated += length(full)
         merged_c = {k: np.concatenate([best_c[k], full[k]]) if best_c else full[k] for k in full}
         merged_e = {k: np.concatenate([best_e[k], est[k]]) if best_e else est[k] for k in est}
-        order = np.argsort(merged_e["time_us"], kind="stable")[:top]
+        order = top_distinct(merged_c, merged_e["time_us"], space.names, top)
         best_c, best_e = take(merged_c, order), take(merged_e, order)
 
     def solve(prefixes: Candidates | None):

@@ -30,11 +30,13 @@ def walks(tm: int, tn: int, settings: np.ndarray) -> tuple[np.ndarray, np.ndarra
     number of tile indices it holds."""
     global _WALK_ELEMS
     keys = [(tm, tn, *row) for row in np.asarray(settings, dtype=np.int64).tolist()]
+    if (
+        _WALK_ELEMS > _WALK_ELEMS_MAX
+    ):  # start over before looking up, so every key this call needs is there after
+        _WALKS.clear()
+        _WALK_ELEMS = 0
     todo = sorted({k for k in keys if k not in _WALKS})
     if todo:
-        if _WALK_ELEMS > _WALK_ELEMS_MAX:
-            _WALKS.clear()
-            _WALK_ELEMS = 0
         r, c = _compute_walks(tm, tn, np.array([k[2:] for k in todo], dtype=np.int64))
         for k, rr, cc in zip(todo, r, c, strict=True):
             rr.flags.writeable = cc.flags.writeable = False
@@ -146,10 +148,10 @@ def core_work_many(
     vectorised pass for those not already cached."""
     grid = (tm, tn, splits, batch, cores, edge_m, edge_n)
     keys = [(grid, tuple(s)) for s in np.asarray(settings, dtype=np.int64).tolist()]
+    if len(_WORK) > _CACHE_ROWS:  # start over before looking up, so every key this call needs is there after
+        _WORK.clear()
     todo = sorted({k[1] for k in keys if k not in _WORK})
     if todo:
-        if len(_WORK) > _CACHE_ROWS:
-            _WORK.clear()
         for st, work in zip(todo, _core_work(*grid, np.array(todo, dtype=np.int64)), strict=True):
             _WORK[grid, st] = work
     return [_WORK[k] for k in keys]
@@ -272,18 +274,18 @@ def panel_hits_many(
     together; in both each panel comes from HBM exactly once (its first touch), whatever the order. Walks longer
     than SIM_TILES are simulated on a prefix (whole slices, or whole groups of tile rows of the first slice).
     """
-    settings = [tuple(int(v) for v in s) for s in settings]
+    settings = [tuple(s) for s in np.asarray(settings, dtype=np.int64).tolist()]
     loads = tm * tn * splits * batch
     if first_touch_only(loads, slots, (tm * a_panel_bytes + tn * b_panel_bytes) * splits * batch, l2_bytes):
         return np.tile([1.0 - 1.0 / tn, 1.0 - 1.0 / tm], (len(settings), 1))
     key = (tm, tn, splits, batch, slots, float(a_panel_bytes), float(b_panel_bytes), float(l2_bytes))
+    if len(_HITS) > _CACHE_ROWS:  # start over before looking up, so every key this call needs is there after
+        _HITS.clear()
     todo = sorted({s for s in settings if (key, s) not in _HITS})
     # each setting's prefix grid; settings with the same one are walked together
     by_grid: dict[tuple, list] = {}
     for s in todo:
         by_grid.setdefault(_prefix(tm, tn, splits, batch, *s[:2]), []).append(s)
-    if len(_HITS) > _CACHE_ROWS:
-        _HITS.clear()
     for (t_m, t_n, spl, bat), group in by_grid.items():
         rates = _hit_rates(
             t_m, t_n, spl * bat, slots, np.array(group), a_panel_bytes, b_panel_bytes, l2_bytes
