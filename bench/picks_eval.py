@@ -1,5 +1,8 @@
-"""Model picks before/after (run 4): top-1 and best-of-top-4 of model_picks_h200_v1_top4.csv (HEAD model + profile
-before this change) and model_picks_h200_v2.csv (this change), over every measured file. python3 bench/picks_eval.py"""
+"""The model's own picks, measured: top-1 and best-of-top-4 of model_picks_h200_v1_top4.csv (before run 4),
+model_picks_h200_v2.csv (after run 4) and model_picks_h200_v3.csv (run 5: the same model and profile as v2, the
+top 8 one per distinct predicted time, search.top_distinct), over every measured file (fidelity.DATA).
+
+    python3 bench/picks_eval.py"""
 
 import sys
 from pathlib import Path as _P
@@ -47,13 +50,26 @@ def ev(picks, top=4):
     return pd.DataFrame(rows)
 
 
-v2 = ev(pd.read_csv(D / "model_picks_h200_v2.csv"))
-v1 = ev(pd.read_csv(D / "model_picks_h200_v1_top4.csv"))
-t = v1.merge(v2, on="shape", suffixes=("_v1", "_v2"))
+versions = {
+    v: ev(pd.read_csv(D / f))
+    for v, f in (
+        ("v1", "model_picks_h200_v1_top4.csv"),
+        ("v2", "model_picks_h200_v2.csv"),
+        ("v3", "model_picks_h200_v3.csv"),
+    )
+}
+t = versions["v1"].add_suffix("_v1").rename(columns={"shape_v1": "shape"})
+for v in ("v2", "v3"):
+    t = t.merge(versions[v].add_suffix(f"_{v}").rename(columns={f"shape_{v}": "shape"}), on="shape")
 t["new"] = t["shape"].isin(NEW)
 pd.set_option("display.width", 250)
 print(t.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
 for lab, g in (("held-out 22", t[~t.new]), ("new 6", t[t.new]), ("all 28", t)):
     print(
-        f"{lab}: v1 top1 {_geo(g.top1_v1):.3f} (min {g.top1_v1.min():.3f}) top4 {_geo(g.top4_v1):.3f} (min {g.top4_v1.min():.3f}) | v2 top1 {_geo(g.top1_v2):.3f} (min {g.top1_v2.min():.3f}) top4 {_geo(g.top4_v2):.3f} (min {g.top4_v2.min():.3f})"
+        f"{lab}: "
+        + " | ".join(
+            f"{v} top1 {_geo(g[f'top1_{v}']):.3f} (min {g[f'top1_{v}'].min():.3f}) "
+            f"top4 {_geo(g[f'top4_{v}']):.3f} (min {g[f'top4_{v}'].min():.3f})"
+            for v in ("v1", "v2", "v3")
+        )
     )
