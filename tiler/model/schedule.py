@@ -2,8 +2,9 @@
 
 Shared by every family: Ascend assigns task i to core i mod cores (AscendC block index); a GPU grid assigns
 program i to whichever SM frees first, which for equal tiles is the same round-robin by waves. The functions here
-work on one schedule at a time (one tile grid and one traversal), vectorised over the tiles of that grid, and are
-cached: the operator models group their candidates by schedule and call these once per distinct schedule.
+work on one tile grid at a time, vectorised over its tiles and over the traversal settings asked for, and cache
+their results per (grid, setting): the operator models group their candidates by schedule, and a search or a sweep
+simulates each distinct schedule once.
 """
 
 from __future__ import annotations
@@ -23,6 +24,16 @@ WORK_COLUMNS = TILE_TYPES + SUB_TYPES + 1
 SIM_TILES = 2048
 
 
+# Caches, each bounded (a long sweep starts them over): walks by (tm, tn, offset, direction, serpentine), core work
+# by (grid, setting), L2 hit rates by (grid, panel bytes, setting).
+_WALKS: dict = {}
+_WALK_ELEMS = 0
+_WALK_ELEMS_MAX = 1 << 23  # tile indices kept before the walk cache starts over (about 64 MB)
+_WORK: dict = {}
+_HITS: dict = {}
+_CACHE_ROWS = 1 << 17  # entries kept in _WORK and _HITS before each starts over
+
+
 def walks(tm: int, tn: int, settings: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """traversal() for each (offset, direction, serpentine) row of `settings`: (S, tm*tn) rows and columns.
 
@@ -30,9 +41,8 @@ def walks(tm: int, tn: int, settings: np.ndarray) -> tuple[np.ndarray, np.ndarra
     number of tile indices it holds."""
     global _WALK_ELEMS
     keys = [(tm, tn, *row) for row in np.asarray(settings, dtype=np.int64).tolist()]
-    if (
-        _WALK_ELEMS > _WALK_ELEMS_MAX
-    ):  # start over before looking up, so every key this call needs is there after
+    # a full cache starts over before the lookup, so every key this call needs is there after it
+    if _WALK_ELEMS > _WALK_ELEMS_MAX:
         _WALKS.clear()
         _WALK_ELEMS = 0
     todo = sorted({k for k in keys if k not in _WALKS})
@@ -45,15 +55,10 @@ def walks(tm: int, tn: int, settings: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return np.stack([_WALKS[k][0] for k in keys]), np.stack([_WALKS[k][1] for k in keys])
 
 
-_WALKS: dict = {}  # (tm, tn, offset, direction, serpentine) -> (rows, cols) in walk order
-_WALK_ELEMS = 0
-_WALK_ELEMS_MAX = 1 << 23  # tile indices kept before the walk cache starts over (about 64 MB)
-
-
 def _compute_walks(tm: int, tn: int, settings: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The walks of `settings`, computed position by position (no sort, no scatter): every group before the one holding position p is full
-    (offset rows of the whole width), so p's group is p // (offset*width); inside its group of height h the walk
-    goes column by column, so p is column (p - start) // h, row (p - start) % h of the group."""
+    """The walks of `settings`, computed position by position (no sort, no scatter): every group before the one
+    holding position p is full (offset rows of the whole width), so p's group is p // (offset*width); inside its
+    group of height h the walk goes column by column, so p is column (p - start) // h, row (p - start) % h."""
     per = tm * tn
     it = np.int32 if per < 1 << 31 else np.int64  # half the memory traffic of int64
     out_r = np.empty((len(settings), per), dtype=it)
@@ -131,14 +136,8 @@ class CoreWork:
     vectors: np.ndarray
     total: np.ndarray
     cores_used: int
-    padded: (
-        np.ndarray
-    )  # float32 `vectors` padded to a power-of-two count by repeating the first (same maximum)
-
-
-_WORK: dict = {}  # (grid, setting) -> CoreWork
-_HITS: dict = {}  # (grid, setting, panel bytes) -> (a_hit, b_hit)
-_CACHE_ROWS = 1 << 17  # entries kept per cache before it starts over (bounds memory on long sweeps)
+    # float32 `vectors` padded to a power-of-two count by repeating the first (the maximum is the same)
+    padded: np.ndarray
 
 
 def core_work_many(
