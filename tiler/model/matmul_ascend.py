@@ -346,7 +346,7 @@ def _per_core(cost: dict, ui: np.ndarray, gi: np.ndarray, work: list, cols: np.n
         local[groups] = np.arange(groups.size)
         rows = np.flatnonzero(depth[gi] == d)
         w = np.take(
-            np.stack([work[j].padded[:, cols] for j in groups]), local[gi[rows]], axis=0
+            np.stack([work[j].padded for j in groups])[:, :, cols], local[gi[rows]], axis=0
         )  # (rows, d, k)
         crit = np.matmul(w, busy32[rows][:, :, None])[:, :, 0].argmax(axis=1)
         pick = np.arange(rows.size)
