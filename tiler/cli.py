@@ -270,7 +270,7 @@ def search(
     proof = "optimum proven" if res.proven_optimal else "optimum not proven"
     click.echo(
         f"search: {res.strategy}, {res.evaluated} scored + {res.bounded} bounded of {res.space_size} "
-        f"in the space ({res.feasible} feasible), {proof}, {res.elapsed_s:.2f} s"
+        f"in the space ({res.feasible} feasible enumerated), {proof}, {res.elapsed_s:.2f} s"
     )
     if len(res.est["time_us"]) > 1:
         click.echo("next best:")

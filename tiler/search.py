@@ -37,7 +37,8 @@ class SearchResult:
     evaluated: int  # candidates scored with the full model
     bounded: int  # candidates scored with the lower bound only
     space_size: int  # the full cross product of the (pinned) space
-    feasible: int  # candidates that pass every rule (before dominance and bounds)
+    feasible: int  # enumerated candidates that pass every rule (before dominance and bounds; prefixes cut by
+    # the prefix bound are not enumerated, and `notes` says how many)
     rejected: dict[str, int] = field(default_factory=dict)
     proven_optimal: bool = False
     seed: int | None = None
