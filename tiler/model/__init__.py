@@ -6,6 +6,10 @@ A model is a class with:
   feasible(problem, chip, cands) -> dict[rule name, bool mask]   capacity/alignment rules, checked before scoring
   estimate(problem, chip, cands) -> dict[column, array]         the estimate record (common.RECORD) and extras
   bound(problem, chip, cands) -> array | None                    a lower bound on time_us over SCHEDULE_KNOBS
+Optional, used by the exhaustive search when present:
+  LEVELS, RESOLVED, resolve(...)   enumeration levels; knobs set in closed form (largest value that fits)
+  quick_bound(problem, chip, cands) -> array                     a cheaper, looser bound than bound()
+  prefix_bound(problem, chip, first_level_rows, domains) -> array   a floor of quick_bound over every completion
   dominated(problem, chip, cands, domains) -> bool mask         settings with an equal-or-better twin in `domains`
   advice(problem, chip, cands, est, row) -> list[str]            checklist items that apply to one candidate
 Nothing here reads files, imports optuna or knows the CLI: candidates are dicts of numpy arrays.
