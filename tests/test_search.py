@@ -9,7 +9,7 @@ from conftest import mm
 from tiler.errors import InfeasibleError, SpaceError
 from tiler.model import get_model
 from tiler.search import enumerate_feasible, search
-from tiler.space import take
+from tiler.space import load_space, take
 
 SMALL = {
     "base_m": [16, 64, 128],
@@ -161,3 +161,18 @@ def test_pinning_a_twin_value_keeps_the_space(b3, ascend_space):
     assert np.isclose(pinned, free)
     norm = ascend_space.pin({"multi_load": "0", "step_m": "1", "step_n": "1", "step_ka": "1", "step_kb": "1"})
     assert search(p, b3, norm).row(0)["time_us"] > 0
+
+
+def test_prefix_floor_holds_when_k_is_shorter_than_a_base_block():
+    """K = 1 with int8 (C0 = 32) on 310P3: Norm moves whole base_k blocks, MDL only the K there is; the prefix
+    floor must take the better of the two row segments (it once took only MDL's and rose above quick_bound)."""
+    from tiler.hardware import load_chip
+
+    chip = load_chip("ascend310p3")
+    model = get_model("matmul", "ascend")
+    space = load_space("matmul", "ascend")
+    p = mm(8192, 8192, 1, dtype="int8")
+    table, _, _ = enumerate_feasible(p, chip, space, model)
+    quick = model.quick_bound(p, chip, table)
+    prefix = model.prefix_bound(p, chip, {k: table[k] for k in model.LEVELS[0]}, space.domains())
+    assert np.all(prefix <= quick * (1 + 1e-9))

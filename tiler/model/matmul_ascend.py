@@ -532,8 +532,11 @@ class MatmulAscend:
         eff = stride_efficiency(
             np.array([p.K * b, p.N * b]), chip["gm_burst_bytes"], chip["gm_misaligned_efficiency"]
         )
+        # MDL moves ka = min(base_k*step_ka, kc) per row, Norm one whole base_k block (quick_bound's segments)
         seg_a = np.max(
-            [segment_efficiency(np.minimum(bk * v, kc) * b) for v in (1, *domains["step_ka"])], axis=0
+            [segment_efficiency(bk * b)]
+            + [segment_efficiency(np.minimum(bk * v, kc) * b) for v in domains["step_ka"]],
+            axis=0,
         )
         seg_b = np.max([segment_efficiency(bn * v * b) for v in (1, *domains["step_n"])], axis=0)
         t_bytes = p.M * kc * b * s * gn_min / (port * eff[0] * seg_a) + p.N * kc * b * s * b_passes / (
