@@ -51,6 +51,7 @@ sys.path.insert(0, str(ROOT))
 
 from tiler.calibrate import shape_quality  # noqa: E402
 from tiler.hardware import load_chip  # noqa: E402
+from tiler.model import get_model, tie_preference  # noqa: E402
 from tiler.problem import Matmul  # noqa: E402
 from tiler.rank import rank_candidates  # noqa: E402
 from tiler.search import top_distinct  # noqa: E402
@@ -117,7 +118,10 @@ def evaluate(chip, measured: pd.DataFrame) -> pd.DataFrame:
         # the model's top picks as the search reports them: one per distinct predicted time (search.top_distinct)
         names = [k for k in KNOBS if k in ranked]
         cands = {k: ranked[k].to_numpy(dtype=np.int64) for k in names}
-        pick = ranked["ms"].to_numpy()[top_distinct(cands, ranked["predicted_us"].to_numpy(), names, 4)]
+        prefer = tie_preference(get_model("matmul", chip.family), p, chip, cands)
+        pick = ranked["ms"].to_numpy()[
+            top_distinct(cands, ranked["predicted_us"].to_numpy(), names, 4, prefer)
+        ]
         q["top1"] = best / float(pick[0])  # against every measured row, rejected ones too
         q["top4"] = best / float(pick.min())
         # the same if exact ties were broken the worst way (their slowest measured first): what ties can cost

@@ -73,6 +73,30 @@ class Measured:
 
 
 @dataclass
+class TieChoice:
+    """The launch order reported for exact ties on one load path, and the evidence for it."""
+
+    key: str  # the profile key (tie_order_async / tie_order_sync)
+    code: int  # 0 row-major, -1 serpentine, g > 0 grouped by g
+    was: int
+    groups: int  # tied groups of measured orders the choice was made on
+    score: dict[int, float]  # per order code: geomean of (group's best / its time), over the groups it was in
+
+    def __str__(self) -> str:
+        names = ", ".join(
+            f"{order_name(c)} {v:.3f}" for c, v in sorted(self.score.items(), key=lambda x: -x[1])
+        )
+        return (
+            f"{self.key} = {self.code} ({order_name(self.code)}; was {order_name(self.was)}): "
+            f"{self.groups} groups of exactly tied orders, geomean of best/time: {names or 'no data'}"
+        )
+
+
+def order_name(code: int) -> str:
+    return "row-major" if code == 0 else "serpentine" if code == -1 else f"grouped {code}"
+
+
+@dataclass
 class CalibrationResult:
     chip: Chip  # the profile with the fitted values (tag "fitted")
     op: str
@@ -86,6 +110,7 @@ class CalibrationResult:
     )  # k-fold summary (cv_error_before/after, cv_top1_...)
     train_error: float = float("nan")  # median |log(pred/measured)| of the final fit on its own rows
     seconds: float = 0.0
+    ties: list[TieChoice] = field(default_factory=list)  # the launch orders chosen for exact ties
 
     def summary(self) -> str:
         """What was fitted, and how well it predicts shapes it did not see (the k-fold)."""
@@ -102,6 +127,7 @@ class CalibrationResult:
                 f"{s['cv_top1_geomean']:.3f} (min {s['cv_top1_min']:.3f}); best-of-top-4 {s['cv_top4_geomean']:.3f}"
             )
         lines += [f"  {k} = {v:.4g} (was {self.start[k]:.4g})" for k, v in self.values.items()]
+        lines += [f"  {t}" for t in self.ties]
         return "\n".join(lines)
 
     report = summary
@@ -240,6 +266,58 @@ def _fit(mod, chip, data: Measured, start: dict, names: list[str], iters: int = 
     return dict(start, **{k: float(np.exp(v)) for k, v in zip(names, u, strict=True)})
 
 
+TIE_MIN_GROUPS = 5  # an order must be measured in this many tied groups of a load path to be chosen
+
+
+def choose_tie_orders(mod, chip: Chip, data: Measured, e: dict) -> list[TieChoice]:
+    """For each load path, the launch order that measured fastest where the model predicts orders exactly equal.
+
+    Rows of one shape and one tiling (all knobs but the order) that the model times identically form a group; an
+    order's score is the geometric mean, over the groups where it was measured, of the group's best time over its
+    time (1.0 = always the fastest). The best-scoring order measured in at least TIE_MIN_GROUPS groups wins; with
+    less data the profile's value stays. The model's times do not change: only which tie the search reports.
+    """
+    if not hasattr(mod, "order_code"):
+        return []
+    pred = mod.timing(data.prepared, chip, e)["time_us"]
+    rows = data.rows
+    knobs = [k for k in mod.KNOBS if k not in mod.ORDER_KNOBS]
+    parts = []
+    for i in range(len(data.shapes)):
+        m = data.shape_of == i
+        r = rows[m]
+        p = parse_problem("matmul", {k: int(r[k].iloc[0]) for k in ("M", "N", "K")}, strict=False)
+        cands = {k: r[k].to_numpy(dtype=np.int64) for k in mod.KNOBS}
+        parts.append(
+            pd.DataFrame(
+                {
+                    "shape": i,
+                    "sync": mod.synchronous_loads(p),
+                    "code": mod.order_code(p, cands, effective=False),
+                    "pred": pred[m],
+                    "t": data.seconds[m],
+                    **{k: cands[k] for k in knobs},
+                }
+            )
+        )
+    df = pd.concat(parts, ignore_index=True)
+    group = ["shape", *knobs, "pred"]
+    df = df.groupby([*group, "sync", "code"], as_index=False)["t"].median()  # one time per order of a group
+    df["orders"] = df.groupby(group)["code"].transform("size")
+    df = df[df["orders"] >= 2]
+    df["eff"] = df.groupby(group)["t"].transform("min") / df["t"]
+    out = []
+    for sync, key in ((False, "tie_order_async"), (True, "tie_order_sync")):
+        d = df[df["sync"] == sync]
+        was = int(round(float(chip.get(key, mod.DEFAULTS[key]))))
+        counts = d.groupby("code").size()
+        score = {int(c): float(np.exp(np.log(v).mean())) for c, v in d.groupby("code")["eff"]}
+        ok = {c: v for c, v in score.items() if counts[c] >= TIE_MIN_GROUPS}
+        code = max(ok, key=lambda c: (ok[c], c == 0)) if ok else was
+        out.append(TieChoice(key, code, was, int(d.groupby(group).ngroups), score))
+    return out
+
+
 def _spearman(a: np.ndarray, b: np.ndarray) -> float:
     if a.size < 2:
         return float("nan")
@@ -336,6 +414,7 @@ def calibrate(
         f"{date}" + (f"; {note}" if note else "")
     )
     values = {k: float(f"{fitted[k]:.5g}") for k in names}
+    ties = choose_tie_orders(mod, chip, data, fitted)
     metrics = {}
     if len(fold_df):
         metrics = {
@@ -348,8 +427,15 @@ def calibrate(
             "cv_top1_before": float(np.exp(np.log(fold_df.top1_before).mean())),
             "cv_top4_geomean": float(np.exp(np.log(fold_df.top4).mean())),
         }
+    tie_source = (
+        "chosen by tiler calibrate: the order measured fastest among exactly tied predictions"
+        + (source[len("fitted by tiler calibrate") :])
+    )
+    fitted_chip = chip.with_values(values, tag="fitted", source=source).with_values(
+        {t.key: float(t.code) for t in ties}, tag="fitted", source=tie_source
+    )
     return CalibrationResult(
-        chip.with_values(values, tag="fitted", source=source),
+        fitted_chip,
         op,
         values,
         {k: start[k] for k in names},
@@ -359,6 +445,7 @@ def calibrate(
         metrics,
         float(np.median(np.abs(np.log(pred / data.seconds)))),
         time.perf_counter() - t0,
+        ties,
     )
 
 

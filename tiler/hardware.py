@@ -26,6 +26,7 @@ FAMILIES = ("ascend", "cuda")
 # key -> (type, exclusive minimum, required): a value must be > minimum, so 0 means "positive" and -1 allows
 # zero (an unsupported dtype has 0 MACs per cycle). `_NUM` accepts ints and floats.
 _NUM = (int, float)
+_OPEN = "*"  # in a schema section: keys not listed are accepted (positive numbers)
 _COMMON = {
     "compute": {
         "cores": (int, 0, True),
@@ -108,7 +109,12 @@ SCHEMA: dict[str, dict[str, dict[str, tuple]]] = {
         },
         # The cuda model's fitted constants; `tiler calibrate` rewrites these.  Any key is accepted here
         # (the model documents which it reads) so calibration can grow without a schema change.
-        "efficiency": {},
+        "efficiency": {
+            _OPEN: None,  # any other key: a positive number (the model's constants, model/matmul_cuda.py)
+            # launch order reported for exact ties: 0 row-major, -1 serpentine, g > 0 grouped (model/matmul_cuda.py)
+            "tie_order_async": (_NUM, -2, False),
+            "tie_order_sync": (_NUM, -2, False),
+        },
     },
 }
 
@@ -264,9 +270,9 @@ def parse_profile(raw: dict, where: str) -> Chip:
         if not isinstance(table, dict):
             raise ConfigError(f"{where}: [{section}] must be a table")
         for key in table:
-            if keys and key not in keys:
+            if keys and _OPEN not in keys and key not in keys:
                 raise ConfigError(f"{where}: [{section}] unknown key '{key}'; {closest(key, keys)}")
-        for key, (_, _, required) in keys.items():
+        for key, (_, _, required) in ((k, v) for k, v in keys.items() if k != _OPEN):
             if key not in table and required:
                 raise ConfigError(f"{where}: [{section}] missing key '{key}'")
         for key, entry in table.items():

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import SpaceError, TilerError
-from .model import get_model
+from .model import get_model, tie_preference
 from .problem import Problem
 from .space import Space, load_space
 
@@ -123,7 +123,10 @@ def rank_candidates(
             if k in est:
                 good[k] = est[k]
         good["rank"] = good["predicted_us"].rank(method="min").astype(np.int64)
-        good = good.sort_values(["rank", "row"], kind="stable")
+        # exact ties: the order the model prefers first (search.top_distinct), then the input order
+        prefer = tie_preference(model, problem, chip, {k: v[ok] for k, v in cands.items()})
+        tie = np.zeros(len(good), dtype=np.int8) if prefer is None else prefer
+        good = good.assign(_tie=tie).sort_values(["rank", "_tie", "row"], kind="stable").drop(columns="_tie")
     else:
         good["predicted_us"] = pd.Series(dtype=float)
         good["rank"] = pd.Series(dtype=np.int64)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .errors import InfeasibleError, SpaceError
-from .model import get_model
+from .model import get_model, tie_preference
 from .problem import Problem
 from .space import Candidates, Space, length, product, take
 
@@ -152,15 +152,20 @@ def _no_feasible(space: Space, rejected: dict[str, int], model) -> InfeasibleErr
     )
 
 
-def top_distinct(cands: Candidates, time_us: np.ndarray, names, top: int) -> np.ndarray:
+def top_distinct(
+    cands: Candidates, time_us: np.ndarray, names, top: int, prefer: np.ndarray | None = None
+) -> np.ndarray:
     """Indices of the `top` fastest candidates with distinct predicted times, fastest first.
 
     Candidates the model predicts exactly equal (an order the model cannot tell apart from another, a step that
-    changes nothing on this shape) take one slot: the one with the smallest knob codes in the space's knob
-    order (the plainest setting: row-major order, the smallest group). A top-N list then holds N different
-    predictions, which is what is worth measuring.
+    changes nothing on this shape) take one slot: the one the model's `tie_rank` prefers (`prefer`, lower first:
+    the launch order measurements favour), then the smallest knob codes in the space's knob order (the plainest
+    setting). A top-N list then holds N different predictions, which is what is worth measuring.
     """
-    order = np.lexsort([cands[k] for k in reversed(names) if k in cands] + [time_us])
+    keys = [cands[k] for k in reversed(names) if k in cands]
+    if prefer is not None:
+        keys.append(prefer)
+    order = np.lexsort(keys + [time_us])
     t = time_us[order]
     first = np.ones(t.size, dtype=bool)
     first[1:] = t[1:] != t[:-1]
@@ -249,7 +254,8 @@ def exhaustive(problem: Problem, chip, space: Space, top: int = 5) -> SearchResu
         evaluated += length(full)
         merged_c = {k: np.concatenate([best_c[k], full[k]]) if best_c else full[k] for k in full}
         merged_e = {k: np.concatenate([best_e[k], est[k]]) if best_e else est[k] for k in est}
-        order = top_distinct(merged_c, merged_e["time_us"], space.names, top)
+        prefer = tie_preference(model, problem, chip, merged_c)
+        order = top_distinct(merged_c, merged_e["time_us"], space.names, top, prefer)
         best_c, best_e = take(merged_c, order), take(merged_e, order)
 
     def solve(prefixes: Candidates | None):

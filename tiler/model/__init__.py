@@ -12,6 +12,8 @@ Optional, used by the exhaustive search when present:
   prefix_bound(problem, chip, first_level_rows, domains) -> array   a floor of quick_bound over every completion
   dominated(problem, chip, cands, domains) -> bool mask         settings with an equal-or-better twin in `domains`
   advice(problem, chip, cands, est, row) -> list[str]            checklist items that apply to one candidate
+  tie_rank(problem, chip, cands) -> int array                    among exactly tied predictions, which to report
+                                                                 first (lower first; search.top_distinct)
 Nothing here reads files, imports optuna or knows the CLI: candidates are dicts of numpy arrays.
 """
 
@@ -37,6 +39,13 @@ def get_model(op: str, family: str):
         have = sorted(f"{o}/{f}" for o, f in _REGISTRY)
         raise SpaceError(f"op: no {op!r} model for the {family!r} family; {closest(f'{op}/{family}', have)}")
     return _REGISTRY[key]()
+
+
+def tie_preference(model, problem, chip, cands: dict):
+    """The model's `tie_rank` of `cands` (None when the model has none or there are no candidates)."""
+    rank = getattr(model, "tie_rank", None)
+    n = len(next(iter(cands.values()))) if cands else 0
+    return None if rank is None or not n else rank(problem, chip, cands)
 
 
 def known_ops() -> list[tuple[str, str]]:

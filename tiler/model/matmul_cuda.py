@@ -67,7 +67,13 @@ DEFAULTS = {
     "extra_kernel_us": 2.0,  # each extra kernel of split-K (zero fill, cast) beyond its memory time
     "unaligned_elems_per_cycle": 4.0,  # elements per SM cycle of synchronous scalar loads (rows not 16-B aligned)
     "spill_cycles_per_reg": 60.0,  # cycles per K step per register a thread spills to local memory
+    # the launch order reported when the model predicts several orders of a tiling exactly equal (tie_rank):
+    # 0 = row-major, -1 = serpentine, g > 0 = grouped with GROUP_M = g; one for 16-B aligned (cp.async) loads,
+    # one for the synchronous path. Chosen from measurements by `tiler calibrate` (choose_tie_orders), not fitted
+    "tie_order_async": 0.0,
+    "tie_order_sync": 0.0,
 }
+TIE_KEYS = ("tie_order_async", "tie_order_sync")
 FITTABLE = (
     "mma_efficiency_v3",
     "mma_n_half",
@@ -91,6 +97,40 @@ _SMEM_RESERVED = 1024  # bytes of shared memory the driver reserves per block (s
 def efficiency(chip) -> dict[str, float]:
     """The model's constants from a profile's [efficiency] section, defaults filled in."""
     return {k: float(chip.get(k, v)) for k, v in DEFAULTS.items()}
+
+
+def synchronous_loads(p: Matmul) -> bool:
+    """True when a row stride is not a multiple of 16 elements: A or B loads take the synchronous 1-element path."""
+    return bool(p.K % 16 or p.N % 16)
+
+
+def order_code(p: Matmul, c: dict, effective: bool = True) -> np.ndarray:
+    """The launch order of each candidate as a tie code: 0 row-major, -1 serpentine, g > 0 grouped by g.
+
+    `effective`: the walk the kernel really runs. A group of one tile row is row-major, and groups of at least
+    all tile rows are one walk, so the group is min(GROUP_M, tiles along M). Otherwise the setting as given.
+    """
+    order = _i(c, "ORDER")
+    g = _i(c, "GROUP_M")
+    if effective:
+        g = np.minimum(g, ceil_div(p.M, _i(c, "BLOCK_M")))
+    return np.where(order == 2, -1, np.where((order == 1) & (g > 1), g, 0))
+
+
+def tie_rank(p: Matmul, chip, c: dict) -> np.ndarray:
+    """0 for candidates in the order measurements favour on this load path, 1 otherwise (search.top_distinct).
+
+    The model predicts orders of a tiling exactly equal when its L2 walk sees no difference, but the H200 does not
+    run them equal: on the measured shapes grouped order is a few percent faster with cp.async loads and row-major
+    up to 1.5x faster on the synchronous path (docs/model_cuda.md, section 6). The mechanism is not modelled;
+    the preference only decides which of the exactly tied orders the search reports.
+    """
+    key = "tie_order_sync" if synchronous_loads(p) else "tie_order_async"
+    want = int(round(float(chip.get(key, DEFAULTS[key]))))
+    tm = ceil_div(p.M, _i(c, "BLOCK_M"))
+    want_eff = np.where(want > 0, np.minimum(want, tm), want)
+    want_eff = np.where(want_eff == 1, 0, want_eff)
+    return (order_code(p, c) != want_eff).astype(np.int8)
 
 
 def _i(c: dict, k: str) -> np.ndarray:
@@ -516,6 +556,9 @@ class MatmulCuda:
 
     def estimate(self, p: Matmul, chip, c: dict) -> dict[str, np.ndarray]:
         return timing(prepare(p, chip, c), chip, efficiency(chip))
+
+    def tie_rank(self, p: Matmul, chip, c: dict) -> np.ndarray:
+        return tie_rank(p, chip, c)
 
     def advice(self, p: Matmul, chip, c: dict, est: dict, row: int) -> list[str]:
         """Checklist items (MISSION §4/§5) that apply to candidate `row`."""
