@@ -9,6 +9,8 @@ Measured data (all fp16 on the same H200; the same kernel and timing protocol):
   bench/data/h200_model_picks_refit_run.csv  the re-fitted model's picks, 15 held-out shapes
   bench/data/h200_matmul_run4.csv       run 4: old top-4 and new top-8 picks, 28 shapes; the grid on 6 new shapes
   bench/data/h200_matmul_run5.csv       run 5: the distinct-time top-8 picks not measured before, same 28 shapes
+  bench/data/h200_matmul_run6.csv       run 6: 10 new shapes x the grid, and the v4 picks (tie orders) of them
+  bench/data/h200_matmul_run6b.csv      run 6: the v4 picks not measured before of 18 of the 28 earlier shapes
 
 A (shape, tiling) measured more than once is one row with the median time. Two views per shape:
 
@@ -65,6 +67,8 @@ DATA = [
     DATA_DIR / "h200_model_picks_refit_run.csv",
     DATA_DIR / "h200_matmul_run4.csv",
     DATA_DIR / "h200_matmul_run5.csv",
+    DATA_DIR / "h200_matmul_run6.csv",
+    DATA_DIR / "h200_matmul_run6b.csv",
 ]
 PICKS = DATA_DIR / "model_picks_h200.csv"
 KNOBS = ["BLOCK_M", "BLOCK_N", "BLOCK_K", "num_stages", "num_warps", "GROUP_M", "ORDER", "SPLIT_K"]

@@ -1,6 +1,8 @@
 """The model's own picks, measured: top-1 and best-of-top-4 of model_picks_h200_v1_top4.csv (before run 4),
-model_picks_h200_v2.csv (after run 4) and model_picks_h200_v3.csv (run 5: the same model and profile as v2, the
-top 8 one per distinct predicted time, search.top_distinct), over every measured file (fidelity.DATA).
+model_picks_h200_v2.csv (after run 4), model_picks_h200_v3.csv (run 5: the same model and profile as v2, the
+top 8 one per distinct predicted time, search.top_distinct) and model_picks_h200_v4.csv (run 6: exact ties of the
+launch order reported in the order the profile's tie_order_async/_sync favour; 10 more shapes never measured
+before), over every measured file (fidelity.DATA).
 
     python3 bench/picks_eval.py"""
 
@@ -18,6 +20,18 @@ from fidelity import DATA, KNOBS, _geo, merge_measured
 D = Path(__file__).resolve().parent / "data"
 files = DATA
 m = merge_measured([(f.name, pd.read_csv(f)) for f in files])
+NEW6 = {
+    "4096x14336x4096",
+    "8192x4096x14336",
+    "2048x5120x5120",
+    "64x28672x4096",
+    "1024x1024x8192",
+    "16384x1024x1024",
+    "3072x3072x768",
+    "2047x2047x2047",
+    "1000x2000x3000",
+    "4096x4104x4096",
+}
 NEW = {
     "4096x11008x4096",
     "1024x4096x11008",
@@ -50,26 +64,34 @@ def ev(picks, top=4):
     return pd.DataFrame(rows)
 
 
+VERSIONS = ("v1", "v2", "v3", "v4")
 versions = {
     v: ev(pd.read_csv(D / f))
     for v, f in (
         ("v1", "model_picks_h200_v1_top4.csv"),
         ("v2", "model_picks_h200_v2.csv"),
         ("v3", "model_picks_h200_v3.csv"),
+        ("v4", "model_picks_h200_v4.csv"),
     )
 }
 t = versions["v1"].add_suffix("_v1").rename(columns={"shape_v1": "shape"})
-for v in ("v2", "v3"):
-    t = t.merge(versions[v].add_suffix(f"_{v}").rename(columns={f"shape_{v}": "shape"}), on="shape")
-t["new"] = t["shape"].isin(NEW)
+for v in VERSIONS[1:]:
+    t = t.merge(
+        versions[v].add_suffix(f"_{v}").rename(columns={f"shape_{v}": "shape"}), on="shape", how="outer"
+    )
+t["set"] = np.where(
+    t["shape"].isin(NEW6), "run-6 new 10", np.where(t["shape"].isin(NEW), "run-4 new 6", "held-out 22")
+)
 pd.set_option("display.width", 250)
 print(t.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
-for lab, g in (("held-out 22", t[~t.new]), ("new 6", t[t.new]), ("all 28", t)):
+for lab in ("held-out 22", "run-4 new 6", "run-6 new 10"):
+    g = t[t["set"] == lab]
     print(
         f"{lab}: "
         + " | ".join(
             f"{v} top1 {_geo(g[f'top1_{v}']):.3f} (min {g[f'top1_{v}'].min():.3f}) "
             f"top4 {_geo(g[f'top4_{v}']):.3f} (min {g[f'top4_{v}'].min():.3f})"
-            for v in ("v1", "v2", "v3")
+            for v in VERSIONS
+            if g[f"top1_{v}"].notna().all()
         )
     )
