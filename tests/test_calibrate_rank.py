@@ -192,3 +192,95 @@ def test_shipped_h200_profile_is_calibrated_on_part_of_the_shared_data(chip):
     assert set(fitted) == set(mc.FITTABLE) | set(mc.TIE_KEYS)
     src = chip.sources[fitted[0]]
     assert "h200_matmul_cal.csv" in src and "held out" in src
+
+
+# ---------------------------------------------------------------- launch order of exact ties
+def _order_table(chip, fast_code: int, shapes=("2048x2048x2048", "4096x2048x1024")) -> pd.DataFrame:
+    """Measured-looking rows: each tiling in five orders, the order `fast_code` 10% faster than the others.
+
+    Orders never change the model's prediction on these shapes (every panel fits L2), so every tiling is one
+    group of exact ties."""
+    rows = []
+    tilings = [
+        (128, 128, 64, 4, 8),
+        (128, 256, 64, 3, 8),
+        (64, 128, 64, 4, 4),
+        (128, 64, 32, 4, 4),
+        (64, 64, 64, 4, 4),
+    ]
+    orders = [(1, 0), (1, 2), (4, 1), (8, 1), (16, 1)]  # (GROUP_M, ORDER)
+    for s in shapes:
+        m, n, k = (int(x) for x in s.split("x"))
+        for bm, bn, bk, st, w in tilings:
+            for gm, order in orders:
+                code = -1 if order == 2 else (gm if order == 1 and gm > 1 else 0)
+                ms = 0.1 * (0.9 if code == fast_code else 1.0) * (1 + bm / 1000 + bn / 3000)
+                rows.append(
+                    dict(
+                        M=m,
+                        N=n,
+                        K=k,
+                        BLOCK_M=bm,
+                        BLOCK_N=bn,
+                        BLOCK_K=bk,
+                        num_stages=st,
+                        num_warps=w,
+                        GROUP_M=gm,
+                        ORDER=order,
+                        SPLIT_K=1,
+                        impl="triton",
+                        ms=ms,
+                    )
+                )
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize("fast", [8, 0, -1])
+def test_calibrate_chooses_the_order_measured_fastest_among_ties(raw_chip, fast):
+    res = calibrate(raw_chip, "matmul", _order_table(raw_chip, fast), folds=0, params=["latency_scale"])
+    tie = {t.key: t for t in res.ties}
+    assert tie["tie_order_async"].code == fast  # these shapes are 16-B aligned
+    assert tie["tie_order_async"].score[fast] == pytest.approx(1.0)
+    assert res.chip["tie_order_async"] == fast and res.chip.tags["tie_order_async"] == "fitted"
+    # no misaligned rows: the synchronous path keeps the profile's value
+    assert tie["tie_order_sync"].code == tie["tie_order_sync"].was and tie["tie_order_sync"].groups == 0
+    assert "tie_order_async" in res.summary()
+
+
+def test_the_search_and_rank_report_the_preferred_order_of_a_tie(chip):
+    from tiler.model import get_model
+    from tiler.search import search
+    from tiler.space import load_space
+
+    space = load_space("matmul", "cuda")
+    p = Matmul(2048, 2048, 2048)
+    pref_async = int(chip["tie_order_async"])
+    for want in {0, 8, pref_async}:
+        c = chip.with_values({"tie_order_async": float(want)}, source="test")
+        best = search(p, c, space, top=1).tiling(0)
+        got = 0 if best["ORDER"] == "row" else -1 if best["ORDER"] == "serpentine" else int(best["GROUP_M"])
+        assert got == want, (want, best)
+    # rank: the tied rows come back with the preferred order first
+    df = _order_table(chip, 8, shapes=("2048x2048x2048",))
+    c = chip.with_values({"tie_order_async": 16.0}, source="test")
+    ranked, _ = rank_candidates(p, c, df)
+    top = ranked[ranked["rank"] == 1]
+    assert len(top) > 1 and int(top.iloc[0]["GROUP_M"]) == 16 and int(top.iloc[0]["ORDER"]) == 1
+    # the preference follows the load path: misaligned rows take tie_order_sync
+    model = get_model("matmul", "cuda")
+    cands = {k: df[k].to_numpy() for k in mc.KNOBS}
+    c2 = chip.with_values({"tie_order_async": 8.0, "tie_order_sync": 0.0}, source="test")
+    aligned = model.tie_rank(Matmul(2048, 2048, 2048), c2, cands)
+    misaligned = model.tie_rank(Matmul(2048, 2048, 2047), c2, cands)
+    assert set(df[aligned == 0]["GROUP_M"]) == {8} and set(df[aligned == 0]["ORDER"]) == {1}
+    assert set(df[misaligned == 0]["ORDER"]) == {0}
+
+
+def test_tie_order_is_validated_in_a_profile(chip, tmp_path):
+    text = (ROOT / "hardware" / "h200.toml").read_text()
+    bad = text.replace("tie_order_async = { value = 8.0", "tie_order_async = { value = -3.0")
+    assert bad != text
+    f = tmp_path / "h200.toml"
+    f.write_text(bad)
+    with pytest.raises(TilerError, match="tie_order_async"):
+        load_profile(f)
