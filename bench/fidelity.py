@@ -263,6 +263,20 @@ def now_summary(now: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+def tie_check(chip, measured: pd.DataFrame, fit: set[str]) -> str:
+    """The profile's tie orders checked on the held-out shapes: the scores calibrate's choice is made from."""
+    from tiler.calibrate import choose_tie_orders, load_measurements
+    from tiler.model import matmul_cuda
+
+    keys = measured[SHAPE].astype(str).agg("x".join, axis=1)
+    held = measured[~keys.isin(fit)].assign(impl="triton")
+    data = load_measurements(chip, "matmul", held)
+    lines = ["tie orders on the held-out shapes (geomean of group best / time, groups of exactly tied orders):"]
+    for t in choose_tie_orders(matmul_cuda, chip, data, matmul_cuda.efficiency(chip)):
+        lines.append(f"  profile {t.key} = {int(chip.get(t.key, 0))}; held-out: {t}")
+    return "\n".join(lines)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--chip", default="h200")
@@ -296,6 +310,7 @@ def main(argv=None) -> int:
             else f"profile {chip.id}: no fitted constants (every shape is held out)"
         )
         print(summary(res))
+        print(tie_check(chip, measured, fit))
 
         picks_file = Path(args.picks)
         if picks_file.is_file():

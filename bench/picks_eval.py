@@ -84,8 +84,8 @@ t["set"] = np.where(
 )
 pd.set_option("display.width", 250)
 print(t.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
-for lab in ("held-out 22", "run-4 new 6", "run-6 new 10"):
-    g = t[t["set"] == lab]
+for lab in ("held-out 22", "run-4 new 6", "run-6 new 10", "all 38"):
+    g = t if lab == "all 38" else t[t["set"] == lab]
     print(
         f"{lab}: "
         + " | ".join(
