@@ -271,7 +271,9 @@ def tie_check(chip, measured: pd.DataFrame, fit: set[str]) -> str:
     keys = measured[SHAPE].astype(str).agg("x".join, axis=1)
     held = measured[~keys.isin(fit)].assign(impl="triton")
     data = load_measurements(chip, "matmul", held)
-    lines = ["tie orders on the held-out shapes (geomean of group best / time, groups of exactly tied orders):"]
+    lines = [
+        "tie orders on the held-out shapes (geomean of group best / time, groups of exactly tied orders):"
+    ]
     for t in choose_tie_orders(matmul_cuda, chip, data, matmul_cuda.efficiency(chip)):
         lines.append(f"  profile {t.key} = {int(chip.get(t.key, 0))}; held-out: {t}")
     return "\n".join(lines)

@@ -298,11 +298,13 @@ def matmul(a, b, config: dict, out=None):
     return fn()
 
 
-def precompile(M: int, N: int, K: int, config: dict, dtype="fp16") -> None:
+def precompile(M: int, N: int, K: int, config: dict, dtype="fp16"):
     """Compile (into Triton's on-disk cache) the kernel that a contiguous MxNxK problem would launch.
 
     Uses tiny tensors and the real sizes/strides, so the specialisation (which ints are multiples of
     16) is the one the timed run gets. Nothing is launched, so shared-memory limits are not checked.
+    Returns Triton's compiled kernel (registers, spills and shared memory are read from it by
+    bench/gpu_registers.py).
     """
     torch, triton = _gpu_stack()
     cfg = check_config(config)
@@ -312,7 +314,7 @@ def precompile(M: int, N: int, K: int, config: dict, dtype="fp16") -> None:
     b = torch.empty(16, dtype=dt, device=dev)
     c = torch.empty(16, dtype=torch.float32 if cfg["SPLIT_K"] > 1 else dt, device=dev)
     try:
-        _gemm_tile_kernel.warmup(
+        return _gemm_tile_kernel.warmup(
             a, b, c, M, N, K, K, 1, N, 1, N, 1, grid=_grid(M, N, cfg), **_kernel_kwargs(cfg)
         )
     except triton.TritonError as e:
