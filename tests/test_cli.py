@@ -192,3 +192,17 @@ def test_dtype_the_chip_cannot_run_is_one_line(capsys):
     assert code == 2
     assert "no bf16" in err and "fp16" in err and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    "chip,shape,family_words,foreign",
+    [
+        ("h200", "M=4096,N=14336,K=4096", "tensor cores", "MMAD"),
+        ("ascend910b3", "M=4096,N=4096,K=4096", "L2/L1", "cp.async"),
+    ],
+)
+def test_advice_speaks_the_family_language(capsys, chip, shape, family_words, foreign):
+    code, out, _ = run(["search", "--op", "matmul", "--chip", chip, "--shape", shape], capsys)
+    assert code == 0
+    first = next(line for line in out.splitlines() if line.strip().startswith("- bound "))
+    assert family_words in first and foreign not in first

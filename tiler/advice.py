@@ -11,15 +11,30 @@ import numpy as np
 from .model import get_model
 from .space import Candidates, Space
 
-# The checklist by bound type (MISSION §4), the first line printed for each bound.
+# The checklist by bound type (MISSION §4), the first line printed for each bound, in each family's words (the
+# bound names are the estimate record's: docs/model_cuda.md section 3 maps them onto the GPU's units).
 CHECKLIST = {
-    "mte2": "memory bound: cut repeated loads, keep panels in L2/L1 (shared memory), make transfers large and aligned",
-    "mte1": "L1->L0 bound: larger base_k per load, fewer L0 reloads (iterate order), Load3D instead of 2D",
-    "cube": "compute bound: keep the cube busy (no gaps between MMADs), align instruction sizes, quantise",
-    "vector": "vector bound: move work to the cube, fewer passes, fused instructions",
-    "fixpipe": "write-out bound: larger K per output block, double-buffer L0C (unit flag)",
-    "scalar": "scalar bound: fewer, larger instructions (multi-load, bigger base blocks), less loop overhead",
-    "latency": "no pipe saturated: ping-pong, preload and fewer, larger transfers hide the latency",
+    "ascend": {
+        "mte2": "memory bound: cut repeated loads, keep panels in L2/L1 (shared memory), make transfers large and "
+        "aligned",
+        "mte1": "L1->L0 bound: larger base_k per load, fewer L0 reloads (iterate order), Load3D instead of 2D",
+        "cube": "compute bound: keep the cube busy (no gaps between MMADs), align instruction sizes, quantise",
+        "vector": "vector bound: move work to the cube, fewer passes, fused instructions",
+        "fixpipe": "write-out bound: larger K per output block, double-buffer L0C (unit flag)",
+        "scalar": "scalar bound: fewer, larger instructions (multi-load, bigger base blocks), less loop overhead",
+        "latency": "no pipe saturated: ping-pong, preload and fewer, larger transfers hide the latency",
+    },
+    "cuda": {
+        "mte2": "memory bound (global -> shared): larger tiles raise reuse, GROUP_M raises L2 hits, 16-B aligned "
+        "rows keep cp.async",
+        "mte1": "shared-memory bound: wider wgmma tiles (BLOCK_N 128-256) read shared memory less per MMA",
+        "cube": "compute bound: keep the tensor cores busy: wgmma (BLOCK_M % 64 == 0, warps in groups of 4), "
+        "wide instructions, no split-K you do not need",
+        "vector": "split-K's extra kernels (zero fill, cast) dominate: fewer slices",
+        "fixpipe": "epilogue bound: fewer split-K atomics, a larger K per output tile",
+        "scalar": "overhead bound: fewer programs and K steps (larger BLOCK_K and tiles)",
+        "latency": "no unit saturated: more num_stages or more resident programs hide the load latency",
+    },
 }
 
 # knob -> (checklist item, values to try) per family; only knobs the space has are tried.
@@ -51,7 +66,7 @@ def advice(problem, chip, space: Space, cand: Candidates, est: dict, min_gain: f
     model = get_model(space.op, space.family)
     base = float(est["time_us"][0])
     bound = str(est["bound"][0])
-    lines = [f"bound {bound}: {CHECKLIST.get(bound, '')}"]
+    lines = [f"bound {bound}: {CHECKLIST.get(chip.family, CHECKLIST['ascend']).get(bound, '')}"]
     gains = []
     for knob, (item, values) in WHAT_IF.get(chip.family, {}).items():
         if knob not in cand:
