@@ -195,7 +195,7 @@ def test_shipped_h200_profile_is_calibrated_on_part_of_the_shared_data(chip):
 
 
 # ---------------------------------------------------------------- launch order of exact ties
-def _order_table(chip, fast_code: int, shapes=("2048x2048x2048", "4096x2048x1024")) -> pd.DataFrame:
+def _order_table(fast_code: int, shapes=("2048x2048x2048", "4096x2048x1024")) -> pd.DataFrame:
     """Measured-looking rows: each tiling in five orders, the order `fast_code` 10% faster than the others.
 
     Orders never change the model's prediction on these shapes (every panel fits L2), so every tiling is one
@@ -237,7 +237,7 @@ def _order_table(chip, fast_code: int, shapes=("2048x2048x2048", "4096x2048x1024
 
 @pytest.mark.parametrize("fast", [8, 0, -1])
 def test_calibrate_chooses_the_order_measured_fastest_among_ties(raw_chip, fast):
-    res = calibrate(raw_chip, "matmul", _order_table(raw_chip, fast), folds=0, params=["latency_scale"])
+    res = calibrate(raw_chip, "matmul", _order_table(fast), folds=0, params=["latency_scale"])
     tie = {t.key: t for t in res.ties}
     assert tie["tie_order_async"].code == fast  # these shapes are 16-B aligned
     assert tie["tie_order_async"].score[fast] == pytest.approx(1.0)
@@ -261,7 +261,7 @@ def test_the_search_and_rank_report_the_preferred_order_of_a_tie(chip):
         got = 0 if best["ORDER"] == "row" else -1 if best["ORDER"] == "serpentine" else int(best["GROUP_M"])
         assert got == want, (want, best)
     # rank: the tied rows come back with the preferred order first
-    df = _order_table(chip, 8, shapes=("2048x2048x2048",))
+    df = _order_table(8, shapes=("2048x2048x2048",))
     c = chip.with_values({"tie_order_async": 16.0}, source="test")
     ranked, _ = rank_candidates(p, c, df)
     top = ranked[ranked["rank"] == 1]

@@ -409,10 +409,10 @@ def calibrate(
     fitted = _fit(mod, chip, data, start, names)
     pred = _predict(mod, chip, data, fitted)
     date = date or _dt.date.today().isoformat()
-    source = (
-        f"fitted by tiler calibrate on {data_name} ({len(data.seconds)} rows, shapes {', '.join(data.shapes)}), "
-        f"{date}" + (f"; {note}" if note else "")
+    basis = f"on {data_name} ({len(data.seconds)} rows, shapes {', '.join(data.shapes)}), {date}" + (
+        f"; {note}" if note else ""
     )
+    source = f"fitted by tiler calibrate {basis}"
     values = {k: float(f"{fitted[k]:.5g}") for k in names}
     ties = choose_tie_orders(mod, chip, data, fitted)
     metrics = {}
@@ -428,8 +428,7 @@ def calibrate(
             "cv_top4_geomean": float(np.exp(np.log(fold_df.top4).mean())),
         }
     tie_source = (
-        "chosen by tiler calibrate: the order measured fastest among exactly tied predictions"
-        + (source[len("fitted by tiler calibrate") :])
+        f"chosen by tiler calibrate: the order measured fastest among exactly tied predictions {basis}"
     )
     fitted_chip = chip.with_values(values, tag="fitted", source=source).with_values(
         {t.key: float(t.code) for t in ties}, tag="fitted", source=tie_source
