@@ -108,6 +108,10 @@ def main(argv=None) -> int:
     ap.add_argument("--configs", nargs="*", default=[], help="CSV files whose knob columns add tilings")
     ap.add_argument("--jobs", type=int, default=max(1, min(15, (os.cpu_count() or 2) - 1)))
     ap.add_argument("--budget-s", type=float, default=400.0)
+    ap.add_argument(
+        "--keep-order", action="store_true", help="compile each launch order as given (a constexpr)"
+    )
+    ap.add_argument("--no-grid", action="store_true", help="only the tilings of --configs")
     args = ap.parse_args(argv)
     if args.compare:
         print(compare(args.compare).to_string(index=False, float_format=lambda v: f"{v:.3f}"))
@@ -115,12 +119,19 @@ def main(argv=None) -> int:
     if not args.out:
         ap.error("--out is required to take a census")
     t0 = time.time()
-    tilings = {tuple(g) for g in GRID}
+    tilings = set() if args.no_grid else {tuple(g) for g in GRID}
     for f in args.configs:
         tilings |= read_configs(f)
     order = KNOBS.index("GROUP_M"), KNOBS.index("ORDER")
-    plain = sorted(
-        {tuple(1 if i == order[0] else 0 if i == order[1] else v for i, v in enumerate(t)) for t in tilings}
+    plain = (
+        sorted(tilings)
+        if args.keep_order
+        else sorted(
+            {
+                tuple(1 if i == order[0] else 0 if i == order[1] else v for i, v in enumerate(t))
+                for t in tilings
+            }
+        )
     )
     tasks = [(M, N, K, t) for (M, N, K) in PROBLEMS for t in plain]
     log(
