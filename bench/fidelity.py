@@ -11,6 +11,7 @@ Measured data (all fp16 on the same H200; the same kernel and timing protocol):
   bench/data/h200_matmul_run5.csv       run 5: the distinct-time top-8 picks not measured before, same 28 shapes
   bench/data/h200_matmul_run6.csv       run 6: 10 new shapes x the grid, and the v4 picks (tie orders) of them
   bench/data/h200_matmul_run6b.csv      run 6: the v4 picks not measured before of 18 of the 28 earlier shapes
+  bench/data/h200_matmul_run9.csv       run 9: 12 more new shapes x the grid, and the final model's picks of them
 
 A (shape, tiling) measured more than once is one row with the median time. Two views per shape:
 
@@ -69,6 +70,7 @@ DATA = [
     DATA_DIR / "h200_matmul_run5.csv",
     DATA_DIR / "h200_matmul_run6.csv",
     DATA_DIR / "h200_matmul_run6b.csv",
+    DATA_DIR / "h200_matmul_run9.csv",
 ]
 PICKS = DATA_DIR / "model_picks_h200.csv"
 KNOBS = ["BLOCK_M", "BLOCK_N", "BLOCK_K", "num_stages", "num_warps", "GROUP_M", "ORDER", "SPLIT_K"]

@@ -32,6 +32,20 @@ NEW6 = {
     "1000x2000x3000",
     "4096x4104x4096",
 }
+NEW9 = {
+    "8192x8192x8192",
+    "2048x11008x4096",
+    "4096x4096x11008",
+    "1024x6144x4096",
+    "256x4096x14336",
+    "16x14336x4096",
+    "6144x2048x8192",
+    "1536x8192x1536",
+    "5000x5000x5000",
+    "2048x1000x2048",
+    "3000x3000x4096",
+    "1023x1023x1023",
+}
 NEW = {
     "4096x11008x4096",
     "1024x4096x11008",
@@ -74,18 +88,22 @@ versions = {
         ("v4", "model_picks_h200_v4.csv"),
     )
 }
+# run 9: the same model and profile as v4, 12 shapes measured only after the model was final
+versions["v4"] = pd.concat([versions["v4"], ev(pd.read_csv(D / "model_picks_h200_v4b.csv"))], ignore_index=True)
 t = versions["v1"].add_suffix("_v1").rename(columns={"shape_v1": "shape"})
 for v in VERSIONS[1:]:
     t = t.merge(
         versions[v].add_suffix(f"_{v}").rename(columns={f"shape_{v}": "shape"}), on="shape", how="outer"
     )
-t["set"] = np.where(
-    t["shape"].isin(NEW6), "run-6 new 10", np.where(t["shape"].isin(NEW), "run-4 new 6", "held-out 22")
+t["set"] = np.select(
+    [t["shape"].isin(NEW9), t["shape"].isin(NEW6), t["shape"].isin(NEW)],
+    ["run-9 new 12", "run-6 new 10", "run-4 new 6"],
+    "held-out 22",
 )
 pd.set_option("display.width", 250)
 print(t.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
-for lab in ("held-out 22", "run-4 new 6", "run-6 new 10", "all 38"):
-    g = t if lab == "all 38" else t[t["set"] == lab]
+for lab in ("held-out 22", "run-4 new 6", "run-6 new 10", "run-9 new 12", "all 50"):
+    g = t if lab == "all 50" else t[t["set"] == lab]
     print(
         f"{lab}: "
         + " | ".join(
