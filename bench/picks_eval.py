@@ -1,8 +1,9 @@
 """The model's own picks, measured: top-1 and best-of-top-4 of model_picks_h200_v1_top4.csv (before run 4),
 model_picks_h200_v2.csv (after run 4), model_picks_h200_v3.csv (run 5: the same model and profile as v2, the
-top 8 one per distinct predicted time, search.top_distinct) and model_picks_h200_v4.csv (run 6: exact ties of the
+top 8 one per distinct predicted time, search.top_distinct), model_picks_h200_v4.csv (run 6: exact ties of the
 launch order reported in the order the profile's tie_order_async/_sync favour; 10 more shapes never measured
-before), over every measured file (fidelity.DATA).
+before) with model_picks_h200_v4b.csv (the same model, 12 shapes measured in run 9) and model_picks_h200_v5.csv
+(A's registers on the synchronous path from ptxas' counts, re-fitted), over every measured file (fidelity.DATA).
 
     python3 bench/picks_eval.py"""
 
@@ -78,7 +79,7 @@ def ev(picks, top=4):
     return pd.DataFrame(rows)
 
 
-VERSIONS = ("v1", "v2", "v3", "v4")
+VERSIONS = ("v1", "v2", "v3", "v4", "v5")
 versions = {
     v: ev(pd.read_csv(D / f))
     for v, f in (
@@ -89,7 +90,11 @@ versions = {
     )
 }
 # run 9: the same model and profile as v4, 12 shapes measured only after the model was final
-versions["v4"] = pd.concat([versions["v4"], ev(pd.read_csv(D / "model_picks_h200_v4b.csv"))], ignore_index=True)
+versions["v4"] = pd.concat(
+    [versions["v4"], ev(pd.read_csv(D / "model_picks_h200_v4b.csv"))], ignore_index=True
+)
+# v5: A's synchronous-path registers from ptxas' counts, re-fitted; all 50 shapes; every top-4 pick was measured
+versions["v5"] = ev(pd.read_csv(D / "model_picks_h200_v5.csv"))
 t = versions["v1"].add_suffix("_v1").rename(columns={"shape_v1": "shape"})
 for v in VERSIONS[1:]:
     t = t.merge(

@@ -182,8 +182,10 @@ def _registers(c: dict, b: int, v3, wm, wn, vec_a: int, vec_b: int):
     Accumulator: BLOCK_M*BLOCK_N fp32 values over the threads. mma.sync keeps a warp's A and B fragments of the
     K step in registers (wgmma reads both from shared memory). Async (cp.async) loads write shared memory directly
     and need one 64-bit address per 16-B vector. A synchronous 1-element load path (rows not 16-B aligned) stages
-    every element in a register and keeps one 64-bit base address per tile row the thread touches (offsets along
-    the row are immediates): a warp's 32 lanes cover 32 consecutive elements of a row.
+    every element in a register; a warp's 32 lanes cover 32 consecutive elements of a row. For B the compiler keeps
+    one 64-bit base address per tile row the thread touches (offsets along the row are immediates); for A it keeps
+    a 64-bit address per element (3 registers per element), as ptxas' counts show (bench/data/h200_registers.csv:
+    with 2 per A row instead, the estimate ran a median 22 registers low on misaligned A rows; now 10 high).
     """
     bm, bn, bk, w = _i(c, "BLOCK_M"), _i(c, "BLOCK_N"), _i(c, "BLOCK_K"), _i(c, "num_warps")
     threads = 32 * w
@@ -192,10 +194,9 @@ def _registers(c: dict, b: int, v3, wm, wn, vec_a: int, vec_b: int):
     la = bm * bk / threads
     lb = bk * bn / threads
     addr = 2.0 * ((la / vec_a if vec_a > 1 else 0.0) + (lb / vec_b if vec_b > 1 else 0.0))
-    # synchronous path: values + row bases (A rows: BLOCK_M over the warps; B rows: BLOCK_K over the warps)
-    rows_a = np.maximum(bm * np.minimum(bk, 32) / threads, 1.0)
+    # synchronous path: values + addresses (A: one per element; B: one per row, BLOCK_K rows over the warps)
     rows_b = np.maximum(bk * np.minimum(bn, 32) / threads, 1.0)
-    staged = (la + 2.0 * rows_a if vec_a == 1 else 0.0) + (lb + 2.0 * rows_b if vec_b == 1 else 0.0)
+    staged = (3.0 * la if vec_a == 1 else 0.0) + (lb + 2.0 * rows_b if vec_b == 1 else 0.0)
     return acc + frag + addr + staged + _BASE_REGS, acc
 
 
