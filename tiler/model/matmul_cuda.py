@@ -121,9 +121,10 @@ def tie_rank(p: Matmul, chip, c: dict) -> np.ndarray:
     """0 for candidates in the order measurements favour on this load path, 1 otherwise (search.top_distinct).
 
     The model predicts orders of a tiling exactly equal when its L2 walk sees no difference, but the H200 does not
-    run them equal: on the measured shapes grouped order is a few percent faster with cp.async loads and row-major
-    up to 1.5x faster on the synchronous path (docs/model_cuda.md, section 6). The mechanism is not modelled;
-    the preference only decides which of the exactly tied orders the search reports.
+    run them equal: on the measured shapes grouped order is a few percent faster with cp.async loads, and row-major
+    up to 1.5x faster on the synchronous path, where it is code generation (ORDER is a constexpr: the row-major
+    kernel's loop does fewer address adds; docs/model_cuda.md sections 6 and 8). Neither is modelled as time; the
+    preference only decides which of the exactly tied orders the search reports.
     """
     key = "tie_order_sync" if synchronous_loads(p) else "tie_order_async"
     want = int(round(float(chip.get(key, DEFAULTS[key]))))
