@@ -128,10 +128,14 @@ def tie_rank(p: Matmul, chip, c: dict) -> np.ndarray:
     """
     key = "tie_order_sync" if synchronous_loads(p) else "tie_order_async"
     want = int(round(float(chip.get(key, DEFAULTS[key]))))
-    tm = ceil_div(p.M, _i(c, "BLOCK_M"))
-    want_eff = np.where(want > 0, np.minimum(want, tm), want)
-    want_eff = np.where(want_eff == 1, 0, want_eff)
-    return (order_code(p, c) != want_eff).astype(np.int8)
+    # the preferred setting on each candidate's own grid, as the walk it really runs
+    bm = _i(c, "BLOCK_M")
+    setting = {
+        "ORDER": np.full(bm.shape, 2 if want < 0 else 1 if want > 1 else 0),
+        "GROUP_M": np.full(bm.shape, max(want, 1)),
+        "BLOCK_M": bm,
+    }
+    return (order_code(p, c) != order_code(p, setting)).astype(np.int8)
 
 
 def _i(c: dict, k: str) -> np.ndarray:
