@@ -19,7 +19,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tiler.hardware import load_chip  # noqa: E402
-from tiler.model import get_model  # noqa: E402
+from tiler.operator import get_operator  # noqa: E402
 from tiler.problem import parse_problem  # noqa: E402
 from tiler.search import enumerate_feasible, search  # noqa: E402
 from tiler.space import load_space, product, take  # noqa: E402
@@ -33,7 +33,7 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--cases", type=int, default=30)
     args = ap.parse_args()
-    space, model = load_space("matmul", "ascend"), get_model("matmul", "ascend")
+    space, model = load_space("matmul", "ascend"), get_operator("matmul", "ascend")
     sched = space.product(list(model.SCHEDULE_KNOBS))
     rng = np.random.default_rng(args.seed)
     checked = violations = 0

@@ -54,8 +54,8 @@ sys.path.insert(0, str(ROOT))
 
 from tiler.calibrate import shape_quality  # noqa: E402
 from tiler.hardware import load_chip  # noqa: E402
-from tiler.model import get_model, tie_preference  # noqa: E402
-from tiler.problem import Matmul  # noqa: E402
+from tiler.operator import get_operator, tie_preference  # noqa: E402
+from tiler.ops.matmul import Matmul  # noqa: E402
 from tiler.rank import rank_candidates  # noqa: E402
 from tiler.search import top_distinct  # noqa: E402
 
@@ -124,7 +124,7 @@ def evaluate(chip, measured: pd.DataFrame) -> pd.DataFrame:
         # the model's top picks as the search reports them: one per distinct predicted time (search.top_distinct)
         names = [k for k in KNOBS if k in ranked]
         cands = {k: ranked[k].to_numpy(dtype=np.int64) for k in names}
-        prefer = tie_preference(get_model("matmul", chip.family), p, chip, cands)
+        prefer = tie_preference(get_operator("matmul", chip.family), p, chip, cands)
         pick = ranked["ms"].to_numpy()[
             top_distinct(cands, ranked["predicted_us"].to_numpy(), names, 4, prefer)
         ]
@@ -268,7 +268,7 @@ def now_summary(now: pd.DataFrame) -> str:
 def tie_check(chip, measured: pd.DataFrame, fit: set[str]) -> str:
     """The profile's tie orders checked on the held-out shapes: the scores calibrate's choice is made from."""
     from tiler.calibrate import choose_tie_orders, load_measurements
-    from tiler.model import matmul_cuda
+    from tiler.ops.matmul import cuda as matmul_cuda
 
     keys = measured[SHAPE].astype(str).agg("x".join, axis=1)
     held = measured[~keys.isin(fit)].assign(impl="triton")

@@ -214,7 +214,7 @@ def _worker_init(root: str) -> None:
     try:  # pay the imports and the CUDA context once per worker, not in the first task's compile time
         import torch
 
-        import tiler.runners.triton_matmul  # noqa: F401
+        import tiler.ops.matmul.triton_runner  # noqa: F401
 
         torch.empty(1, device="cuda")
     except Exception:  # noqa: BLE001 - the tasks report it
@@ -225,7 +225,7 @@ def _compile_one(task):
     M, N, K, knobs, dtype = task
     t = time.perf_counter()
     try:
-        from tiler.runners.triton_matmul import precompile
+        from tiler.ops.matmul.triton_runner import precompile
 
         precompile(M, N, K, cfg_dict(knobs), dtype=dtype)
         return task, True, "", time.perf_counter() - t
@@ -421,7 +421,7 @@ def main(argv=None) -> int:
     import torch
 
     from tiler.errors import TilerError
-    from tiler.runners.triton_matmul import Problem
+    from tiler.ops.matmul.triton_runner import Problem
 
     out_path = Path(args.out)
     out_path.parent.mkdir(parents=True, exist_ok=True)

@@ -35,7 +35,7 @@ COLUMNS = ["M", "N", "K", *KNOBS, "n_regs", "n_spills", "shared", "error"]
 def _census_one(task):
     M, N, K, knobs = task
     try:
-        from tiler.runners.triton_matmul import precompile
+        from tiler.ops.matmul.triton_runner import precompile
 
         k = precompile(M, N, K, cfg_dict(knobs))
         init = getattr(k, "_init_handles", None)
@@ -68,8 +68,8 @@ def compare(path: str, chip_id: str = "h200"):
     import pandas as pd
 
     from tiler.hardware import load_chip
-    from tiler.model import matmul_cuda as mc
-    from tiler.problem import Matmul
+    from tiler.ops.matmul import Matmul
+    from tiler.ops.matmul import cuda as mc
 
     chip = load_chip(chip_id)
     d = pd.read_csv(path)

@@ -15,8 +15,9 @@ from pathlib import Path
 import numpy as np
 
 from tiler.hardware import load_chip
-from tiler.model import get_model, schedule
+from tiler.model import schedule
 from tiler.model.schedule import clear_caches
+from tiler.operator import get_operator
 from tiler.problem import parse_problem
 from tiler.search import enumerate_feasible, search
 from tiler.space import load_space, product, take
@@ -41,7 +42,7 @@ def rate(fn, n, repeat=3):
 def main():
     chip = load_chip("ascend910b3")
     space = load_space("matmul", "ascend")
-    model = get_model("matmul", "ascend")
+    model = get_operator("matmul", "ascend")
     p = parse_problem("matmul", {"M": 4096, "N": 4096, "K": 4096})
     print("== model throughput (ascend910b3, matmul 4096^3, one process) ==")
     # The workload the exhaustive search gives the model: inner tilings expanded by every schedule setting.

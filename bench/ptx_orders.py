@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tiler.runners.triton_matmul import precompile  # noqa: E402
+from tiler.ops.matmul.triton_runner import precompile  # noqa: E402
 
 M, N, K = 4095, 4095, 4095
 BASE = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, num_stages=4, num_warps=8, SPLIT_K=1)

@@ -28,10 +28,9 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from tiler import bayes  # noqa: E402
 from tiler.hardware import load_chip  # noqa: E402
 from tiler.problem import parse_problem  # noqa: E402
-from tiler.search import exhaustive  # noqa: E402
+from tiler.search import bayes, exhaustive  # noqa: E402
 from tiler.space import load_space  # noqa: E402
 
 DATA = ROOT / "bench" / "data" / "h200_matmul_cal.csv"
@@ -193,9 +192,9 @@ def replay_sets() -> dict[str, dict]:
 def model_order(shape, configs: np.ndarray) -> tuple[np.ndarray | None, str]:
     """Rows in the cuda model's predicted order (best first) on h200, or None and why not."""
     try:
-        from tiler.model import get_model
+        from tiler.operator import get_operator
 
-        model = get_model("matmul", "cuda")
+        model = get_operator("matmul", "cuda")
         chip = load_chip("h200")
     except Exception as exc:
         return None, f"no cuda model yet ({type(exc).__name__}: {exc})"

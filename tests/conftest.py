@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tiler.bayes import ASCEND_DEFAULT
 from tiler.hardware import load_chip
-from tiler.model import get_model
+from tiler.operator import get_operator
+from tiler.ops.matmul.ascend import WARM_START as ASCEND_DEFAULT
 from tiler.problem import parse_problem
 from tiler.space import load_space
 
@@ -48,7 +48,7 @@ def mm(M, N, K, dtype="fp16", batch=1):
 
 def score(chip, problem, **knobs):
     """Estimate of one ascend tiling (CATLASS default with `knobs` changed), as a dict of scalars."""
-    model = get_model("matmul", chip.family)
+    model = get_operator("matmul", chip.family)
     t = {**CATLASS_DEFAULT, **knobs}
     cand = {k: np.array([v], dtype=np.int64) for k, v in t.items()}
     ok = model.feasible(problem, chip, cand)

@@ -14,13 +14,12 @@ import numpy as np
 import optuna
 import pytest
 
-from tiler import bayes
 from tiler.errors import TilerError
 from tiler.hardware import load_chip
-from tiler.model import get_model
+from tiler.operator import get_operator
 from tiler.problem import parse_problem
 from tiler.runners.external import MeasureError, measure
-from tiler.search import search
+from tiler.search import bayes, search
 from tiler.space import load_space
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -103,7 +102,7 @@ def test_same_seed_same_result_memory_and_fresh_sqlite(b3, space, tmp_path):
 
 def test_tpe_returns_feasible_distinct_sorted_tilings(b3, space):
     p = mm(333, 777, 2048)
-    model = get_model("matmul", "ascend")
+    model = get_operator("matmul", "ascend")
     r = search(p, b3, space, strategy="tpe", top=5, seed=1, trials=30, storage="memory")
     masks = model.feasible(p, b3, r.cands)
     assert all(m.all() for m in masks.values()), {k: m.tolist() for k, m in masks.items()}
@@ -208,7 +207,7 @@ def test_warm_start_enqueues_the_catlass_default_first(b3, space):
     tiling = t0.user_attrs["tiling"]
     want = {
         k: space.knobs[k].parse(v)
-        for k, v in bayes.ASCEND_DEFAULT.items()
+        for k, v in get_operator("matmul", "ascend").warm_start(p, b3).items()
         if k not in ("l1_stages", "preload", "l0_pingpong")
     }
     assert {k: tiling[k] for k in want} == {**want, "swizzle_direction": 1}  # M < N: groups of columns
@@ -218,7 +217,7 @@ def test_warm_start_enqueues_the_catlass_default_first(b3, space):
     storage = optuna.storages.InMemoryStorage()
     bayes.run(p, b3, space, "tpe", seed=0, trials=3, storage=storage, study_name="w", warm_start=True)
     t0 = optuna.load_study(study_name="w", storage=storage).trials[0]
-    grid = {k: t0.user_attrs["tiling"][k] for k in bayes.GRID_KNOBS[("matmul", "ascend")]}
+    grid = {k: t0.user_attrs["tiling"][k] for k in get_operator("matmul", "ascend").GRID_KNOBS}
     assert grid == {"base_m": 128, "base_n": 256, "base_k": 64, "step_m": 1, "step_n": 1, "split_k": 1}
     assert len(t0.params) == len(
         grid
@@ -279,7 +278,7 @@ def test_guided_enqueues_the_exhaustive_top_k(b3, space):
 def test_cuda_space_warm_start_uses_the_triton_default():
     try:
         chip, sp = load_chip("h200"), load_space("matmul", "cuda")
-        get_model("matmul", "cuda")
+        get_operator("matmul", "cuda")
     except TilerError as exc:
         pytest.skip(f"no cuda matmul space/model yet: {exc}")
     storage = optuna.storages.InMemoryStorage()
@@ -296,7 +295,8 @@ def test_cuda_space_warm_start_uses_the_triton_default():
         inner="none",
     )
     t0 = optuna.load_study(study_name="c", storage=storage).trials[0].user_attrs["tiling"]
-    assert {k: t0[k] for k in bayes.CUDA_DEFAULT} == bayes.CUDA_DEFAULT
+    want = get_operator("matmul", "cuda").warm_start(mm(4096, 4096, 4096), chip)
+    assert {k: t0[k] for k in want} == want
 
 
 # ------------------------------------------------------------------ measured objective
@@ -459,7 +459,7 @@ def test_killed_run_resumes_with_the_same_study_name(b3, space, tmp_path):
     slow = script(tmp_path, "time.sleep(0.15)\nprint(1000.0 / t['base_m'])\n")
     code = (
         f"import sys; sys.path.insert(0, {str(ROOT)!r})\n"
-        "from tiler import bayes; from tiler.hardware import load_chip; from tiler.space import load_space\n"
+        "from tiler.search import bayes; from tiler.hardware import load_chip; from tiler.space import load_space\n"
         "from tiler.problem import parse_problem\n"
         "p = parse_problem('matmul', {'M': 512, 'N': 512, 'K': 1024})\n"
         f"bayes.run(p, load_chip('ascend910b3'), load_space('matmul', 'ascend').pin({PINS!r}), 'random', seed=0,"

@@ -12,8 +12,8 @@ import pytest
 from tiler.calibrate import calibrate, load_measurements, replace_section, shape_quality, write_profile
 from tiler.errors import TilerError
 from tiler.hardware import load_chip, load_profile
-from tiler.model import matmul_cuda as mc
-from tiler.problem import Matmul
+from tiler.ops.matmul import Matmul
+from tiler.ops.matmul import cuda as mc
 from tiler.rank import rank_candidates
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -125,10 +125,8 @@ def test_calibration_on_a_fold_improves_held_out_error(raw_chip, data):
     assert "h200_matmul_cal.csv" in res.chip.sources[k] and "1024x1024x1024" in res.chip.sources[k]
     assert "2026-11-30" in res.chip.sources[k]
     # every fitted constant stays inside its physical box
-    from tiler.calibrate import BOUNDS
-
     for name, v in res.values.items():
-        lo, hi = BOUNDS[name]
+        lo, hi = mc.FITTABLE[name]
         assert lo * 0.999 <= v <= hi * 1.001
 
 
@@ -238,7 +236,7 @@ def _order_table(fast_code: int, shapes=("2048x2048x2048", "4096x2048x1024")) ->
 @pytest.mark.parametrize("fast", [8, 0, -1])
 def test_calibrate_chooses_the_order_measured_fastest_among_ties(raw_chip, fast):
     res = calibrate(raw_chip, "matmul", _order_table(fast), folds=0, params=["latency_scale"])
-    tie = {t.key: t for t in res.ties}
+    tie = {t.key: t for t in res.choices}
     assert tie["tie_order_async"].code == fast  # these shapes are 16-B aligned
     assert tie["tie_order_async"].score[fast] == pytest.approx(1.0)
     assert res.chip["tie_order_async"] == fast and res.chip.tags["tie_order_async"] == "fitted"
@@ -248,7 +246,7 @@ def test_calibrate_chooses_the_order_measured_fastest_among_ties(raw_chip, fast)
 
 
 def test_the_search_and_rank_report_the_preferred_order_of_a_tie(chip):
-    from tiler.model import get_model
+    from tiler.operator import get_operator
     from tiler.search import search
     from tiler.space import load_space
 
@@ -267,7 +265,7 @@ def test_the_search_and_rank_report_the_preferred_order_of_a_tie(chip):
     top = ranked[ranked["rank"] == 1]
     assert len(top) > 1 and int(top.iloc[0]["GROUP_M"]) == 16 and int(top.iloc[0]["ORDER"]) == 1
     # the preference follows the load path: misaligned rows take tie_order_sync
-    model = get_model("matmul", "cuda")
+    model = get_operator("matmul", "cuda")
     cands = {k: df[k].to_numpy() for k in mc.KNOBS}
     c2 = chip.with_values({"tie_order_async": 8.0, "tie_order_sync": 0.0}, source="test")
     aligned = model.tie_rank(Matmul(2048, 2048, 2048), c2, cands)

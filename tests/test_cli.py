@@ -10,8 +10,9 @@ import pytest
 from conftest import CATLASS_DEFAULT
 
 from tiler.cli import main
-from tiler.export import check_tcube, validate
+from tiler.export import validate
 from tiler.hardware import load_chip
+from tiler.ops.matmul.views import check_tcube
 
 
 def run(args, capsys):

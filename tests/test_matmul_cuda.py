@@ -12,10 +12,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tiler.hardware import load_chip
-from tiler.model import get_model
-from tiler.model import matmul_cuda as mc
 from tiler.model.common import RECORD
-from tiler.problem import Matmul
+from tiler.operator import get_operator
+from tiler.ops.matmul import Matmul
+from tiler.ops.matmul import cuda as mc
 from tiler.rank import parse_knobs, select_rows
 from tiler.space import load_space
 
@@ -40,7 +40,7 @@ def data():
 
 @pytest.fixture(scope="module")
 def model():
-    return get_model("matmul", "cuda")
+    return get_operator("matmul", "cuda")
 
 
 def cands(**kw) -> dict:
@@ -54,7 +54,7 @@ def cands(**kw) -> dict:
 
 
 def rows_of(data: pd.DataFrame, p: Matmul, space) -> tuple[pd.DataFrame, dict]:
-    sel = select_rows(p, "cuda", data).reset_index(drop=True)
+    sel = select_rows(p, data, ("triton",)).reset_index(drop=True)
     c, ok, _ = parse_knobs(sel, space)
     assert ok.all()
     return sel, c
@@ -284,7 +284,7 @@ def test_time_never_falls_when_k_grows(model, chip, space, m, n, k, grow, seed):
 def test_fill_port_counts_cache_lines(chip):
     """A tile row shorter than a 128-B line still takes a whole line slot of the SM's L1/TEX path: with BLOCK_K 16
     (32-B rows of A) A moves a quarter of the bytes of BLOCK_K 64 in the same number of lines."""
-    from tiler.model import matmul_cuda as mc
+    from tiler.ops.matmul import cuda as mc
 
     p = Matmul(4096, 4096, 4096)
     g = mc.prepare(p, chip, cands(BLOCK_M=64, BLOCK_N=256, BLOCK_K=[16, 64], num_stages=4, num_warps=4))

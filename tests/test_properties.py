@@ -7,15 +7,16 @@ from conftest import mm
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tiler.export import check_tcube, tiling_document, validate
+from tiler.export import tiling_document, validate
 from tiler.hardware import known_chips, load_chip
-from tiler.model import get_model
+from tiler.operator import get_operator
+from tiler.ops.matmul.views import check_tcube
 from tiler.search import search
 from tiler.space import load_space, take
 
 ASCEND = sorted(c for c in known_chips() if c.startswith("ascend"))
 SPACE = load_space("matmul", "ascend")
-MODEL = get_model("matmul", "ascend")
+MODEL = get_operator("matmul", "ascend")
 dims = st.integers(min_value=1, max_value=9000)
 
 
@@ -88,6 +89,6 @@ def test_search_returns_feasible_and_valid_exports(M, N, K, chip_id):
     ok = MODEL.feasible(p, chip, res.cands)
     assert all(m.all() for m in ok.values())
     for i in range(len(res.est["time_us"])):
-        doc = tiling_document(p, chip, SPACE, res.tiling(i), res.row(i))
+        doc = tiling_document(p, chip, res.tiling(i), res.row(i))
         validate(doc)
         assert check_tcube(doc["targets"]["ascendc_tcube_tiling"], chip, p.in_bytes) == []

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tiler.errors import SpaceError, TilerError
-from tiler.runners import triton_matmul as tm
+from tiler.ops.matmul import triton_runner as tm
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "bench" / "data" / "example_triton_tiling.json"
@@ -32,7 +32,7 @@ def test_imports_and_fails_cleanly_without_torch():
         "import sys\n"
         "sys.modules['torch'] = None\n"
         "sys.modules['triton'] = None\n"
-        "import tiler.runners.triton_matmul as m\n"
+        "import tiler.ops.matmul.triton_runner as m\n"
         "from tiler.errors import TilerError\n"
         "config = dict(BLOCK_M=64, BLOCK_N=64, BLOCK_K=32, num_stages=3, num_warps=4, GROUP_M=8, ORDER=1, SPLIT_K=1)\n"
         "try:\n"
@@ -152,7 +152,7 @@ def test_cli_prints_microseconds_last(torch, tmp_path):
     p.write_text(json.dumps(doc))
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     r = subprocess.run(
-        [sys.executable, "-m", "tiler.runners.triton_matmul", str(p)],
+        [sys.executable, "-m", "tiler.ops.matmul.triton_runner", str(p)],
         capture_output=True,
         text=True,
         cwd=ROOT,

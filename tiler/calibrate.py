@@ -5,8 +5,9 @@ in log-parameter space with a finite-difference Jacobian, soft-L1 weights agains
 runs a k-fold cross-validation *by shape* (every fold's shapes are held out of its fit) and reports the error and the
 ranking quality on the held-out shapes, then fits once on all shapes given. `write_profile()` writes the result.
 
-Only the constants the model documents as fittable are moved (tiler.model.matmul_cuda.FITTABLE); datasheet numbers
-(SM count, clock, bandwidths, capacities) are never touched.
+Only the constants the operator declares fittable are moved (`Operator.FITTABLE`, each with its box of physical
+values); datasheet numbers (SM count, clock, bandwidths, capacities) are never touched. The operator re-times
+many problems at once through `prepare()` (what the constants do not change) and `timing()` (the rest).
 """
 
 from __future__ import annotations
@@ -22,28 +23,11 @@ import pandas as pd
 
 from .errors import TilerError
 from .hardware import Chip, dump_profile
-from .problem import parse_problem
+from .operator import Operator, get_operator
+from .problem import Problem, parse_problem, problem_class
 from .rank import parse_knobs, select_rows
 from .space import load_space
 
-# per-constant search box (values, not logs); anything outside is unphysical
-BOUNDS = {
-    "mma_efficiency_v3": (0.3, 1.0),
-    "mma_n_half": (0.5, 256.0),
-    "mma_efficiency_v2": (0.1, 1.0),
-    "sm_load_bytes_per_cycle": (8.0, 256.0),
-    "l2_efficiency": (0.5, 3.0),
-    "hbm_efficiency": (0.3, 1.0),
-    "latency_scale": (0.5, 8.0),
-    "step_overhead_cycles": (1.0, 5000.0),
-    "program_overhead_cycles": (1.0, 1e5),
-    "overlap_power": (1.0, 32.0),
-    "atomic_gelems_per_s": (5.0, 5000.0),
-    "extra_kernel_us": (0.01, 50.0),
-    "unaligned_elems_per_cycle": (0.1, 64.0),
-    "spill_cycles_per_reg": (0.1, 1e4),
-    "smem_bytes_per_cycle": (16.0, 512.0),
-}
 TIME_COLUMNS = {"ms": 1e-3, "time_ms": 1e-3, "us": 1e-6, "time_us": 1e-6, "s": 1.0}
 SOFT_L1 = 0.25  # |log ratio| above which a row's weight starts to fall (robust fit; a 28% miss)
 NEAR_BEST = 0.5  # log(measured / shape's best) at which a row's weight has fallen to 1/2
@@ -53,10 +37,12 @@ NEAR_BEST = 0.5  # log(measured / shape's best) at which a row's weight has fall
 class Measured:
     """Measured rows of several problems, prepared for fast re-timing with new constants."""
 
-    shapes: list[str]  # one key per problem, e.g. "4096x4096x4096"
+    shapes: list[str]  # one label per problem (Problem.label(), e.g. "4096x4096x4096")
+    problems: list[Problem]  # per shape
+    cands: list[dict]  # per shape: the knob columns of its rows
     shape_of: np.ndarray  # row -> index into shapes
     seconds: np.ndarray  # measured time per row
-    prepared: dict  # model.prepare() columns, all rows
+    prepared: dict  # Operator.prepare() columns, all rows
     rows: pd.DataFrame  # the rows used (input columns + `row`)
 
     def take(self, keep_shapes) -> Measured:
@@ -65,35 +51,13 @@ class Measured:
         remap = {old: new for new, old in enumerate(idx)}
         return Measured(
             [self.shapes[i] for i in idx],
+            [self.problems[i] for i in idx],
+            [self.cands[i] for i in idx],
             np.array([remap[i] for i in self.shape_of[m]]),
             self.seconds[m],
             {k: v[m] for k, v in self.prepared.items()},
             self.rows[m].reset_index(drop=True),
         )
-
-
-@dataclass
-class TieChoice:
-    """The launch order reported for exact ties on one load path, and the evidence for it."""
-
-    key: str  # the profile key (tie_order_async / tie_order_sync)
-    code: int  # 0 row-major, -1 serpentine, g > 0 grouped by g
-    was: int
-    groups: int  # tied groups of measured orders the choice was made on
-    score: dict[int, float]  # per order code: geomean of (group's best / its time), over the groups it was in
-
-    def __str__(self) -> str:
-        names = ", ".join(
-            f"{order_name(c)} {v:.3f}" for c, v in sorted(self.score.items(), key=lambda x: -x[1])
-        )
-        return (
-            f"{self.key} = {self.code} ({order_name(self.code)}; was {order_name(self.was)}): "
-            f"{self.groups} groups of exactly tied orders, geomean of best/time: {names or 'no data'}"
-        )
-
-
-def order_name(code: int) -> str:
-    return "row-major" if code == 0 else "serpentine" if code == -1 else f"grouped {code}"
 
 
 @dataclass
@@ -110,7 +74,7 @@ class CalibrationResult:
     )  # k-fold summary (cv_error_before/after, cv_top1_...)
     train_error: float = float("nan")  # median |log(pred/measured)| of the final fit on its own rows
     seconds: float = 0.0
-    ties: list[TieChoice] = field(default_factory=list)  # the launch orders chosen for exact ties
+    choices: list = field(default_factory=list)  # discrete profile values chosen (Operator.choices)
 
     def summary(self) -> str:
         """What was fitted, and how well it predicts shapes it did not see (the k-fold)."""
@@ -127,21 +91,19 @@ class CalibrationResult:
                 f"{s['cv_top1_geomean']:.3f} (min {s['cv_top1_min']:.3f}); best-of-top-4 {s['cv_top4_geomean']:.3f}"
             )
         lines += [f"  {k} = {v:.4g} (was {self.start[k]:.4g})" for k, v in self.values.items()]
-        lines += [f"  {t}" for t in self.ties]
+        lines += [f"  {t}" for t in self.choices]
         return "\n".join(lines)
 
     report = summary
     __str__ = summary
 
 
-def _model_module(op: str, family: str):
-    if (op, family) != ("matmul", "cuda"):
-        raise TilerError(
-            f"calibrate: only matmul on the cuda family has fittable constants (got {op}/{family})"
-        )
-    from .model import matmul_cuda
-
-    return matmul_cuda
+def _operator(op: str, family: str) -> Operator:
+    """The operator, which must declare fittable constants."""
+    model = get_operator(op, family)
+    if not model.FITTABLE:
+        raise TilerError(f"calibrate: {op} on the {family} family has no fittable constants")
+    return model
 
 
 def _time_column(df: pd.DataFrame) -> tuple[str, float]:
@@ -153,10 +115,8 @@ def _time_column(df: pd.DataFrame) -> tuple[str, float]:
 
 def load_measurements(chip: Chip, op: str, df: pd.DataFrame) -> Measured:
     """Validate a measurement table (the shared CSV's columns) and prepare its rows per problem."""
-    mod = _model_module(op, chip.family)
+    model = _operator(op, chip.family)
     space = load_space(op, chip.family)
-    from .problem import problem_class
-
     cls = problem_class(op)
     missing = [k for k in cls.FIELDS if k not in df.columns]
     if missing:
@@ -165,9 +125,9 @@ def load_measurements(chip: Chip, op: str, df: pd.DataFrame) -> Measured:
     dtype_col = "dtype" in df.columns
     keys = [k for k in (*cls.FIELDS, *cls.OPTIONAL) if k in df.columns] + (["dtype"] if dtype_col else [])
     base = df.copy()
-    if "impl" in base.columns:
-        base = base[base["impl"].astype(str).str.strip().str.lower() == "triton"]
-    shapes, shape_of, secs, parts, rows = [], [], [], [], []
+    if "impl" in base.columns and model.IMPLS:
+        base = base[base["impl"].astype(str).str.strip().str.lower().isin(model.IMPLS)]
+    shapes, problems, cand_list, shape_of, secs, parts, rows = [], [], [], [], [], [], []
     for vals, _ in base.groupby(keys, sort=True, dropna=False):
         fields = dict(zip(keys, vals if isinstance(vals, tuple) else (vals,), strict=True))
         p = parse_problem(
@@ -176,9 +136,8 @@ def load_measurements(chip: Chip, op: str, df: pd.DataFrame) -> Measured:
             dtype=str(fields["dtype"]) if dtype_col else None,
             strict=False,
         )
-        sel = select_rows(p, chip.family, df).reset_index(drop=True)
+        sel = select_rows(p, df, model.IMPLS).reset_index(drop=True)
         cands, ok, _ = parse_knobs(sel, space)
-        model = mod.MatmulCuda()
         for m in model.feasible(p, chip, cands).values():
             ok &= m
         t = pd.to_numeric(sel[tcol], errors="coerce").to_numpy() * scale
@@ -188,35 +147,36 @@ def load_measurements(chip: Chip, op: str, df: pd.DataFrame) -> Measured:
             raise TilerError(f"measurements: row {r}: column {tcol!r} must be a positive number")
         if not ok.any():
             continue
-        key = (
-            f"{p.M}x{p.N}x{p.K}"
-            + (f"x{p.batch}" if p.batch != 1 else "")
-            + ("" if p.dtype == "fp16" else f":{p.dtype}")
-        )
-        shapes.append(key)
+        kept = {k: v[ok] for k, v in cands.items()}
+        shapes.append(p.label())
+        problems.append(p)
+        cand_list.append(kept)
         shape_of.append(np.full(int(ok.sum()), len(shapes) - 1))
         secs.append(t[ok])
-        parts.append(mod.prepare(p, chip, {k: v[ok] for k, v in cands.items()}))
+        parts.append(model.prepare(p, chip, kept))
         rows.append(sel[ok])
     if not shapes:
-        raise TilerError("measurements: no feasible triton rows to fit")
+        raise TilerError(f"measurements: no feasible rows of {', '.join(model.IMPLS) or 'the kernel'} to fit")
     return Measured(
         shapes,
+        problems,
+        cand_list,
         np.concatenate(shape_of),
         np.concatenate(secs),
-        mod.concat(parts),
+        {k: np.concatenate([p_[k] for p_ in parts]) for k in parts[0]},
         pd.concat(rows, ignore_index=True),
     )
 
 
-def _predict(mod, chip, data: Measured, e: dict) -> np.ndarray:
-    return mod.timing(data.prepared, chip, e)["time_us"] * 1e-6
+def _predict(model: Operator, chip, data: Measured, e: dict) -> np.ndarray:
+    return model.timing(data.prepared, chip, e)["time_us"] * 1e-6
 
 
-def _fit(mod, chip, data: Measured, start: dict, names: list[str], iters: int = 40) -> dict:
-    """Levenberg-Marquardt on log(pred/measured) over log-constants, soft-L1 reweighted, clipped to BOUNDS."""
-    lo = np.log([BOUNDS[k][0] for k in names])
-    hi = np.log([BOUNDS[k][1] for k in names])
+def _fit(model: Operator, chip, data: Measured, start: dict, names: list[str], iters: int = 40) -> dict:
+    """Levenberg-Marquardt on log(pred/measured) over log-constants, soft-L1 reweighted, clipped to the
+    operator's FITTABLE boxes."""
+    lo = np.log([model.FITTABLE[k][0] for k in names])
+    hi = np.log([model.FITTABLE[k][1] for k in names])
     u = np.clip(np.log([start[k] for k in names]), lo, hi)
     y = np.log(data.seconds)
     # rows near their shape's best matter most (that is where the choice is made): weight by closeness
@@ -225,7 +185,7 @@ def _fit(mod, chip, data: Measured, start: dict, names: list[str], iters: int = 
 
     def resid(uu):
         e = dict(start, **{k: float(np.exp(v)) for k, v in zip(names, uu, strict=True)})
-        return np.log(_predict(mod, chip, data, e)) - y
+        return np.log(_predict(model, chip, data, e)) - y
 
     def weights(r):
         return near / np.sqrt(np.sqrt(1.0 + (r / SOFT_L1) ** 2))  # sqrt of the soft-L1 IRLS weight
@@ -264,58 +224,6 @@ def _fit(mod, chip, data: Measured, start: dict, names: list[str], iters: int = 
         if rel < 1e-6:
             break
     return dict(start, **{k: float(np.exp(v)) for k, v in zip(names, u, strict=True)})
-
-
-TIE_MIN_GROUPS = 5  # an order must be measured in this many tied groups of a load path to be chosen
-
-
-def choose_tie_orders(mod, chip: Chip, data: Measured, e: dict) -> list[TieChoice]:
-    """For each load path, the launch order that measured fastest where the model predicts orders exactly equal.
-
-    Rows of one shape and one tiling (all knobs but the order) that the model times identically form a group; an
-    order's score is the geometric mean, over the groups where it was measured, of the group's best time over its
-    time (1.0 = always the fastest). The best-scoring order measured in at least TIE_MIN_GROUPS groups wins; with
-    less data the profile's value stays. The model's times do not change: only which tie the search reports.
-    """
-    if not hasattr(mod, "order_code"):
-        return []
-    pred = mod.timing(data.prepared, chip, e)["time_us"]
-    rows = data.rows
-    knobs = [k for k in mod.KNOBS if k not in mod.ORDER_KNOBS]
-    parts = []
-    for i in range(len(data.shapes)):
-        m = data.shape_of == i
-        r = rows[m]
-        p = parse_problem("matmul", {k: int(r[k].iloc[0]) for k in ("M", "N", "K")}, strict=False)
-        cands = {k: r[k].to_numpy(dtype=np.int64) for k in mod.KNOBS}
-        parts.append(
-            pd.DataFrame(
-                {
-                    "shape": i,
-                    "sync": mod.synchronous_loads(p),
-                    "code": mod.order_code(p, cands, effective=False),
-                    "pred": pred[m],
-                    "t": data.seconds[m],
-                    **{k: cands[k] for k in knobs},
-                }
-            )
-        )
-    df = pd.concat(parts, ignore_index=True)
-    group = ["shape", *knobs, "pred"]
-    df = df.groupby([*group, "sync", "code"], as_index=False)["t"].median()  # one time per order of a group
-    df["orders"] = df.groupby(group)["code"].transform("size")
-    df = df[df["orders"] >= 2]
-    df["eff"] = df.groupby(group)["t"].transform("min") / df["t"]
-    out = []
-    for sync, key in ((False, "tie_order_async"), (True, "tie_order_sync")):
-        d = df[df["sync"] == sync]
-        was = int(round(float(chip.get(key, mod.DEFAULTS[key]))))
-        counts = d.groupby("code").size()
-        score = {int(c): float(np.exp(np.log(v).mean())) for c, v in d.groupby("code")["eff"]}
-        ok = {c: v for c, v in score.items() if counts[c] >= TIE_MIN_GROUPS}
-        code = max(ok, key=lambda c: (ok[c], c == 0)) if ok else was
-        out.append(TieChoice(key, code, was, int(d.groupby(group).ngroups), score))
-    return out
 
 
 def _spearman(a: np.ndarray, b: np.ndarray) -> float:
@@ -361,16 +269,17 @@ def calibrate(
     Args:
         folds: k of the k-fold cross-validation by shape (0 or 1: no cross-validation).
         seed: shuffles the shapes into folds.
-        fit_shapes: shape keys ("MxNxK") to use; the others are ignored (kept for testing). Default: all.
-        params: constants to fit; default the model's FITTABLE list.
+        fit_shapes: shape labels (Problem.label(), matmul "MxNxK") to use; the others are ignored (kept for
+            testing). Default: all.
+        params: constants to fit; default the operator's FITTABLE constants.
         data_name, date, note: name the data (and what was held out) in the `source` of every fitted value.
     """
     t0 = time.perf_counter()
-    mod = _model_module(op, chip.family)
-    names = list(params or mod.FITTABLE)
-    unknown = [k for k in names if k not in BOUNDS]
+    model = _operator(op, chip.family)
+    names = list(params or model.FITTABLE)
+    unknown = [k for k in names if k not in model.FITTABLE]
     if unknown:
-        raise TilerError(f"calibrate: cannot fit {', '.join(unknown)}; fittable: {', '.join(mod.FITTABLE)}")
+        raise TilerError(f"calibrate: cannot fit {', '.join(unknown)}; fittable: {', '.join(model.FITTABLE)}")
     data = load_measurements(chip, op, measurements)
     if fit_shapes is not None:
         missing = [s for s in fit_shapes if s not in data.shapes]
@@ -379,14 +288,14 @@ def calibrate(
                 f"calibrate: no measured rows for shape(s) {', '.join(missing)}; have {', '.join(data.shapes)}"
             )
         data = data.take(fit_shapes)
-    start = mod.efficiency(chip)
+    start = model.constants(chip)
     rows = []
     if folds and folds > 1 and len(data.shapes) >= 2:
         for j, held in enumerate(_folds(data.shapes, folds, seed)):
             train = data.take([s for s in data.shapes if s not in held])
             test = data.take(held)
-            e = _fit(mod, chip, train, start, names)
-            before, after = _predict(mod, chip, test, start), _predict(mod, chip, test, e)
+            e = _fit(model, chip, train, start, names)
+            before, after = _predict(model, chip, test, start), _predict(model, chip, test, e)
             for i, s in enumerate(test.shapes):
                 m = test.shape_of == i
                 q = shape_quality(after[m], test.seconds[m])
@@ -406,15 +315,15 @@ def calibrate(
                     }
                 )
     fold_df = pd.DataFrame(rows)
-    fitted = _fit(mod, chip, data, start, names)
-    pred = _predict(mod, chip, data, fitted)
+    fitted = _fit(model, chip, data, start, names)
+    pred = _predict(model, chip, data, fitted)
     date = date or _dt.date.today().isoformat()
     basis = f"on {data_name} ({len(data.seconds)} rows, shapes {', '.join(data.shapes)}), {date}" + (
         f"; {note}" if note else ""
     )
     source = f"fitted by tiler calibrate {basis}"
     values = {k: float(f"{fitted[k]:.5g}") for k in names}
-    ties = choose_tie_orders(mod, chip, data, fitted)
+    choices = model.choices(chip, data, fitted)
     metrics = {}
     if len(fold_df):
         metrics = {
@@ -427,11 +336,9 @@ def calibrate(
             "cv_top1_before": float(np.exp(np.log(fold_df.top1_before).mean())),
             "cv_top4_geomean": float(np.exp(np.log(fold_df.top4).mean())),
         }
-    tie_source = (
-        f"chosen by tiler calibrate: the order measured fastest among exactly tied predictions {basis}"
-    )
+    choice_source = f"chosen by tiler calibrate: the value measured fastest {basis}"
     fitted_chip = chip.with_values(values, tag="fitted", source=source).with_values(
-        {t.key: float(t.code) for t in ties}, tag="fitted", source=tie_source
+        {c.key: c.value for c in choices}, tag="fitted", source=choice_source
     )
     return CalibrationResult(
         fitted_chip,
@@ -444,7 +351,7 @@ def calibrate(
         metrics,
         float(np.median(np.abs(np.log(pred / data.seconds)))),
         time.perf_counter() - t0,
-        ties,
+        choices,
     )
 
 

@@ -129,12 +129,11 @@ def chips(obj, fmt):
 @click.option("--format", "fmt", type=FORMATS, default="table")
 def ops(fmt):
     """List the operators, the families each has a model for, and their problem fields."""
-    from .model import known_ops
-    from .problem import PROBLEMS
+    from .operator import known_ops, problem_class
 
     rows = {}
     for op, fam in known_ops():
-        cls = PROBLEMS[op]
+        cls = problem_class(op)
         rows.setdefault(op, {"op": op, "families": [], "fields": list(cls.FIELDS) + list(cls.OPTIONAL)})
         rows[op]["families"].append(fam)
     if fmt == "json":
@@ -151,7 +150,7 @@ def _common(f):
             click.option(
                 "--chip", "chip_id", required=True, help="Chip id (tiler chips) or a profile .toml."
             ),
-            click.option("--shape", required=True, help="Problem fields, e.g. M=4096,N=4096,K=4096."),
+            click.option("--shape", required=True, help="Problem fields as K=V,... (tiler ops lists them)."),
             click.option("--dtype", default=None, help="fp16 (default), bf16, fp32, int8."),
         ]
     ):
@@ -164,7 +163,7 @@ def _common(f):
 @click.option("--strategy", default="exhaustive", show_default=True, help="exhaustive, tpe, random or auto.")
 @click.option("--trials", type=int, default=None, help="Trials for tpe/random.")
 @click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--fix", multiple=True, help="Pin a knob: --fix base_m=256 (repeatable).")
+@click.option("--fix", multiple=True, help="Pin a knob: --fix KNOB=VALUE (repeatable).")
 @click.option("--top", type=int, default=5, show_default=True, help="How many of the best tilings to show.")
 @click.option(
     "--export", "export_path", type=click.Path(dir_okay=False), help="Write the tiler.tiling/v1 JSON here."
@@ -172,7 +171,9 @@ def _common(f):
 @click.option("--format", "fmt", type=FORMATS, default="table")
 @click.option("--storage", default=None, help="Optuna storage URL (tpe/random).")
 @click.option("--study-name", default=None, help="Optuna study name to create or resume (tpe/random).")
-@click.option("--measure", default=None, help="Measure each trial: a command with {tiling}, or 'triton'.")
+@click.option(
+    "--measure", default=None, help="Measure each trial: a command with {tiling}, or a runner name (triton)."
+)
 @click.option("--measure-timeout", type=float, default=120.0, show_default=True)
 @click.option("--warm-start", is_flag=True, help="Enqueue known-good tilings first (tpe).")
 @click.option("--guided", type=int, default=0, help="Measured search: measure the model's top-k first.")
@@ -229,7 +230,7 @@ def search(
         "proven_optimal": bool(res.proven_optimal),
         "elapsed_s": round(res.elapsed_s, 3),
     }
-    doc = tiling_document(problem, chip, space, res.tiling(0), res.row(0), info)
+    doc = tiling_document(problem, chip, res.tiling(0), res.row(0), info)
     if export_path:
         write_json(doc, export_path)
         click.echo(f"wrote {export_path}", err=True)
@@ -259,11 +260,9 @@ def search(
         click.echo(
             f"  measured  {float(measured[0]):.2f} us (the model predicted {float(res.est['time_us'][0]):.2f} us)"
         )
-    if doc["tiling"].get("tail_sub_count"):
-        t = doc["tiling"]
-        click.echo(
-            f"  tail      last round re-cut into {t['tail_sub_count']} sub-blocks of {t['tail_sub_m']}x{t['tail_sub_n']}"
-        )
+    derived = {k: v for k, v in doc["tiling"].items() if k not in space.knobs}
+    if derived:  # values the operator derives from the tiling (Ascend matmul: the tail re-cut's sub-blocks)
+        click.echo("  derived   " + ", ".join(f"{k}={v}" for k, v in derived.items()))
     click.echo("advice:")
     for line in lines:
         click.echo("  - " + line)
@@ -294,21 +293,21 @@ def explain(obj, op, chip_id, shape, dtype, tiling, fmt):
     """Break down one given tiling: pipes, bound, waves and balance, L2, roofline, advice."""
     from .advice import advice
     from .export import tiling_document
-    from .model import get_model
+    from .operator import get_operator
     from .search import evaluate
 
     chip, problem, space = _setup(op, chip_id, shape, dtype, obj["hardware_dir"])
     cand, est, rules = evaluate(problem, chip, space, _load_tiling(tiling))
     broken = [r for r, ok in rules.items() if not ok]
     if broken:
-        text = get_model(space.op, space.family).RULE_TEXT
+        text = get_operator(space.op, space.family).RULE_TEXT
         raise TilerError(
             f"tiling: infeasible on {chip.id}: " + "; ".join(f"{r} ({text.get(r, r)})" for r in broken)
         )
     row = {k: (v[0].item() if hasattr(v[0], "item") else v[0]) for k, v in est.items()}
     lines = advice(problem, chip, space, cand, est)
     if fmt == "json":
-        doc = tiling_document(problem, chip, space, space.decode(cand, 0), row)
+        doc = tiling_document(problem, chip, space.decode(cand, 0), row)
         doc["advice"] = lines
         click.echo(json.dumps(doc, indent=2))
         return
@@ -358,7 +357,9 @@ def rank(obj, op, chip_id, shape, dtype, candidates, fmt):
 @click.option("--folds", type=int, default=4, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option(
-    "--fit-shapes", default=None, help="Shapes to fit, e.g. 1024x1024x1024;4096x4096x4096 (default: all)."
+    "--fit-shapes",
+    default=None,
+    help="Shape labels to fit, ';'-separated, e.g. 1024x1024x1024;4096x4096x4096 (default: all).",
 )
 @click.pass_obj
 def calibrate(obj, chip_id, op, measurements, out_path, folds, seed, fit_shapes):
@@ -376,7 +377,7 @@ def calibrate(obj, chip_id, op, measurements, out_path, folds, seed, fit_shapes)
         raise TilerError(f"--measurements: cannot read {measurements}: {exc}") from None
     result = fit(chip, op, data, folds=folds, seed=seed, fit_shapes=shapes, data_name=Path(measurements).name)
     write_profile(result, out_path)
-    click.echo(result.summary() if hasattr(result, "summary") else str(result))
+    click.echo(result.summary())
     click.echo(f"wrote {out_path}", err=True)
 
 

@@ -26,7 +26,7 @@ FAMILIES = ("ascend", "cuda")
 # key -> (type, exclusive minimum, required): a value must be > minimum, so 0 means "positive" and -1 allows
 # zero (an unsupported dtype has 0 MACs per cycle). `_NUM` accepts ints and floats.
 _NUM = (int, float)
-_OPEN = "*"  # in a schema section: keys not listed are accepted (positive numbers)
+_OPEN = "*"  # in a schema section: keys not listed are accepted, checked as the entry under it says
 _COMMON = {
     "compute": {
         "cores": (int, 0, True),
@@ -107,14 +107,10 @@ SCHEMA: dict[str, dict[str, dict[str, tuple]]] = {
             "launch_us": (_NUM, -1, True),
             "gm_latency_cycles": (_NUM, 0, True),
         },
-        # The cuda model's fitted constants; `tiler calibrate` rewrites these.  Any key is accepted here
-        # (the model documents which it reads) so calibration can grow without a schema change.
-        "efficiency": {
-            _OPEN: None,  # any other key: a positive number (the model's constants, model/matmul_cuda.py)
-            # launch order reported for exact ties: 0 row-major, -1 serpentine, g > 0 grouped (model/matmul_cuda.py)
-            "tie_order_async": (_NUM, -2, False),
-            "tie_order_sync": (_NUM, -2, False),
-        },
+        # The operators' constants; `tiler calibrate` rewrites these. Any key holding a number is accepted here:
+        # each operator declares the constants it reads and checks their ranges (Operator.constants), so an
+        # operator's constants can grow without a schema change.
+        "efficiency": {_OPEN: (_NUM, None, False)},
     },
 }
 
@@ -276,7 +272,7 @@ def parse_profile(raw: dict, where: str) -> Chip:
             if key not in table and required:
                 raise ConfigError(f"{where}: [{section}] missing key '{key}'")
         for key, entry in table.items():
-            typ, minimum, _ = keys.get(key, (_NUM, 0, False))
+            typ, minimum, _ = keys.get(key, keys.get(_OPEN) or (_NUM, 0, False))
             full = f"{where}: [{section}] {key}"
             if not isinstance(entry, dict) or "value" not in entry:
                 raise ConfigError(f'{full}: must be {{ value = ..., source = "...", tag = "..." }}')
@@ -298,7 +294,7 @@ def parse_profile(raw: dict, where: str) -> Chip:
             if not isinstance(source, str) or not source.strip():
                 raise ConfigError(f"{full}: every number needs a non-empty 'source'")
             values[key], sources[key], tags[key] = value, source, tag
-    return Chip(
+    chip = Chip(
         raw["id"],
         family,
         raw["name"],
@@ -308,6 +304,10 @@ def parse_profile(raw: dict, where: str) -> Chip:
         where,
         _hash(values),
     )
+    from .operator import check_constants  # the operators of the family check the constants they read
+
+    check_constants(chip)
+    return chip
 
 
 def dump_profile(chip: Chip) -> str:

@@ -11,7 +11,8 @@ Look-up rule (also in docs/sweep.md):
 2. Otherwise the nearest entry is returned with `exact: False`:
    a. only entries of the same dtype qualify (a tiling's block sizes depend on the element size); none ->
       LookupError naming the dtypes the library has;
-   b. among them, entries with the same value of every *matched* field (matmul: `batch`) are preferred; if none
+   b. among them, entries with the same value of every *matched* field (the problem class's MATCHED; matmul:
+      `batch`) are preferred; if none
       has it, all entries of the dtype stay candidates and the matched fields join the distance below;
    c. distance = the sum over the size fields (matmul: M, N, K) of |log2(query / entry)|: being 2x off in one
       dimension costs the same as in any other, and 2x larger costs the same as 2x smaller;
@@ -33,15 +34,12 @@ from typing import Any
 
 from .errors import ProblemError, TilerError
 from .export import LIBRARY_SCHEMA, validate
-from .problem import Problem, parse_problem, parse_shape_text
-
-# Fields that must agree for a nearest match (preferred; see the rule above); every other integer field of the
-# shape is a size field that the distance compares.
-MATCHED_FIELDS = {"matmul": ("batch",)}
+from .problem import Problem, parse_problem, parse_shape_text, problem_class
 
 
 def _size_fields(op: str, shape: dict) -> list[str]:
-    matched = MATCHED_FIELDS.get(op, ())
+    """Every integer field of the shape but the matched ones: what the distance compares."""
+    matched = problem_class(op).MATCHED
     return [
         k for k, v in shape.items() if k not in matched and isinstance(v, int) and not isinstance(v, bool)
     ]
@@ -120,7 +118,7 @@ class Library:
                 f"dtype: no {p.dtype} entry in this library"  # type: ignore[attr-defined]
                 + (f" (it has {', '.join(have)})" if have else " (it is empty)")
             )
-        matched = [k for k in MATCHED_FIELDS.get(self.op, ()) if k in want]
+        matched = [k for k in problem_class(self.op).MATCHED if k in want]
         same = [e for e in same_dtype if all(e["problem"]["shape"].get(k) == want[k] for k in matched)]
         pool, extra = (same, []) if same else (same_dtype, matched)
         names = _size_fields(self.op, want) + extra
@@ -160,7 +158,7 @@ def load(path: str | os.PathLike) -> Library:
     return from_document(doc, str(p))
 
 
-__all__ = ["Library", "MATCHED_FIELDS", "from_document", "load"]
+__all__ = ["Library", "from_document", "load"]
 
 
 def _demo(argv: list[str]) -> Any:  # pragma: no cover - `python -m tiler.library LIB K=V,...`

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from typing import Any, ClassVar
 
-from .errors import ProblemError, closest
+from .errors import ProblemError
 
 DTYPES = ("fp16", "bf16", "fp32", "int8")
 DTYPE_BYTES = {"fp16": 2, "bf16": 2, "fp32": 4, "int8": 1}
@@ -24,6 +24,10 @@ class Problem:
     OP: ClassVar[str] = ""
     FIELDS: ClassVar[tuple[str, ...]] = ()
     OPTIONAL: ClassVar[dict[str, Any]] = {}
+    # fields whose smallest allowed value is not 1 (a padding may be 0)
+    MINIMUM: ClassVar[dict[str, int]] = {}
+    # fields that must agree for a library's nearest match (the others are size fields the distance compares)
+    MATCHED: ClassVar[tuple[str, ...]] = ()
 
     @property
     def in_bytes(self) -> int:
@@ -48,40 +52,24 @@ class Problem:
     def layout(self) -> str:
         return "row_major"
 
+    def label(self) -> str:
+        """A short shape label (calibration's shape keys, `--fit-shapes`): the required fields joined by `x`,
+        then optional fields that differ from their default, then `:dtype` unless fp16 (matmul: 4096x4096x4096)."""
+        shape = self.shape()
+        parts = [str(shape[k]) for k in self.FIELDS]
+        parts += [str(shape[k]) for k, d in self.OPTIONAL.items() if shape[k] != d]
+        return "x".join(parts) + ("" if self.dtype == "fp16" else f":{self.dtype}")  # type: ignore[attr-defined]
 
-@dataclass(frozen=True)
-class Matmul(Problem):
-    """C[M,N] = A[M,K] · B[K,N] (row-major A, B and C), `batch` independent products of that size."""
-
-    OP: ClassVar[str] = "matmul"
-    FIELDS: ClassVar[tuple[str, ...]] = ("M", "N", "K")
-    OPTIONAL: ClassVar[dict[str, Any]] = {"batch": 1}
-
-    M: int
-    N: int
-    K: int
-    batch: int = 1
-    dtype: str = "fp16"
-
-    @property
-    def flops(self) -> float:
-        return 2.0 * self.batch * self.M * self.N * self.K
-
-    @property
-    def compulsory_bytes(self) -> float:
-        """Each input read once, the output written once: the floor of HBM traffic."""
-        return self.batch * (
-            (self.M * self.K + self.K * self.N) * self.in_bytes + self.M * self.N * self.out_bytes
-        )
-
-
-PROBLEMS: dict[str, type[Problem]] = {"matmul": Matmul}
+    def validate(self) -> None:
+        """Cross-field checks after each field passed its own (a kernel larger than the padded input, ...);
+        raise ProblemError naming the fields. Default: none."""
 
 
 def problem_class(op: str) -> type[Problem]:
-    if op not in PROBLEMS:
-        raise ProblemError(f"op: unknown operator {op!r}; {closest(op, PROBLEMS)}")
-    return PROBLEMS[op]
+    """The problem class an operator registered (tiler.operator's registry)."""
+    from .operator import problem_class as registered
+
+    return registered(op)
 
 
 def parse_shape_text(text: str) -> dict[str, str]:
@@ -136,7 +124,9 @@ def parse_problem(op: str, fields_: dict[str, Any], dtype: str | None = None, st
     for name in cls.FIELDS:
         if name not in given:
             raise ProblemError(f"{name}: missing; {op} needs {', '.join(cls.FIELDS)}")
-        kwargs[name] = _as_int(name, given[name])
+        kwargs[name] = _as_int(name, given[name], cls.MINIMUM.get(name, 1))
     for name, default in cls.OPTIONAL.items():
-        kwargs[name] = _as_int(name, given.get(name, default))
-    return cls(**kwargs)
+        kwargs[name] = _as_int(name, given.get(name, default), cls.MINIMUM.get(name, 1))
+    problem = cls(**kwargs)
+    problem.validate()
+    return problem

@@ -14,21 +14,20 @@ import numpy as np
 import pandas as pd
 
 from .errors import SpaceError, TilerError
-from .model import get_model, tie_preference
+from .operator import get_operator, tie_preference
 from .problem import Problem
 from .space import Space, load_space
 
-# Rows of a table whose `impl` column names another implementation (cuBLAS through torch, ...) are not tilings of
-# the family's kernel and are skipped.
-IMPLS = {"cuda": ("triton",)}
 
+def select_rows(problem: Problem, df: pd.DataFrame, impls: tuple[str, ...] = ()) -> pd.DataFrame:
+    """The rows of `df` for `problem` and the operator's kernel, with a 1-based `row` column added.
 
-def select_rows(problem: Problem, family: str, df: pd.DataFrame) -> pd.DataFrame:
-    """The rows of `df` for `problem` and the family's kernel, with a 1-based `row` column added."""
+    Rows whose `impl` column names another implementation than `impls` (the operator's IMPLS; cuBLAS through
+    torch, ...) are not tilings of the kernel and are skipped."""
     out = df.copy()
     out.insert(0, "row", np.arange(1, len(df) + 1))
-    if "impl" in out.columns and family in IMPLS:
-        out = out[out["impl"].astype(str).str.strip().str.lower().isin(IMPLS[family])]
+    if "impl" in out.columns and impls:
+        out = out[out["impl"].astype(str).str.strip().str.lower().isin(impls)]
     shape = problem.shape()
     if all(k in out.columns for k in problem.FIELDS):
         for k, v in shape.items():
@@ -98,9 +97,9 @@ def rank_candidates(
     a capacity or domain rule rejects, with `rule` and `reason`. Both keep the input columns and `row`.
     """
     space = space or load_space(problem.OP, chip.family)
-    model = get_model(problem.OP, chip.family)
-    chip.require_dtype(problem.dtype)
-    sel = select_rows(problem, chip.family, df).reset_index(drop=True)
+    model = get_operator(problem.OP, chip.family)
+    model.check(problem, chip)
+    sel = select_rows(problem, df, model.IMPLS).reset_index(drop=True)
     cands, ok, why = parse_knobs(sel, space)
     rule = np.array(["domain" if w else "" for w in why], dtype=object)
     reason = np.array(why, dtype=object)
@@ -109,7 +108,7 @@ def rank_candidates(
         for r, m in masks.items():
             new = ok & ~m
             rule[new] = r
-            reason[new] = getattr(model, "RULE_TEXT", {}).get(r, r)
+            reason[new] = model.RULE_TEXT.get(r, r)
             ok &= m
     rejected = sel[~ok].assign(rule=rule[~ok], reason=reason[~ok])
     good = sel[ok].copy()

@@ -151,10 +151,12 @@ def spaces_dir(extra: str | os.PathLike | None = None) -> Path:
     return _builtin_dir()
 
 
-def load_space(op: str, family: str, spaces: str | os.PathLike | None = None) -> Space:
-    path = spaces_dir(spaces) / f"{op}.toml"
+def load_space(op: str, family: str, spaces: str | os.PathLike | None = None, builtin: bool = False) -> Space:
+    """The knobs of `search_spaces/<op>.toml` for one family (`builtin`: the shipped file, not a user folder)."""
+    folder = _builtin_dir() if builtin else spaces_dir(spaces)
+    path = folder / f"{op}.toml"
     if not path.is_file():
-        have = sorted(p.stem for p in spaces_dir(spaces).glob("*.toml"))
+        have = sorted(p.stem for p in folder.glob("*.toml"))
         raise SpaceError(f"op: no search space for {op!r}; {closest(op, have)}")
     try:
         raw = tomllib.loads(path.read_text())

@@ -632,7 +632,7 @@ def write_libraries(
                 continue
             seen.add(task.problem.key())
             info = {k: res["search"][k] for k in ("strategy", "evaluated", "seed", "proven_optimal")}
-            doc = tiling_document(task.problem, chip, spaces[chip.id], res["tiling"], res["row"], info)
+            doc = tiling_document(task.problem, chip, res["tiling"], res["row"], info)
             validate(doc)
             entries.append(
                 {
@@ -731,10 +731,10 @@ def run_sweep(
     unknown = [k for k, _ in cfg.fix if not any(k in sp.knobs for sp in spaces.values())]
     if unknown:  # pinning it on the first chip's space raises the SpaceError that names the known knobs
         load_space(op, chip_objs[0].family).pin({unknown[0]: "0"})
-    from .model import get_model
+    from .operator import get_operator
 
     for c in chip_objs:
-        get_model(op, c.family)  # no model for this family -> SpaceError now, not per row
+        get_operator(op, c.family)  # no model for this family -> SpaceError now, not per row
     out = Path(out) if out else default_out(op, [c.id for c in chip_objs])
     _check_writable_format(out)
     if scheduler:
@@ -874,7 +874,7 @@ def _resume_command(params: dict) -> str:
 @click.option("--strategy", default="exhaustive", show_default=True, help="exhaustive, tpe, random or auto.")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--trials", type=int, default=None, help="Trials per search for tpe/random.")
-@click.option("--fix", multiple=True, help="Pin a knob for every row: --fix base_k=64 (repeatable).")
+@click.option("--fix", multiple=True, help="Pin a knob for every row: --fix KNOB=VALUE (repeatable).")
 @click.option("--dtype", default=None, help="dtype of rows without a dtype value (default fp16).")
 @click.option("--scheduler", default=None, help="Dask distributed scheduler address (needs tiler[dask]).")
 @click.option("--quiet", is_flag=True, help="No progress line (it is drawn only on a terminal anyway).")

@@ -81,21 +81,21 @@ def _compute_walks(tm: int, tn: int, settings: np.ndarray) -> tuple[np.ndarray, 
 
 
 def traversal(
-    tm: int, tn: int, offset: int = 1, direction: int = 0, serpentine: bool = False
+    tm: int, tn: int, offset: int = 1, direction: int = 0, snake: bool = False
 ) -> tuple[np.ndarray, np.ndarray]:
     """Tile (row, col) indices in the order the kernel walks them.
 
     direction 0: groups of `offset` tile-rows; inside a group, walk column by column, and inside a column the rows
     of the group (CATLASS GemmIdentityBlockSwizzle "Zn", Triton's GROUP_M). direction 1 is the transpose.
-    `serpentine` reverses the walk of every odd group, so the next group starts where the last one ended and the
-    panels just used are still in L2. offset=1, direction=0, serpentine=False is plain row-major raster.
+    `snake` (serpentine) reverses the walk of every odd group, so the next group starts where the last one ended and the
+    panels just used are still in L2. offset=1, direction=0, snake=False is plain row-major raster.
     One row of `walks` (cached; the arrays are read-only).
     """
-    walks(tm, tn, np.array([[offset, direction, int(serpentine)]]))
-    return _WALKS[tm, tn, offset, direction, int(serpentine)]
+    walks(tm, tn, np.array([[offset, direction, int(snake)]]))
+    return _WALKS[tm, tn, offset, direction, int(snake)]
 
 
-def same_walk(gm, gn, tiles, cores, offset, direction, serpentine, domains: dict) -> np.ndarray:
+def same_walk(gm, gn, tiles, cores, offset, direction, snake, offsets, directions, snakes) -> np.ndarray:
     """Rows whose traversal costs exactly what another traversal in `domains` costs (its twin), by three facts
     of `traversal` and the round-robin assignment (arrays broadcast):
 
@@ -106,11 +106,12 @@ def same_walk(gm, gn, tiles, cores, offset, direction, serpentine, domains: dict
       tile types, no B reuse, first-touch L2 hits.
 
     The twin is the smallest offset that gives the same walk, direction 0 and serpentine off where the walk does
-    not depend on them, each only if that value is in `domains` (the space, maybe pinned).
+    not depend on them, each only if that value is in its domain (`offsets`, `directions`, `snakes`: the space's
+    values, maybe pinned).
     """
-    offs = np.array(sorted(domains["swizzle_offset"]))
-    d0 = 0 in domains["swizzle_direction"]
-    s0 = 0 in domains["serpentine"]
+    offs = np.array(sorted(offsets))
+    d0 = 0 in directions
+    s0 = 0 in snakes
     along = np.where(direction == 1, gn, gm)  # tile rows (columns) the groups are made of
     any_walk = (gm == 1) | (gn == 1) | (tiles <= cores)
     one_group = offset >= along
@@ -118,8 +119,8 @@ def same_walk(gm, gn, tiles, cores, offset, direction, serpentine, domains: dict
     first_fit = offs[np.minimum(np.searchsorted(offs, along), offs.size - 1)]
     twin_offset = np.where(any_walk, offs[0], np.where(one_group & (first_fit >= along), first_fit, offset))
     twin_direction = np.where(any_walk & d0, 0, direction)
-    twin_serpentine = np.where((any_walk | one_group) & s0, 0, serpentine)
-    return (twin_offset != offset) | (twin_direction != direction) | (twin_serpentine != serpentine)
+    twin_snake = np.where((any_walk | one_group) & s0, 0, snake)
+    return (twin_offset != offset) | (twin_direction != direction) | (twin_snake != snake)
 
 
 @dataclass(frozen=True)
@@ -238,14 +239,14 @@ def core_work(
     cores: int,
     offset: int,
     direction: int,
-    serpentine: bool,
+    snake: bool,
     pieces: int,
     edge_m: bool,
     edge_n: bool,
 ) -> CoreWork:
     """What each of `cores` runs when the `batch*splits*tm*tn` tiles go to cores in traversal order (tile i ->
     core i % cores); see _core_work. edge_m, edge_n: the last tile row / column is smaller than the others."""
-    setting = ((offset, direction, int(serpentine), pieces),)
+    setting = ((offset, direction, int(snake), pieces),)
     return core_work_many(tm, tn, splits, batch, cores, bool(edge_m), bool(edge_n), setting)[0]
 
 
@@ -302,13 +303,13 @@ def panel_hits(
     slots: int,
     offset: int,
     direction: int,
-    serpentine: bool,
+    snake: bool,
     a_panel_bytes: float,
     b_panel_bytes: float,
     l2_bytes: float,
 ) -> tuple[float, float]:
     """panel_hits_many() for one traversal."""
-    setting = ((offset, direction, int(serpentine)),)
+    setting = ((offset, direction, int(snake)),)
     hits = panel_hits_many(tm, tn, splits, batch, slots, setting, a_panel_bytes, b_panel_bytes, l2_bytes)[0]
     return float(hits[0]), float(hits[1])
 
@@ -382,7 +383,7 @@ def max_b_reuse(
     cores: int,
     offsets: tuple,
     directions: tuple,
-    serpentines: tuple,
+    snakes: tuple,
 ) -> int:
     """The most tiles, over the given traversals, whose core ran a tile of the same B panel just before.
 
@@ -391,7 +392,7 @@ def max_b_reuse(
     per = tm * tn
     if batch * splits * per <= cores:
         return 0
-    settings = np.array([(o, d, s) for o in offsets for d in directions for s in serpentines], dtype=np.int64)
+    settings = np.array([(o, d, s) for o in offsets for d in directions for s in snakes], dtype=np.int64)
     _, c = walks(tm, tn, settings)
     c = np.tile(c, batch * splits)
     outer = np.repeat(np.arange(batch * splits), per)

@@ -87,21 +87,4 @@ def measure(cmd_template: str, tiling_doc: dict, timeout: float = 120.0) -> floa
         path.unlink(missing_ok=True)
 
 
-def triton(tiling_doc: dict, timeout: float = 120.0) -> float:
-    """`--measure triton`: time the document's Triton config in this process (tiler.runners.triton_matmul)."""
-    del timeout  # the in-process runner has no timeout of its own
-    try:
-        from .triton_matmul import run_tiling_json
-    except ImportError as exc:
-        raise MeasureError(f"--measure triton: the Triton runner is not available ({exc})") from None
-    try:
-        res = run_tiling_json(tiling_doc)
-    except TilerError as exc:
-        raise MeasureError(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
-    except Exception as exc:  # a kernel that does not compile or launch fails this trial only
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise MeasureError(f"triton: {type(exc).__name__}: {first[:200]}") from None
-    return float(res["ms"]) * 1e3
-
-
-__all__ = ["MeasureError", "check_template", "measure", "triton"]
+__all__ = ["MeasureError", "check_template", "measure"]

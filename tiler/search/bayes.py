@@ -5,14 +5,14 @@ infeasible point is PRUNED without a model call or a measurement, so TPE learns 
 tiling with the model's estimate or with a measurement. docs/search.md explains every choice below.
 
 * Sampled knobs: `suggest_categorical` over each sampled knob's (possibly pinned) domain (labels for categorical
-  knobs, so optuna-dashboard reads them). Conditional domains: a knob's values are cut to those that pass the
-  rules whose other knobs are already sampled, and a cut set gets its own parameter name (`preload|0,1` under
-  `l1_stages = 2`), so `preload < l1_stages` is never proposed.
-* Resolved knobs (the model's RESOLVED: l0_pingpong, l1_stages, preload on Ascend): when the objective is the model,
-  `model.resolve()` fills them with their provably best feasible value instead of sampling them; a measurement
-  samples them (the proof is about the model, not the silicon).
+  knobs, so optuna-dashboard reads them), in the operator's SAMPLE_ORDER. Conditional domains: a knob's values are
+  cut to those that pass the rules whose other knobs are already sampled, and a cut set gets its own parameter
+  name (`KNOB|0,1`), so a rule between two knobs is never broken by a proposal.
+* Resolved knobs (the operator's RESOLVED): when the objective is the model, `Operator.resolve()` fills them with
+  their provably best feasible value instead of sampling them; a measurement samples them (the proof is about the
+  model, not the silicon).
 * Inner knobs (`inner="grid"`, the default for the model objective): a trial samples the knobs that fix the tile
-  grid (GRID_KNOBS) and scores every combination of the others in one vectorised model call, keeping the best;
+  grid (the operator's GRID_KNOBS) and scores every combination of the others in one vectorised model call;
   `inner="schedule"` does that for the model's SCHEDULE_KNOBS only, `"none"` (always, for a measurement) samples all.
 * Budget: `trials` counts evaluated trials (a model call or a measurement). Infeasible points (pruned) and repeats
   of an already evaluated tiling (answered from the study, never re-measured) are free and do not count; the
@@ -32,95 +32,33 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import InfeasibleError, SpaceError, TilerError
-from .model import get_model
-from .search import SearchResult, exhaustive
-from .space import Candidates, Space, product, take
+from ..errors import InfeasibleError, SpaceError, TilerError
+from ..operator import Operator, get_operator, known_ops
+from ..space import Candidates, Space, product, take
+from .proven import exhaustive
+from .result import SearchResult
 
 DEFAULT_TRIALS = 100
 DEFAULT_STORAGE = Path("results") / "studies.db"
-# Sampling order: the block shape first, then the knobs whose feasible values depend on it (a knob's values are
-# restricted by the rules whose other knobs are already sampled); knobs not listed follow in the space's order.
-ORDER_HINT = (
-    "base_m",
-    "base_n",
-    "base_k",
-    "split_k",
-    "step_ka",
-    "step_kb",
-    "weight_resident",
-    "step_m",
-    "step_n",
-    "l1_stages",
-    "preload",
-    "BLOCK_M",
-    "BLOCK_N",
-    "BLOCK_K",
-    "SPLIT_K",
-    "num_stages",
-    "num_warps",
-)
 STALL = 100  # proposals in a row without a new evaluation after which the search stops (converged)
 NEAR_BEST = 0.02  # guided mode reports the measurements within 2% of the best found
-
-# Known-good starting points (--warm-start). Ascend: the CATLASS 128x256x64 default; CUDA: the Triton tutorial's.
-ASCEND_DEFAULT = dict(
-    base_m=128,
-    base_n=256,
-    base_k=64,
-    step_m=1,
-    step_n=1,
-    step_ka=4,
-    step_kb=4,
-    l1_stages=2,
-    preload=1,
-    l0_pingpong=1,
-    multi_load=1,
-    weight_resident=0,
-    iterate_order="m",
-    swizzle_offset=3,
-    swizzle_direction=0,
-    serpentine=1,
-    tail_split="auto",
-    split_k=1,
-)
-CUDA_DEFAULT = dict(
-    BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, num_stages=3, num_warps=8, GROUP_M=8, ORDER=1, SPLIT_K=1
-)
 
 # TPE setup (docs/search.md, "sampler"): bench/regret.py compared these on the regret suite.
 TPE_OPTIONS = dict(n_startup_trials=10, multivariate=True, group=True, n_ei_candidates=24)
 
-
-# Knobs that fix the tile grid (and so the multi-core schedule simulation, the costly part of an estimate): with
-# inner="grid" a trial samples these and scores every combination of the others in one vectorised model call.
-GRID_KNOBS = {
-    ("matmul", "ascend"): ("base_m", "base_n", "base_k", "step_m", "step_n", "split_k"),
-    ("matmul", "cuda"): ("BLOCK_M", "BLOCK_N", "BLOCK_K", "SPLIT_K"),
-}
 INNER = ("none", "schedule", "grid")
 DEFAULT_INNER = "grid"
 
 
-def inner_knobs(space: Space, model, inner: str) -> list[str]:
+def inner_knobs(space: Space, model: Operator, inner: str) -> list[str]:
     """The knobs scored exhaustively inside each trial instead of sampled (see INNER)."""
     if inner == "schedule":
-        return [k for k in getattr(model, "SCHEDULE_KNOBS", ()) if k in space.knobs]
+        return [k for k in model.SCHEDULE_KNOBS if k in space.knobs]
     if inner == "grid":
-        grid = GRID_KNOBS.get((space.op, space.family))
-        if grid is None:
+        if not model.GRID_KNOBS:
             return inner_knobs(space, model, "schedule")
-        return [k for k in space.names if k not in grid]
+        return [k for k in space.names if k not in model.GRID_KNOBS]
     return []
-
-
-def warm_defaults(problem, chip) -> dict:
-    """The known-good tiling for this chip family and problem (knob -> value or label)."""
-    if chip.family == "ascend":
-        return dict(ASCEND_DEFAULT, swizzle_direction=1 if problem.M < problem.N else 0)
-    if chip.family == "cuda":
-        return dict(CUDA_DEFAULT)
-    return {}
 
 
 # ------------------------------------------------------------------ storage and study
@@ -237,12 +175,12 @@ class Objective:
         self.ordinal, self.conditional = ordinal, conditional
         self.problem, self.chip, self.space, self.model = problem, chip, space, model
         self.measure_fn = measure_fn
-        resolved = [k for k in getattr(model, "RESOLVED", ()) if k in space.knobs] if resolve else []
+        resolved = [k for k in model.RESOLVED if k in space.knobs] if resolve else []
         # resolve() fills all RESOLVED knobs together: only when the space has every one of them
-        self.resolved = resolved if resolved and len(resolved) == len(getattr(model, "RESOLVED", ())) else []
+        self.resolved = resolved if resolved and len(resolved) == len(model.RESOLVED) else []
         self.inner = [k for k in inner_knobs(space, model, inner) if k not in self.resolved]
         self.sampled = [k for k in space.names if k not in self.resolved and k not in self.inner]
-        hint = [k for k in ORDER_HINT if k in self.sampled]
+        hint = [k for k in model.SAMPLE_ORDER if k in self.sampled]
         self.order = hint + [k for k in self.sampled if k not in hint]
         self.assume = {k: min(space.knobs[k].values) for k in self.resolved}
         self._allowed: dict = {}
@@ -341,7 +279,7 @@ class Objective:
             ]
             return {}, cut
         cand = take(cand, ok)
-        if len(ok) > 1 and hasattr(self.model, "dominated"):
+        if len(ok) > 1:
             keep = ~np.asarray(
                 self.model.dominated(self.problem, self.chip, cand, self.space.domains()), dtype=bool
             )
@@ -384,13 +322,12 @@ class Objective:
                 trial.set_user_attr(k, v)
             self.cache[key] = (trial.number, attrs["predicted_us"], "")
             return attrs["predicted_us"]
-        from .export import tiling_document
-        from .runners.external import MeasureError
+        from ..export import tiling_document
+        from ..runners.external import MeasureError
 
         doc = tiling_document(
             self.problem,
             self.chip,
-            self.space,
             self.space.decode({k: np.array([v]) for k, v in tiling.items()}, 0),
             est_row,
             {"strategy": "measure", "evaluated": 1, "seed": None, "proven_optimal": False},
@@ -429,27 +366,38 @@ class Objective:
 # ------------------------------------------------------------------ entry point
 
 
-def _measure_fn(measure, timeout: float, chip):
-    """The measurement callable for --measure: 'triton', a command template, or a Python callable(doc) -> us."""
+def _measure_fn(measure, timeout: float, model: Operator):
+    """The measurement callable for --measure: a command template holding {tiling}, the name of one of the
+    operator's runners (`triton`), or a Python callable(doc) -> us."""
     if measure is None:
         return None, None
-    from .runners import external
+    from ..runners import external
 
     if callable(measure):
         return measure, getattr(measure, "__qualname__", repr(measure))
-    if measure == "triton":
-        if chip.family != "cuda":
-            raise TilerError(f"--measure triton: needs a cuda chip, {chip.id} is {chip.family}")
-        return (lambda doc: external.triton(doc, timeout)), "triton"
+    if isinstance(measure, str) and measure.strip() in model.RUNNERS:
+        return model.runner(measure.strip()), measure.strip()
+    if isinstance(measure, str) and external.PLACEHOLDER not in measure and " " not in measure.strip():
+        name = measure.strip()
+        elsewhere = [f for o, f in known_ops() if o == model.OP and name in get_operator(o, f).RUNNERS]
+        if elsewhere:
+            raise TilerError(
+                f"--measure {name}: runs {model.OP} on the {' or '.join(elsewhere)} family, not {model.FAMILY}"
+            )
+        runners = ", ".join(model.RUNNERS) or "none"
+        raise TilerError(
+            f"--measure: {measure!r} is not a runner of {model.OP} on the {model.FAMILY} family (runners: "
+            f"{runners}) nor a command holding {external.PLACEHOLDER}"
+        )
     external.check_template(measure)
     return (lambda doc: external.measure(measure, doc, timeout)), measure
 
 
 def _warm_row(obj: Objective, problem, chip) -> tuple[dict | None, str]:
-    """The known-good default as sampled params, or None and why it was skipped."""
-    default = warm_defaults(problem, chip)
+    """The operator's known-good tiling as sampled params, or None and why it was skipped."""
+    default = obj.model.warm_start(problem, chip)
     if not default:
-        return None, f"warm start: no known-good default for the {chip.family} family"
+        return None, f"warm start: no known-good tiling for {obj.space.op} on the {chip.family} family"
     row = {}
     for k, kn in obj.space.knobs.items():
         if k in default:
@@ -507,8 +455,8 @@ def run(
         raise TilerError(f"--guided: must be >= 0, got {guided}")
     if measure_timeout is None or measure_timeout <= 0:
         raise TilerError(f"--measure-timeout: must be > 0 seconds, got {measure_timeout!r}")
-    model = get_model(space.op, space.family)
-    measure_fn, measure_id = _measure_fn(measure, measure_timeout, chip)
+    model = get_operator(space.op, space.family)
+    measure_fn, measure_id = _measure_fn(measure, measure_timeout, model)
     measured = measure_fn is not None
     resolve = (not measured) if resolve is None else resolve
     inner = ("none" if measured else DEFAULT_INNER) if inner is None else inner
@@ -586,7 +534,7 @@ def run(
                 st.stop()
 
         if obj.evaluated < trials and cap > 0:
-            from .runners.external import MeasureError
+            from ..runners.external import MeasureError
 
             study.optimize(obj, n_trials=cap, n_jobs=1, catch=(MeasureError,), callbacks=[stop])
             if stall["hit"]:
@@ -658,7 +606,7 @@ def _result(
         parts = []
         if pruned:
             worst = max(rejected, key=rejected.get)
-            text = getattr(model, "RULE_TEXT", {}).get(worst, worst)
+            text = model.RULE_TEXT.get(worst, worst)
             parts.append(f"{len(pruned)} infeasible (rule '{worst}': {text})")
         if failed:
             parts.append(f"{len(failed)} measurements failed (first: {failed[0].user_attrs['error']})")
@@ -704,31 +652,22 @@ def _result(
             f"{NEAR_BEST:.0%} of the best found (best from trial {best[0].number}, {src})"
         )
     return SearchResult(
-        problem,
-        chip,
-        space,
-        strategy,
-        cands,
-        est,
-        evaluated,
-        0,
-        space.size(),
-        len(done),
-        rejected,
-        False,
-        seed,
-        time.perf_counter() - t0,
-        notes,
+        problem=problem,
+        chip=chip,
+        space=space,
+        strategy=strategy,
+        cands=cands,
+        est=est,
+        evaluated=evaluated,
+        bounded=0,
+        space_size=space.size(),
+        feasible=len(done),
+        rejected=rejected,
+        proven_optimal=False,
+        seed=seed,
+        elapsed_s=time.perf_counter() - t0,
+        notes=notes,
     )
 
 
-__all__ = [
-    "ASCEND_DEFAULT",
-    "CUDA_DEFAULT",
-    "DEFAULT_TRIALS",
-    "Objective",
-    "make_sampler",
-    "open_storage",
-    "run",
-    "warm_defaults",
-]
+__all__ = ["DEFAULT_TRIALS", "Objective", "make_sampler", "open_storage", "run"]

@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..problem import Matmul
-from . import register
-from .common import (
+from ...model.common import (
     PIPES,
     ceil_div,
     classify_bound,
@@ -24,7 +22,17 @@ from .common import (
     segment_efficiency,
     stride_efficiency,
 )
-from .schedule import WORK_COLUMNS, core_work_many, first_touch_only, max_b_reuse, panel_hits_many, same_walk
+from ...model.schedule import (
+    WORK_COLUMNS,
+    core_work_many,
+    first_touch_only,
+    max_b_reuse,
+    panel_hits_many,
+    same_walk,
+)
+from ...operator import Operator, register
+from . import views
+from .problem import Matmul
 
 KNOBS = (
     "base_m",
@@ -363,14 +371,111 @@ def _per_core(cost: dict, ui: np.ndarray, gi: np.ndarray, work: list, cols: np.n
     return out
 
 
-@register("matmul", "ascend")
-class MatmulAscend:
+# The CATLASS default for Atlas A2 (examples/00_basic_matmul): 128x256x64 L0 block, L1 K 256, ping-pong, swizzle 3;
+# the known-good tiling the Bayesian search may try first (--warm-start).
+WARM_START = dict(
+    base_m=128,
+    base_n=256,
+    base_k=64,
+    step_m=1,
+    step_n=1,
+    step_ka=4,
+    step_kb=4,
+    l1_stages=2,
+    preload=1,
+    l0_pingpong=1,
+    multi_load=1,
+    weight_resident=0,
+    iterate_order="m",
+    swizzle_offset=3,
+    swizzle_direction=0,
+    serpentine=1,
+    tail_split="auto",
+    split_k=1,
+)
+
+
+@register
+class MatmulAscend(Operator):
+    OP = "matmul"
+    FAMILY = "ascend"
+    PROBLEM = Matmul
     KNOBS = KNOBS
     SCHEDULE_KNOBS = SCHEDULE_KNOBS
     RESOLVED = RESOLVED
     LEVELS = LEVELS
     RULES = RULES
     RULE_TEXT = RULE_TEXT
+    # knobs that fix the tile grid (the schedule simulation); the block shape is sampled first, then the knobs
+    # whose feasible values depend on it
+    GRID_KNOBS = ("base_m", "base_n", "base_k", "step_m", "step_n", "split_k")
+    SAMPLE_ORDER = (
+        "base_m",
+        "base_n",
+        "base_k",
+        "split_k",
+        "step_ka",
+        "step_kb",
+        "weight_resident",
+        "step_m",
+        "step_n",
+        "l1_stages",
+        "preload",
+    )
+    CHECKLIST = {
+        "mte2": "memory bound: cut repeated loads, keep panels in L2/L1 (shared memory), make transfers large and "
+        "aligned",
+        "mte1": "L1->L0 bound: larger base_k per load, fewer L0 reloads (iterate order), Load3D instead of 2D",
+        "cube": "compute bound: keep the cube busy (no gaps between MMADs), align instruction sizes, quantise",
+        "vector": "vector bound: move work to the cube, fewer passes, fused instructions",
+        "fixpipe": "write-out bound: larger K per output block, double-buffer L0C (unit flag)",
+        "scalar": "scalar bound: fewer, larger instructions (multi-load, bigger base blocks), less loop overhead",
+        "latency": "no pipe saturated: ping-pong, preload and fewer, larger transfers hide the latency",
+    }
+    WHAT_IF = {
+        "tail_split": ("multi-core: re-split the tail round", (1,)),
+        "serpentine": ("memory: serpentine order keeps the panels just used in L2", (0, 1)),
+        "swizzle_offset": ("memory: swizzle group width changes which panels share L2", (1, 2, 3, 4, 8)),
+        "swizzle_direction": ("memory: swizzle direction", (0, 1)),
+        "l1_stages": ("latency: L1 ping-pong / more stages hide MTE2 behind the cube", (1, 2, 3, 4)),
+        "preload": ("latency: preload the next tile's first chunk", (0, 1, 2, 3)),
+        "l0_pingpong": ("latency: L0A/L0B ping-pong overlaps MTE1 with the MMAD", (0, 1)),
+        "multi_load": ("scalar: multi-load moves all L1 blocks in one MTE2 transfer", (0, 1)),
+        "weight_resident": ("memory: keep the B panel resident in L1 (no reload per tile)", (0, 1)),
+        "split_k": ("multi-core: split K across cores", (1, 2, 4, 8, 16)),
+    }
+    TARGETS = ("ascendc_tcube_tiling", "catlass")
+
+    def warm_start(self, p: Matmul, chip) -> dict:
+        """CATLASS's default, its swizzle direction along the longer output side."""
+        return dict(WARM_START, swizzle_direction=1 if p.M < p.N else 0)
+
+    def advice(self, p: Matmul, chip, c: dict, est: dict, row: int) -> list[str]:
+        """The shared multi-core facts, plus row strides that are not GM-burst aligned (full-rate transfers)."""
+        out = super().advice(p, chip, c, est, row)
+        burst = chip["gm_burst_bytes"]
+        for name, elems in (("K", p.K), ("N", p.N)):
+            stride = elems * p.in_bytes
+            if stride % burst:
+                pad = -(-stride // burst) * burst // p.in_bytes
+                out.insert(
+                    -1,
+                    f"memory: row stride {name}*{p.in_bytes} = {stride} B is not {burst}-B aligned; "
+                    f"padding {name} to {pad} restores full-rate transfers",
+                )
+        return out
+
+    def views(self, p: Matmul, chip, tiling: dict, row: dict) -> dict[str, dict]:
+        return {
+            "ascendc_tcube_tiling": views.tcube_view(p, chip, tiling, row),
+            "catlass": views.catlass_view(p, tiling),
+        }
+
+    def derived(self, p: Matmul, tiling: dict, row: dict) -> dict:
+        """The tail re-split's sub-block sizes, when the last round is re-cut."""
+        if int(row.get("tail_sub_count", 0)) <= 0:
+            return {}
+        return {k: int(row[k]) for k in ("tail_sub_m", "tail_sub_n", "tail_sub_count")}
 
     def feasible(self, p: Matmul, chip, c: dict, rules=None) -> dict[str, np.ndarray]:
         """One boolean mask per rule (True = allowed), for the rules whose knobs are all present."""
@@ -448,7 +553,9 @@ class MatmulAscend:
             c["swizzle_offset"],
             c["swizzle_direction"],
             c["serpentine"],
-            domains,
+            domains["swizzle_offset"],
+            domains["swizzle_direction"],
+            domains["serpentine"],
         )
         last, pieces = _tail(g, cores)
         no_recut = (last == 0) | (pieces < 2)

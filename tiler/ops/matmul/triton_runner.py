@@ -13,7 +13,7 @@ kernel computes one BLOCK_M x BLOCK_N tile of C, stepping BLOCK_K along K. The k
 torch and triton are optional (``pip install 'tiler[gpu]'``): this module imports without them and
 raises `TilerError` when a function that needs them is called.
 
-Command line: ``python3 -m tiler.runners.triton_matmul TILING.json`` times an exported tiling
+Command line: ``python3 -m tiler.ops.matmul.triton_runner TILING.json`` times an exported tiling
 (schema ``tiler.tiling/v1``) and prints the median time in microseconds as the last line of stdout.
 """
 
@@ -464,11 +464,26 @@ def run_tiling_json(path_or_dict, check: bool = True) -> dict:
     return time_config(M, N, K, config, dtype=dtype, check=check)
 
 
+def measure_document(doc: dict) -> float:
+    """`--measure triton`: the median time in microseconds of a tiling document; any failure (no GPU stack, a
+    kernel that does not compile or launch, a wrong result) is a MeasureError that fails this trial only."""
+    from tiler.runners.external import MeasureError
+
+    try:
+        res = run_tiling_json(doc)
+    except TilerError as exc:
+        raise MeasureError(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
+    except Exception as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise MeasureError(f"triton: {type(exc).__name__}: {first[:200]}") from None
+    return float(res["ms"]) * 1e3
+
+
 def main(argv=None) -> int:
     import argparse
 
     parser = argparse.ArgumentParser(
-        prog="python3 -m tiler.runners.triton_matmul",
+        prog="python3 -m tiler.ops.matmul.triton_runner",
         description="Time one exported tiling on the GPU; the last stdout line is the median in microseconds.",
     )
     parser.add_argument("tiling", help="a tiler.tiling/v1 JSON file")

@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..problem import Matmul
-from . import register
-from .common import ceil_div, classify_bound, roofline_us
-from .schedule import panel_hits
+from ...errors import ConfigError
+from ...model.common import ceil_div, classify_bound, roofline_us
+from ...model.schedule import panel_hits
+from ...operator import Operator, register
+from . import views
+from .problem import Matmul
 
 KNOBS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_stages", "num_warps", "GROUP_M", "ORDER", "SPLIT_K")
 # GROUP_M and ORDER only change which SM runs which tile (and so the L2 hits). They are not declared as
@@ -74,20 +76,21 @@ DEFAULTS = {
     "tie_order_sync": 0.0,
 }
 TIE_KEYS = ("tie_order_async", "tie_order_sync")
-FITTABLE = (
-    "mma_efficiency_v3",
-    "mma_n_half",
-    "mma_efficiency_v2",
-    "l2_efficiency",
-    "latency_scale",
-    "step_overhead_cycles",
-    "program_overhead_cycles",
-    "overlap_power",
-    "atomic_gelems_per_s",
-    "extra_kernel_us",
-    "unaligned_elems_per_cycle",
-    "spill_cycles_per_reg",
-)
+# The constants `tiler calibrate` fits, each with the box of physical values the fit stays in.
+FITTABLE = {
+    "mma_efficiency_v3": (0.3, 1.0),
+    "mma_n_half": (0.5, 256.0),
+    "mma_efficiency_v2": (0.1, 1.0),
+    "l2_efficiency": (0.5, 3.0),
+    "latency_scale": (0.5, 8.0),
+    "step_overhead_cycles": (1.0, 5000.0),
+    "program_overhead_cycles": (1.0, 1e5),
+    "overlap_power": (1.0, 32.0),
+    "atomic_gelems_per_s": (5.0, 5000.0),
+    "extra_kernel_us": (0.01, 50.0),
+    "unaligned_elems_per_cycle": (0.1, 64.0),
+    "spill_cycles_per_reg": (0.1, 1e4),
+}
 _BASE_REGS = (
     24  # per-thread registers besides accumulator, fragments and load addresses (indices, loop, masks)
 )
@@ -95,8 +98,17 @@ _SMEM_RESERVED = 1024  # bytes of shared memory the driver reserves per block (s
 
 
 def efficiency(chip) -> dict[str, float]:
-    """The model's constants from a profile's [efficiency] section, defaults filled in."""
-    return {k: float(chip.get(k, v)) for k, v in DEFAULTS.items()}
+    """The model's constants from a profile's [efficiency] section, defaults filled in. The tie orders are
+    launch-order codes (0 row-major, -1 serpentine, g > 1 grouped); every other constant is positive."""
+    out = {k: float(chip.get(k, v)) for k, v in DEFAULTS.items()}
+    for k, v in out.items():
+        if k in TIE_KEYS and (v != int(v) or v < -1):
+            raise ConfigError(
+                f"{chip.path or chip.id}: [efficiency] {k}: must be an integer >= -1, got {v!r}"
+            )
+        if k not in TIE_KEYS and not v > 0:
+            raise ConfigError(f"{chip.path or chip.id}: [efficiency] {k}: must be positive, got {v!r}")
+    return out
 
 
 def synchronous_loads(p: Matmul) -> bool:
@@ -496,12 +508,40 @@ def concat(parts: list[dict]) -> dict:
     return {k: np.concatenate([p_[k] for p_ in parts]) for k in parts[0]}
 
 
-@register("matmul", "cuda")
-class MatmulCuda:
+@register
+class MatmulCuda(Operator):
+    OP = "matmul"
+    FAMILY = "cuda"
+    PROBLEM = Matmul
     KNOBS = KNOBS
     SCHEDULE_KNOBS = SCHEDULE_KNOBS
     RULES = RULES
     RULE_TEXT = RULE_TEXT
+    GRID_KNOBS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "SPLIT_K")
+    SAMPLE_ORDER = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "SPLIT_K", "num_stages", "num_warps")
+    CHECKLIST = {
+        "mte2": "memory bound (global -> shared): larger tiles raise reuse, GROUP_M raises L2 hits, 16-B aligned "
+        "rows keep cp.async",
+        "mte1": "shared-memory bound: wider wgmma tiles (BLOCK_N 128-256) read shared memory less per MMA",
+        "cube": "compute bound: keep the tensor cores busy: wgmma (BLOCK_M % 64 == 0, warps in groups of 4), "
+        "wide instructions, no split-K you do not need",
+        "vector": "split-K's extra kernels (zero fill, cast) dominate: fewer slices",
+        "fixpipe": "epilogue bound: fewer split-K atomics, a larger K per output tile",
+        "scalar": "overhead bound: fewer programs and K steps (larger BLOCK_K and tiles)",
+        "latency": "no unit saturated: more num_stages or more resident programs hide the load latency",
+    }
+    WHAT_IF = {
+        "SPLIT_K": ("multi-core: split K across SMs", (1, 2, 4, 8, 16)),
+        "num_stages": ("latency: software pipelining depth", (2, 3, 4, 5)),
+        "ORDER": ("memory: tile order for L2 reuse", (0, 1, 2)),
+        "GROUP_M": ("memory: grouped order width", (1, 4, 8, 16)),
+        "num_warps": ("latency: warps per block (occupancy vs registers)", (2, 4, 8)),
+    }
+    FITTABLE = FITTABLE
+    CONSTANTS = DEFAULTS
+    IMPLS = ("triton",)
+    TARGETS = ("triton",)
+    RUNNERS = ("triton",)
 
     def feasible(self, p: Matmul, chip, c: dict, rules=None) -> dict[str, np.ndarray]:
         """One boolean mask per rule (True = allowed), for the rules whose knobs are all present."""
@@ -556,15 +596,44 @@ class MatmulCuda:
                 out |= (order == 1) & (gm >= tm) & (gm != first_whole)
         return out
 
-    def bound(self, p: Matmul, chip, c: dict):
-        """No lower bound: the cuda space is small enough to score exhaustively."""
-        return None
-
     def estimate(self, p: Matmul, chip, c: dict) -> dict[str, np.ndarray]:
         return timing(prepare(p, chip, c), chip, efficiency(chip))
 
     def tie_rank(self, p: Matmul, chip, c: dict) -> np.ndarray:
         return tie_rank(p, chip, c)
+
+    def warm_start(self, p: Matmul, chip) -> dict:
+        """The Triton tutorial's tiling."""
+        return dict(
+            BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, num_stages=3, num_warps=8, GROUP_M=8, ORDER=1, SPLIT_K=1
+        )
+
+    def views(self, p: Matmul, chip, tiling: dict, row: dict) -> dict[str, dict]:
+        return {"triton": views.triton_view(p, tiling)}
+
+    def runner(self, name: str):
+        """`--measure triton`: time the tiling in this process with the Triton kernel (triton_runner)."""
+        if name not in self.RUNNERS:
+            return super().runner(name)
+        from .triton_runner import measure_document
+
+        return measure_document
+
+    def constants(self, chip) -> dict[str, float]:
+        return efficiency(chip)
+
+    def prepare(self, p: Matmul, chip, c: dict) -> dict[str, np.ndarray]:
+        return prepare(p, chip, c)
+
+    def timing(self, prepared: dict, chip, constants: dict[str, float]) -> dict[str, np.ndarray]:
+        return timing(prepared, chip, constants)
+
+    def choices(self, chip, data, constants: dict[str, float]) -> list:
+        """The launch orders reported for exact ties (ties.choose_tie_orders), chosen from the measurements."""
+        from .ties import choose_tie_orders
+
+        pred = timing(data.prepared, chip, constants)["time_us"]
+        return choose_tie_orders(data.problems, data.cands, pred, data.seconds, data.shape_of, chip)
 
     def advice(self, p: Matmul, chip, c: dict, est: dict, row: int) -> list[str]:
         """Checklist items (MISSION §4/§5) that apply to candidate `row`."""

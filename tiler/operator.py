@@ -1,0 +1,271 @@
+"""The operator contract: one `Operator` per (op, chip family), and the registry that finds it.
+
+An operator owns everything that knows its problem and its knobs: the problem class, the knob names (checked
+against `search_spaces/<op>.toml` when it registers), the capacity rules, the cost model, the bounds and hints
+the searches use, warm-start tilings, the checklist and what-if tables of the advice, the export views per code
+generator, the runners that measure it, the constants calibration may fit, and how a library matches its
+problems. The generic layers (search, bayes, sweep, cli, export, advice, rank, calibrate, library) call these
+methods and never name a knob or a problem field.
+
+Required: `feasible` and `estimate` (abstract). Everything else has a default that is correct for an operator
+that does not use it (no bound: the exhaustive search scores every candidate; no views: the export carries the
+tiling and estimate only). Call order of a search: `check` -> `feasible` (per level, masks) -> `resolve` ->
+`dominated` -> `quick_bound` / `bound` / `prefix_bound` (branch and bound) -> `estimate` -> `tie_rank`; then
+`advice`, `views`, `launch` and `derived` for the result.
+
+Candidates are dicts of equal-length int64 numpy arrays, one per knob (categorical knobs hold their codes). Nothing
+here reads files beyond the space check at registration, imports optuna or knows the CLI.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+
+from .errors import ConfigError, ProblemError, SpaceError, TilerError, closest
+
+if TYPE_CHECKING:
+    from .hardware import Chip
+    from .problem import Problem
+
+Candidates = dict[str, np.ndarray]
+
+
+class Operator(ABC):
+    """Base class of every (op, family) plug-in: required methods are abstract, optional ones have defaults."""
+
+    OP: ClassVar[str] = ""
+    FAMILY: ClassVar[str] = ""
+    PROBLEM: ClassVar[type[Problem]]
+    KNOBS: ClassVar[tuple[str, ...]] = ()
+    # capacity and alignment rules: rule name -> the knobs it reads (a rule is checked once all are present)
+    RULES: ClassVar[dict[str, tuple[str, ...]]] = {}
+    RULE_TEXT: ClassVar[dict[str, str]] = {}
+    # knobs that only change the multi-core schedule: `bound()` holds for every value of them
+    SCHEDULE_KNOBS: ClassVar[tuple[str, ...]] = ()
+    # knobs whose best value follows from the others in closed form (`resolve()`); not enumerated unless pinned
+    RESOLVED: ClassVar[tuple[str, ...]] = ()
+    # enumeration levels of the exhaustive search: each level's rules prune before the next multiplies the table
+    LEVELS: ClassVar[tuple[tuple[str, ...], ...]] = ()
+    # Bayesian search: knobs that fix the tile grid (inner="grid" samples these and scores the rest in one
+    # vectorised call; empty: inner="grid" falls back to the schedule knobs) and the order knobs are sampled in
+    GRID_KNOBS: ClassVar[tuple[str, ...]] = ()
+    SAMPLE_ORDER: ClassVar[tuple[str, ...]] = ()
+    # advice: the checklist line per bound (MISSION §4, in the family's words) and the knobs worth flipping:
+    # knob -> (checklist item, values to try)
+    CHECKLIST: ClassVar[dict[str, str]] = {}
+    WHAT_IF: ClassVar[dict[str, tuple[str, tuple[int, ...]]]] = {}
+    # calibration: constant -> (low, high) box of the fit; the values read from the profile's [efficiency]
+    FITTABLE: ClassVar[dict[str, tuple[float, float]]] = {}
+    CONSTANTS: ClassVar[dict[str, float]] = {}
+    # values of a measurement table's `impl` column that are this operator's kernel (other rows: a library)
+    IMPLS: ClassVar[tuple[str, ...]] = ()
+    # the code generators `views()` writes a view for (export targets), and the names `runner()` answers
+    TARGETS: ClassVar[tuple[str, ...]] = ()
+    RUNNERS: ClassVar[tuple[str, ...]] = ()
+
+    # ---------------------------------------------------------------- required
+
+    @abstractmethod
+    def feasible(self, p: Problem, chip: Chip, c: Candidates, rules=None) -> dict[str, np.ndarray]:
+        """One boolean mask per rule (True = allowed), for the `rules` (default all) whose knobs are in `c`."""
+
+    @abstractmethod
+    def estimate(self, p: Problem, chip: Chip, c: Candidates) -> dict[str, np.ndarray]:
+        """The estimate record (model.common.RECORD), one row per candidate, plus any extra columns."""
+
+    # ---------------------------------------------------------------- optional, with defaults
+
+    def check(self, p: Problem, chip: Chip) -> None:
+        """Raise ProblemError when the chip cannot run the problem at all (default: no matrix unit for the
+        dtype). Called once before a search, never per candidate."""
+        chip.require_dtype(p.dtype)
+
+    def bound(
+        self, p: Problem, chip: Chip, c: Candidates, schedules: dict | None = None
+    ) -> np.ndarray | None:
+        """A lower bound on time_us valid for every value of SCHEDULE_KNOBS, or None (no branch and bound)."""
+        return None
+
+    def quick_bound(self, p: Problem, chip: Chip, c: Candidates) -> np.ndarray:
+        """A cheaper, looser lower bound than `bound()` (orders the branch and bound); default 0."""
+        return np.zeros(_rows(c))
+
+    def prefix_bound(self, p: Problem, chip: Chip, c: Candidates, domains: dict) -> np.ndarray | None:
+        """A floor of quick_bound over every completion of first-level rows, or None (no prefix pruning)."""
+        return None
+
+    def dominated(self, p: Problem, chip: Chip, c: Candidates, domains: dict | None = None) -> np.ndarray:
+        """Rows with an equal-or-better twin whose values are in `domains`; the search drops them."""
+        return np.zeros(_rows(c), dtype=bool)
+
+    def resolve(self, p: Problem, chip: Chip, c: Candidates, domains: dict[str, tuple]) -> Candidates:
+        """Fill the RESOLVED knobs with their provably best feasible value from `domains`."""
+        if self.RESOLVED:
+            raise TilerError(f"{self.OP}/{self.FAMILY} declares RESOLVED knobs but does not resolve them")
+        return c
+
+    def tie_rank(self, p: Problem, chip: Chip, c: Candidates) -> np.ndarray | None:
+        """Among exactly tied predictions, which to report first (lower first), or None (plainest first)."""
+        return None
+
+    def warm_start(self, p: Problem, chip: Chip) -> dict[str, Any]:
+        """A known-good tiling (knob -> value or label) the Bayesian search may try first; {} for none."""
+        return {}
+
+    def advice(self, p: Problem, chip: Chip, c: Candidates, est: dict, row: int) -> list[str]:
+        """Checklist items (MISSION §4/§5) that apply to candidate `row`, beyond the what-if flips: the
+        multi-core facts every operator shares; operators add their own."""
+        out = []
+        used = int(est["cores_used"][row])
+        if used < chip.cores:
+            out.append(f"multi-core: only {used} of {chip.cores} cores have work")
+        tiles = int(est["tiles"][row]) if "tiles" in est else 0
+        if tiles and tiles % chip.cores and tiles > chip.cores:
+            out.append(
+                f"multi-core: {tiles} tiles on {chip.cores} cores: the last round runs {tiles % chip.cores} "
+                f"tiles (balance {float(est['balance'][row]):.2f})"
+            )
+        hit = float(est["l2_hit_rate"][row])
+        out.append(
+            f"L2 hit rate {hit:.0%} for this traversal; HBM traffic {float(est['hbm_bytes'][row]) / 1e6:.1f} MB"
+        )
+        return out
+
+    def views(self, p: Problem, chip: Chip, tiling: dict, row: dict) -> dict[str, dict]:
+        """Code-generator views of a decoded tiling and its estimate row, keyed by target (TARGETS)."""
+        return {}
+
+    def derived(self, p: Problem, tiling: dict, row: dict) -> dict[str, Any]:
+        """Values derived from the tiling that an exported `tiling` carries beside the knobs."""
+        return {}
+
+    def launch(self, p: Problem, tiling: dict, row: dict) -> dict[str, Any]:
+        """The launch section of an export: blocks, waves, tiles and the schedule knobs' values."""
+        return {
+            "block_dim": int(row["cores_used"]),
+            "waves": int(row["waves"]),
+            "tiles": int(row.get("tiles", 0)),
+            "schedule": ", ".join(f"{k}={tiling[k]}" for k in self.SCHEDULE_KNOBS if k in tiling),
+        }
+
+    def runner(self, name: str) -> Callable[[dict], float]:
+        """A measurement callable(tiling document) -> microseconds for `--measure NAME` (NAME in RUNNERS)."""
+        raise TilerError(f"runner: {self.OP} on the {self.FAMILY} family has no runner {name!r}")
+
+    # --- calibration (only operators with FITTABLE constants implement these)
+
+    def constants(self, chip: Chip) -> dict[str, float]:
+        """The model's constants: CONSTANTS overridden by the profile's [efficiency] values (each positive)."""
+        out = {k: float(chip.get(k, v)) for k, v in self.CONSTANTS.items()}
+        for k, v in out.items():
+            if not v > 0:
+                raise ConfigError(f"{chip.path or chip.id}: [efficiency] {k}: must be positive, got {v!r}")
+        return out
+
+    def prepare(self, p: Problem, chip: Chip, c: Candidates) -> dict[str, np.ndarray]:
+        """Everything the timing needs that the fitted constants do not change, as columns."""
+        raise TilerError(f"calibrate: {self.OP}/{self.FAMILY} has no fittable constants")
+
+    def timing(self, prepared: dict, chip: Chip, constants: dict[str, float]) -> dict[str, np.ndarray]:
+        """The estimate record from prepared columns (of any number of problems) and the constants."""
+        raise TilerError(f"calibrate: {self.OP}/{self.FAMILY} has no fittable constants")
+
+    def choices(self, chip: Chip, data, constants: dict[str, float]) -> list:
+        """Discrete profile values calibration chooses from measurements rather than fits (matmul on CUDA: the
+        launch order reported for exact ties). `data` is calibrate.Measured (per shape: problem, candidates;
+        per row: prepared columns, measured seconds). Each choice has `key`, `value` and a one-line `str()`."""
+        return []
+
+
+def _rows(c: Candidates) -> int:
+    return len(next(iter(c.values()))) if c else 0
+
+
+# ------------------------------------------------------------------ registry
+
+_REGISTRY: dict[tuple[str, str], type[Operator]] = {}
+
+
+def register(cls: type[Operator]) -> type[Operator]:
+    """Class decorator: add an operator to the registry after checking its knobs against the shipped space."""
+    from .space import load_space
+
+    if not cls.OP or not cls.FAMILY:
+        raise ConfigError(f"{cls.__name__}: an operator needs OP and FAMILY")
+    space = load_space(cls.OP, cls.FAMILY, builtin=True)
+    if set(space.names) != set(cls.KNOBS):
+        extra = sorted(set(cls.KNOBS) - set(space.names))
+        missing = sorted(set(space.names) - set(cls.KNOBS))
+        raise ConfigError(
+            f"{cls.__name__}: knobs differ from search_spaces/{cls.OP}.toml [{cls.FAMILY}]: "
+            f"not in the space {extra}, not in the operator {missing}"
+        )
+    for rule, knobs in cls.RULES.items():
+        unknown = [k for k in knobs if k not in cls.KNOBS]
+        if unknown:
+            raise ConfigError(f"{cls.__name__}: rule {rule!r} reads unknown knob(s) {unknown}")
+    _REGISTRY[(cls.OP, cls.FAMILY)] = cls
+    return cls
+
+
+def _load_builtin() -> None:
+    from . import ops  # noqa: F401  (importing the package registers the built-in operators)
+
+
+def get_operator(op: str, family: str) -> Operator:
+    """The operator for (op, family); an unknown pair names the known ones."""
+    _load_builtin()
+    key = (op, family)
+    if key not in _REGISTRY:
+        have = sorted(f"{o}/{f}" for o, f in _REGISTRY)
+        if op not in {o for o, _ in _REGISTRY}:
+            raise ProblemError(f"op: unknown operator {op!r}; {closest(op, {o for o, _ in _REGISTRY})}")
+        raise SpaceError(f"op: no {op!r} model for the {family!r} family; known: {', '.join(have)}")
+    return _REGISTRY[key]()
+
+
+def known_ops() -> list[tuple[str, str]]:
+    """Every registered (op, family), sorted."""
+    _load_builtin()
+    return sorted(_REGISTRY)
+
+
+def problem_class(op: str) -> type[Problem]:
+    """The problem class of an operator (the same for every family)."""
+    _load_builtin()
+    for (o, _), cls in sorted(_REGISTRY.items()):
+        if o == op:
+            return cls.PROBLEM
+    raise ProblemError(f"op: unknown operator {op!r}; {closest(op, {o for o, _ in _REGISTRY})}")
+
+
+def check_constants(chip: Chip) -> None:
+    """Raise ConfigError when a constant an operator of the chip's family reads is out of its range (at load)."""
+    for (_, family), cls in sorted(_registry().items()):
+        if family == chip.family and cls.CONSTANTS:
+            cls().constants(chip)
+
+
+def _registry() -> dict[tuple[str, str], type[Operator]]:
+    _load_builtin()
+    return _REGISTRY
+
+
+def tie_preference(operator: Operator, p: Problem, chip: Chip, c: Candidates) -> np.ndarray | None:
+    """The operator's `tie_rank` of `c` (None when there are no candidates)."""
+    return operator.tie_rank(p, chip, c) if _rows(c) else None
+
+
+__all__ = [
+    "Candidates",
+    "Operator",
+    "get_operator",
+    "known_ops",
+    "problem_class",
+    "register",
+    "tie_preference",
+]

@@ -1,0 +1,440 @@
+"""Triton depthwise-convolution kernels (NCHW, fp16 in/out, fp32 accumulation, no bias).
+
+Depthwise conv: groups = C_in = C_out = C, weight ``w[C, 1, kh, kw]``. ``pad`` zero-pads both sides of H,
+and both sides of W only when ``kw > 1`` (a 1-D conv is W = 1, kw = 1 and is not padded along W)::
+
+    OH = (H + 2*pad  - dilation*(kh-1) - 1) // stride + 1
+    OW = (W + 2*padW - dilation*(kw-1) - 1) // stride + 1,   padW = pad if kw > 1 else 0
+
+Reference: ``torch.nn.functional.conv2d(x, w, stride=stride, padding=(pad, padW), dilation=dilation,
+groups=C)``.
+
+Three schemes share two kernels; the knob names (``scheme``, ``groups_per_op``, ``BLOCK_P``, ``BLOCK_K``,
+``num_warps``, ``num_stages``) are a fixed contract with the cost model:
+
+* ``scheme`` 0, **group_loop**: the tensor-core kernel with G = ``groups_per_op`` = 1, i.e. one small
+  matmul per channel ``[BLOCK_P, kh*kw] x [kh*kw, 1]`` padded to a 16-wide ``tl.dot`` with one useful column.
+* ``scheme`` 1, **group_opt**: the same kernel with G in {2, 4, ..., 64} channels per program: the
+  im2col product ``out[p, j] = sum_k A[p, k] * B[k, j]`` with K = G*kh*kw and a block-diagonal B, built
+  in registers from w (``B[k, j] = w[c, t]`` if ``k // (kh*kw) == j`` else 0), N padded to
+  NP = max(G, 16). K is looped in chunks of ``BLOCK_K``.
+* ``scheme`` 2, **vector**: a CUDA-core kernel, G channels x ``BLOCK_P`` pixels per program, taps
+  unrolled; ``BLOCK_K`` is ignored (moot).
+
+Both kernels: program = (pixel tile, channel group, n), grid = (cdiv(OH*OW, BLOCK_P), cdiv(C, G), N),
+pixel tiles fastest. Sizes N, C, H, W, OH, OW are runtime arguments; kh, kw, stride, pad, padW, dilation,
+G, BLOCK_P, BLOCK_K are constexpr. The batch offset is int64; offsets inside one image are int32
+(``launch`` refuses C*H*W or C*OH*OW >= 2**31).
+
+The module imports without torch or triton (both are imported lazily or under a guard), so the plain
+helpers (``output_size``, ``validate``) work on a machine without them.
+"""
+
+from __future__ import annotations
+
+import math
+
+try:  # guarded: the module must import where triton is absent
+    import triton
+    import triton.language as tl
+except ImportError:  # pragma: no cover - exercised only without triton
+    triton = None
+    tl = None
+
+SCHEMES = {0: "group_loop", 1: "group_opt", 2: "vector"}
+SCHEME_IDS = {v: k for k, v in SCHEMES.items()}
+MAX_G = 64
+CONV_KEYS = ("kh", "kw", "stride", "pad", "dilation")
+CFG_KEYS = ("scheme", "groups_per_op", "BLOCK_P", "BLOCK_K", "num_warps", "num_stages")
+REL_ERR_MAX = 1e-2
+
+
+def _pow2(v: int) -> bool:
+    return v >= 1 and (v & (v - 1)) == 0
+
+
+def next_pow2(v: int) -> int:
+    return 1 << max(0, int(v) - 1).bit_length()
+
+
+def pad_w(kw: int, pad: int) -> int:
+    """Padding along W: ``pad`` when the kernel has width (kw > 1), else 0 (1-D convs along H)."""
+    return int(pad) if int(kw) > 1 else 0
+
+
+def output_size(H: int, W: int, kh: int, kw: int, stride: int, pad: int, dilation: int) -> tuple[int, int]:
+    """(OH, OW) of the depthwise conv; W is padded only when kw > 1."""
+    pw = pad_w(kw, pad)
+    OH = (H + 2 * pad - dilation * (kh - 1) - 1) // stride + 1
+    OW = (W + 2 * pw - dilation * (kw - 1) - 1) // stride + 1
+    return OH, OW
+
+
+def scheme_id(s) -> int:
+    """Scheme as its number (0, 1, 2) from a number or a label ('group_loop', 'group_opt', 'vector')."""
+    if isinstance(s, str) and not s.strip().lstrip("-").isdigit():
+        return SCHEME_IDS[s.strip()]
+    return int(s)
+
+
+def scheme_label(s) -> str:
+    return SCHEMES[scheme_id(s)]
+
+
+def normalize_cfg(cfg: dict) -> dict:
+    """cfg with every knob as an int (scheme as its number); num_stages defaults to 1."""
+    out = {
+        "scheme": scheme_id(cfg["scheme"]),
+        "groups_per_op": int(cfg["groups_per_op"]),
+        "BLOCK_P": int(cfg["BLOCK_P"]),
+        "BLOCK_K": int(cfg.get("BLOCK_K", 16)),
+        "num_warps": int(cfg.get("num_warps", 4)),
+        "num_stages": int(cfg.get("num_stages", 1)),
+    }
+    return out
+
+
+def validate(cfg: dict, conv: dict | None = None) -> str | None:
+    """Why ``cfg`` cannot run (a sentence), or None when it can. ``conv`` (kh, kw, ...) is optional."""
+    try:
+        c = normalize_cfg(cfg)
+    except (KeyError, TypeError, ValueError) as e:
+        return f"bad config {cfg}: {type(e).__name__}: {e}"
+    s, G, BP, BK = c["scheme"], c["groups_per_op"], c["BLOCK_P"], c["BLOCK_K"]
+    if s not in SCHEMES:
+        return f"scheme {s} is not one of {sorted(SCHEMES)} ({', '.join(SCHEMES.values())})"
+    if not _pow2(c["num_warps"]) or c["num_warps"] > 32:
+        return f"num_warps {c['num_warps']} must be a power of two <= 32"
+    if c["num_stages"] < 1:
+        return f"num_stages {c['num_stages']} must be >= 1"
+    if not _pow2(BP) or not 16 <= BP <= 1024:
+        return f"BLOCK_P {BP} must be a power of two in [16, 1024]"
+    if not _pow2(G) or G > MAX_G:
+        return f"groups_per_op {G} must be a power of two in [1, {MAX_G}] (tl.arange needs powers of two)"
+    if s == 0 and G != 1:
+        return f"group_loop handles one channel per program: groups_per_op must be 1, not {G}"
+    if s == 1 and G < 2:
+        return "group_opt needs groups_per_op >= 2 (G = 1 is group_loop)"
+    if s in (0, 1):
+        if BK not in (16, 32, 64, 128):
+            return f"BLOCK_K {BK} must be 16, 32, 64 or 128 (tl.dot needs K >= 16, a power of two)"
+        if BP < 16:
+            return f"BLOCK_P {BP} must be >= 16 for tl.dot"
+        if BP * max(G, 16) > 32768:
+            return f"register tile BLOCK_P*NP = {BP * max(G, 16)} > 32768"
+    elif G * BP > 16384:
+        return f"register tile G*BLOCK_P = {G * BP} > 16384"
+    if conv is not None:
+        try:
+            kh, kw, st, pd, dl = (int(conv[k]) for k in CONV_KEYS)
+        except (KeyError, TypeError, ValueError) as e:
+            return f"bad conv {conv}: {type(e).__name__}: {e}"
+        if min(kh, kw, st, dl) < 1 or pd < 0:
+            return f"bad conv {conv}: kh, kw, stride, dilation must be >= 1 and pad >= 0"
+    return None
+
+
+def _split(cfg: dict, conv: dict):
+    c = normalize_cfg(cfg)
+    kh, kw, st, pd, dl = (int(conv[k]) for k in CONV_KEYS)
+    return c, kh, kw, st, pd, pad_w(kw, pd), dl
+
+
+# --- kernels -----------------------------------------------------------------------------------------
+
+if triton is not None:
+
+    @triton.jit
+    def _dw_dot_kernel(
+        x_ptr,
+        w_ptr,
+        out_ptr,
+        N,
+        C,
+        H,
+        W,
+        OH,
+        OW,
+        KH: tl.constexpr,
+        KW: tl.constexpr,
+        STRIDE: tl.constexpr,
+        PAD: tl.constexpr,
+        PADW: tl.constexpr,
+        DIL: tl.constexpr,
+        G: tl.constexpr,
+        NP: tl.constexpr,
+        BLOCK_P: tl.constexpr,
+        BLOCK_K: tl.constexpr,
+    ):
+        """group_loop (G = 1) / group_opt (G >= 2): out[p, j] = sum_k A[p, k] B[k, j] on tensor cores."""
+        T: tl.constexpr = KH * KW
+        KTOT: tl.constexpr = G * T
+        pid_p = tl.program_id(0)
+        pid_g = tl.program_id(1)
+        n = tl.program_id(2)
+        P = OH * OW
+        offs_p = pid_p * BLOCK_P + tl.arange(0, BLOCK_P)
+        p_mask = offs_p < P
+        oh = offs_p // OW
+        ow = offs_p % OW
+        ih0 = oh * STRIDE - PAD
+        iw0 = ow * STRIDE - PADW
+        c0 = pid_g * G
+        x_img = x_ptr + n.to(tl.int64) * C * H * W
+        out_img = out_ptr + n.to(tl.int64) * C * P
+        cols = tl.arange(0, NP)
+        acc = tl.zeros((BLOCK_P, NP), dtype=tl.float32)
+        for k0 in range(0, KTOT, BLOCK_K):
+            ks = k0 + tl.arange(0, BLOCK_K)
+            cl = ks // T  # channel inside the group
+            t = ks % T  # tap
+            th = t // KW
+            tw = t % KW
+            c = c0 + cl
+            k_mask = (ks < KTOT) & (c < C)
+            ih = ih0[:, None] + (th * DIL)[None, :]
+            iw = iw0[:, None] + (tw * DIL)[None, :]
+            m = p_mask[:, None] & k_mask[None, :] & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
+            a = tl.load(x_img + (c * H * W)[None, :] + ih * W + iw, mask=m, other=0.0)
+            wv = tl.load(w_ptr + c * T + t, mask=k_mask, other=0.0)
+            b = tl.where(cl[:, None] == cols[None, :], wv[:, None], 0.0).to(a.dtype)
+            acc = tl.dot(a, b, acc)
+        cc = c0 + cols
+        o_mask = p_mask[:, None] & ((cols < G) & (cc < C))[None, :]
+        tl.store(out_img + (cc * P)[None, :] + offs_p[:, None], acc.to(out_ptr.dtype.element_ty), mask=o_mask)
+
+    @triton.jit
+    def _dw_vec_kernel(
+        x_ptr,
+        w_ptr,
+        out_ptr,
+        N,
+        C,
+        H,
+        W,
+        OH,
+        OW,
+        KH: tl.constexpr,
+        KW: tl.constexpr,
+        STRIDE: tl.constexpr,
+        PAD: tl.constexpr,
+        PADW: tl.constexpr,
+        DIL: tl.constexpr,
+        G: tl.constexpr,
+        BLOCK_P: tl.constexpr,
+        BLOCK_K: tl.constexpr,
+    ):
+        """vector: acc[G, BLOCK_P] += x_window * w[c, t] on CUDA cores, taps unrolled (BLOCK_K unused)."""
+        pid_p = tl.program_id(0)
+        pid_g = tl.program_id(1)
+        n = tl.program_id(2)
+        P = OH * OW
+        offs_p = pid_p * BLOCK_P + tl.arange(0, BLOCK_P)
+        p_mask = offs_p < P
+        oh = offs_p // OW
+        ow = offs_p % OW
+        cs = pid_g * G + tl.arange(0, G)
+        c_mask = cs < C
+        x_planes = x_ptr + n.to(tl.int64) * C * H * W + (cs * H * W)[:, None]
+        w_rows = w_ptr + cs * (KH * KW)
+        acc = tl.zeros((G, BLOCK_P), dtype=tl.float32)
+        for th in tl.static_range(KH):
+            ih = oh * STRIDE - PAD + th * DIL
+            mh = p_mask & (ih >= 0) & (ih < H)
+            for tw in tl.static_range(KW):
+                iw = ow * STRIDE - PADW + tw * DIL
+                m = mh & (iw >= 0) & (iw < W)
+                xv = tl.load(x_planes + (ih * W + iw)[None, :], mask=c_mask[:, None] & m[None, :], other=0.0)
+                wv = tl.load(w_rows + (th * KW + tw), mask=c_mask, other=0.0)
+                acc += xv.to(tl.float32) * wv.to(tl.float32)[:, None]
+        out_planes = out_ptr + n.to(tl.int64) * C * P + (cs * P)[:, None]
+        tl.store(
+            out_planes + offs_p[None, :],
+            acc.to(out_ptr.dtype.element_ty),
+            mask=c_mask[:, None] & p_mask[None, :],
+        )
+
+
+def _kernel_and_args(cfg: dict, conv: dict, N: int, C: int, H: int, W: int):
+    """(jit kernel, grid, runtime int args, constexpr/launch kwargs) for one tiling."""
+    if triton is None:
+        raise RuntimeError("triton is not installed")
+    c, kh, kw, st, pd, pw, dl = _split(cfg, conv)
+    OH, OW = output_size(H, W, kh, kw, st, pd, dl)
+    G, BP = c["groups_per_op"], c["BLOCK_P"]
+    grid = (triton.cdiv(OH * OW, BP), triton.cdiv(C, G), N)
+    kw_args = dict(
+        KH=kh,
+        KW=kw,
+        STRIDE=st,
+        PAD=pd,
+        PADW=pw,
+        DIL=dl,
+        G=G,
+        BLOCK_P=BP,
+        BLOCK_K=c["BLOCK_K"],
+        num_warps=c["num_warps"],
+        num_stages=c["num_stages"],
+    )
+    if c["scheme"] == 2:
+        kern = _dw_vec_kernel
+    else:
+        kern = _dw_dot_kernel
+        kw_args["NP"] = max(G, 16)
+    return kern, grid, (N, C, H, W, OH, OW), kw_args
+
+
+def launch(x, w, out, cfg: dict, conv: dict) -> None:
+    """Run one tiling: x [N, C, H, W], w [C, 1, kh, kw], out [N, C, OH, OW], all contiguous, same dtype."""
+    why = validate(cfg, conv)
+    if why:
+        raise ValueError(why)
+    N, C, H, W = (int(v) for v in x.shape)
+    kh, kw = int(conv["kh"]), int(conv["kw"])
+    OH, OW = output_size(H, W, kh, kw, int(conv["stride"]), int(conv["pad"]), int(conv["dilation"]))
+    if tuple(w.shape) != (C, 1, kh, kw) or tuple(out.shape) != (N, C, OH, OW):
+        raise ValueError(f"shapes x {tuple(x.shape)} w {tuple(w.shape)} out {tuple(out.shape)} do not match")
+    if not (x.is_contiguous() and w.is_contiguous() and out.is_contiguous()):
+        raise ValueError("x, w and out must be contiguous (NCHW)")
+    if max(C * H * W, C * OH * OW) >= 2**31:
+        raise ValueError("one image exceeds 2**31 elements: offsets inside an image are int32")
+    kern, grid, ints, kw_args = _kernel_and_args(cfg, conv, N, C, H, W)
+    kern[grid](x, w, out, *ints, **kw_args)
+
+
+def precompile(problem: dict, cfg: dict, dtype: str = "fp16"):
+    """Compile, into Triton's on-disk cache, the kernel that ``launch`` would run for this problem.
+
+    Uses tiny tensors with the real ints, so Triton's specialisation (which ints are multiples of 16 or
+    equal to 1; pointers 16-byte aligned) is the one the timed run gets. Nothing is launched. Returns
+    Triton's compiled kernel (its ``n_regs``, ``n_spills`` and ``metadata.shared`` can be read).
+    """
+    import torch
+
+    why = validate(cfg, problem)
+    if why:
+        raise ValueError(why)
+    dt = _torch_dtype(torch, dtype)
+    N, C, H, W = (int(problem[k]) for k in ("N", "C", "H", "W"))
+    kern, grid, ints, kw_args = _kernel_and_args(cfg, problem, N, C, H, W)
+    t = [torch.empty(16, dtype=dt, device="cuda") for _ in range(3)]
+    return kern.warmup(*t, *ints, grid=grid, **kw_args)
+
+
+# --- measuring ----------------------------------------------------------------------------------------
+
+
+def _torch_dtype(torch, dtype):
+    if not isinstance(dtype, str):
+        return dtype
+    return {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}[dtype]
+
+
+def compulsory_bytes(problem: dict, elem_bytes: int = 2) -> int:
+    """Input read once + output written once + weight read once, in bytes."""
+    N, C, H, W = (int(problem[k]) for k in ("N", "C", "H", "W"))
+    kh, kw = int(problem["kh"]), int(problem["kw"])
+    OH, OW = output_size(H, W, kh, kw, int(problem["stride"]), int(problem["pad"]), int(problem["dilation"]))
+    return elem_bytes * (N * C * H * W + N * C * OH * OW + C * kh * kw)
+
+
+class Problem:
+    """Random-normal x and w of one depthwise problem on a device, their fp32 reference and an output."""
+
+    def __init__(self, problem: dict, dtype="fp16", seed: int = 0, device: str = "cuda"):
+        import torch
+        import torch.nn.functional as F
+
+        self.p = {k: int(problem[k]) for k in ("N", "C", "H", "W", *CONV_KEYS)}
+        N, C, H, W = (self.p[k] for k in ("N", "C", "H", "W"))
+        kh, kw, st, pd, dl = (self.p[k] for k in CONV_KEYS)
+        self.padding = (pd, pad_w(kw, pd))
+        self.OH, self.OW = output_size(H, W, kh, kw, st, pd, dl)
+        if self.OH < 1 or self.OW < 1:
+            raise ValueError(f"empty output for {self.p}")
+        self.dtype = _torch_dtype(torch, dtype)
+        gen = torch.Generator(device=device)
+        gen.manual_seed(seed)
+        self.x = torch.randn((N, C, H, W), generator=gen, device=device, dtype=torch.float32).to(self.dtype)
+        self.w = torch.randn((C, 1, kh, kw), generator=gen, device=device, dtype=torch.float32).to(self.dtype)
+        self.out = torch.empty((N, C, self.OH, self.OW), device=device, dtype=self.dtype)
+        self.ref = F.conv2d(
+            self.x.float(), self.w.float(), stride=st, padding=self.padding, dilation=dl, groups=C
+        )
+        self.ref_norm = float(torch.linalg.vector_norm(self.ref))
+        self.bytes = compulsory_bytes(self.p, self.x.element_size())
+
+    @property
+    def conv(self) -> dict:
+        return {k: self.p[k] for k in CONV_KEYS}
+
+    def rel_err(self, out) -> float:
+        import torch
+
+        if bool(torch.isnan(out).any()):
+            return math.nan
+        return float(torch.linalg.vector_norm(out.float() - self.ref)) / max(self.ref_norm, 1e-30)
+
+    def check(self, cfg: dict) -> float:
+        """Poison the output with NaN, run once, return ||out - ref|| / ||ref|| (raises if > 1e-2 or NaN)."""
+        import torch
+
+        self.out.fill_(float("nan"))
+        launch(self.x, self.w, self.out, cfg, self.conv)
+        if self.out.is_cuda:
+            torch.cuda.synchronize()
+        err = self.rel_err(self.out)
+        if not err <= REL_ERR_MAX:  # NaN fails too
+            raise RuntimeError(f"wrong result: rel_err {err:.3e} for cfg {cfg}")
+        return err
+
+    def torch_fn(self):
+        import torch.nn.functional as F
+
+        x, w, st, dl, pad, C = self.x, self.w, self.p["stride"], self.p["dilation"], self.padding, self.p["C"]
+        return lambda: F.conv2d(x, w, stride=st, padding=pad, dilation=dl, groups=C)
+
+    def check_torch(self) -> float:
+        err = self.rel_err(self.torch_fn()())
+        if not err <= REL_ERR_MAX:
+            raise RuntimeError(f"torch conv2d: rel_err {err:.3e}")
+        return err
+
+    def time_fn(self, fn, warmup_ms: float = 10, rep_ms: float = 40) -> float:
+        """Median ms of fn over do_bench (L2 flushed by a 256 MB write before every timed call)."""
+        import triton as _triton
+
+        return float(_triton.testing.do_bench(fn, warmup=warmup_ms, rep=rep_ms, return_mode="median"))
+
+    def time(self, cfg: dict, warmup_ms: float = 10, rep_ms: float = 40) -> float:
+        x, w, out, conv = self.x, self.w, self.out, self.conv
+        kern, grid, ints, kw_args = _kernel_and_args(cfg, conv, *x.shape)
+        kern[grid](x, w, out, *ints, **kw_args)  # compile / load outside the timed region
+
+        def fn():
+            kern[grid](x, w, out, *ints, **kw_args)
+
+        return self.time_fn(fn, warmup_ms, rep_ms)
+
+
+def run(
+    problem: dict,
+    cfg: dict,
+    check: bool = True,
+    rep_ms: float = 40,
+    warmup_ms: float = 10,
+    dtype="fp16",
+    seed: int = 0,
+) -> dict:
+    """Fresh random inputs, a correctness check against torch (fp32 on upcast inputs), then the median time.
+
+    Returns ``{"ms", "rel_err", "gbps"}`` (rel_err None when check=False). Raises ValueError for a config
+    that ``validate`` rejects and RuntimeError for a wrong result (rel_err > 1e-2 or any NaN).
+    """
+    why = validate(cfg, problem)
+    if why:
+        raise ValueError(why)
+    prob = Problem(problem, dtype=dtype, seed=seed)
+    err = prob.check(cfg) if check else None
+    ms = prob.time(cfg, warmup_ms=warmup_ms, rep_ms=rep_ms)
+    return {"ms": ms, "rel_err": err, "gbps": prob.bytes / (ms * 1e-3) / 1e9}
