@@ -39,3 +39,84 @@ def test_model_imports_nothing_of_cli_optuna_or_files():
             assert not (set(names) & banned), f"{path.name} imports {set(names) & banned}"
             if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "open":
                 raise AssertionError(f"{path.name} opens a file")
+
+
+def _knob_names() -> set[str]:
+    import tomllib
+
+    names: set[str] = set()
+    for path in (ROOT / "search_spaces").glob("*.toml"):
+        for family in tomllib.loads(path.read_text()).values():
+            if isinstance(family, dict):
+                names |= set(family)
+    return names
+
+
+def _problem_fields() -> set[str]:
+    from dataclasses import fields
+
+    from tiler.operator import known_ops, problem_class
+
+    return {f.name for op, _ in known_ops() for f in fields(problem_class(op))} - {"dtype"}
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    """ids of the string constants that are docstrings (module, class, function)."""
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                out.add(id(body[0].value))
+    return out
+
+
+def _operator_knowledge(path: Path, knobs: set[str], fields: set[str]) -> list[str]:
+    """Knob names (as identifiers or inside string literals, docstrings and comments aside) and problem-field
+    accesses (`x.M`, `"K"`) in one file."""
+    import re
+
+    tree = ast.parse(path.read_text())
+    docs = _docstrings(tree)
+    word = re.compile(r"\b(" + "|".join(sorted(map(re.escape, knobs), key=len, reverse=True)) + r")\b")
+    found = []
+    for node in ast.walk(tree):
+        where = f"{path.relative_to(ROOT)}:{getattr(node, 'lineno', '?')}"
+        if isinstance(node, ast.Name) and node.id in knobs:
+            found.append(f"{where}: identifier {node.id}")
+        elif isinstance(node, ast.arg) and node.arg in knobs:
+            found.append(f"{where}: argument {node.arg}")
+        elif isinstance(node, ast.keyword) and node.arg in knobs:
+            found.append(f"{where}: keyword {node.arg}")
+        elif isinstance(node, ast.Attribute) and (node.attr in knobs or node.attr in fields):
+            found.append(f"{where}: attribute .{node.attr}")
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs:
+            if node.value in fields:
+                found.append(f"{where}: field name {node.value!r}")
+            elif m := word.search(node.value):
+                found.append(f"{where}: knob {m.group(1)!r} in {node.value[:60]!r}")
+    return found
+
+
+def test_generic_layers_name_no_knob_and_no_problem_field():
+    """Outside tiler/ops/ no code names a knob of any search space or reads a problem field: operators are
+    plug-ins, and everything that knows a knob or a field is the operator's (docs/operators.md)."""
+    knobs, fields = _knob_names(), _problem_fields()
+    assert knobs and fields
+    found = []
+    for path in sorted((ROOT / "tiler").rglob("*.py")):
+        if "ops" in path.relative_to(ROOT / "tiler").parts:
+            continue
+        found += _operator_knowledge(path, knobs, fields)
+    assert not found, "\n".join(found)
+
+
+def test_the_style_check_sees_a_knob_and_a_field(tmp_path):
+    """The check above can fail: a generic-looking file that names a knob or reads a field is reported."""
+    bad = ROOT / "tiler" / "_style_probe.py"
+    try:
+        bad.write_text('def f(p, c):\n    return p.K * c["base_k"]\n')
+        found = _operator_knowledge(bad, _knob_names(), _problem_fields())
+    finally:
+        bad.unlink()
+    assert any(".K" in f for f in found) and any("base_k" in f for f in found), found

@@ -365,7 +365,7 @@ def write_profile(result: CalibrationResult, path: str | Path) -> Path:
     chip = result.chip
     if path.is_file():
         text = path.read_text()
-        if re.search(rf'^id\s*=\s*"{re.escape(chip.id)}"', text, re.M):
+        if re.search(rf'^id\s*=\s*"{re.escape(chip.id)}"', text, re.MULTILINE):
             path.write_text(replace_section(text, "efficiency", efficiency_lines(chip)))
             return path
     path.parent.mkdir(parents=True, exist_ok=True)
