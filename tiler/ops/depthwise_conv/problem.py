@@ -1,0 +1,82 @@
+"""The depthwise convolution problem: groups = C_in = C_out = C, one kh x kw filter per channel, NCHW."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from ...errors import ProblemError
+from ...problem import Problem
+
+
+@dataclass(frozen=True)
+class DepthwiseConv(Problem):
+    """out[n, c] = x[n, c] (*) w[c] with stride, zero padding and dilation; x is N x C x H x W (NCHW).
+
+    `pad` pads both sides of H, and both sides of W only when kw > 1: a 1-D convolution (Mamba's causal conv1d)
+    is W = 1, kw = 1 with the sequence along H, and is not padded along W. A causal conv1d is listed as PyTorch's
+    Conv1d(padding=k-1) computes it: L + k - 1 outputs, of which the layer keeps the first L.
+    """
+
+    OP: ClassVar[str] = "depthwise_conv"
+    FIELDS: ClassVar[tuple[str, ...]] = ("N", "C", "H", "W", "kh", "kw")
+    OPTIONAL: ClassVar[dict[str, Any]] = {"stride": 1, "pad": 0, "dilation": 1}
+    MINIMUM: ClassVar[dict[str, int]] = {"pad": 0}
+    MATCHED: ClassVar[tuple[str, ...]] = ("kh", "kw", "stride", "pad", "dilation")
+
+    N: int
+    C: int
+    H: int
+    W: int
+    kh: int
+    kw: int
+    stride: int = 1
+    pad: int = 0
+    dilation: int = 1
+    dtype: str = "fp16"
+
+    @property
+    def pad_w(self) -> int:
+        return self.pad if self.kw > 1 else 0
+
+    @property
+    def taps(self) -> int:
+        """kh * kw: the K of one channel's img2col product."""
+        return self.kh * self.kw
+
+    @property
+    def out_h(self) -> int:
+        return (self.H + 2 * self.pad - self.dilation * (self.kh - 1) - 1) // self.stride + 1
+
+    @property
+    def out_w(self) -> int:
+        return (self.W + 2 * self.pad_w - self.dilation * (self.kw - 1) - 1) // self.stride + 1
+
+    @property
+    def pixels(self) -> int:
+        """Output pixels over the batch: the M of the img2col product (the batch folded into M)."""
+        return self.N * self.out_h * self.out_w
+
+    @property
+    def flops(self) -> float:
+        return 2.0 * self.pixels * self.C * self.taps
+
+    @property
+    def compulsory_bytes(self) -> float:
+        """Input read once, output written once, one filter per channel."""
+        return (
+            self.N * self.C * (self.H * self.W + self.out_h * self.out_w) + self.C * self.taps
+        ) * self.in_bytes
+
+    def layout(self) -> str:
+        return "NCHW"
+
+    def validate(self) -> None:
+        for k, size, pad in (("kh", self.H, self.pad), ("kw", self.W, self.pad_w)):
+            extent = self.dilation * (getattr(self, k) - 1) + 1
+            if extent > size + 2 * pad:
+                axis = "H" if k == "kh" else "W"
+                raise ProblemError(
+                    f"{k}: the kernel's extent dilation*({k}-1)+1 = {extent} exceeds the padded input "
+                    f"{axis}+2*pad = {size + 2 * pad}; need {k} <= {(size + 2 * pad - 1) // self.dilation + 1}"
+                )
