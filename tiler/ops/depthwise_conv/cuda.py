@@ -1,0 +1,336 @@
+"""Depthwise convolution on NVIDIA GPUs: the Triton kernels of triton_kernels.py, one program per (pixel tile of
+one image plane, channel group, image).
+
+Every program issues the same instructions (masked lanes issue too), so the model counts a program's work in
+thread instructions ("lanes") and tensor-core MACs, and spreads the programs over the SMs:
+
+* vector (CUDA cores): per tap, a load, a convert and an fp32 multiply-add for each of G x BLOCK_P outputs, plus
+  the tap's spatial index and mask math on BLOCK_P pixels shared by the G channels; the store at the end.
+* group_loop / group_opt (tensor cores): per K chunk of BLOCK_K (ceil(G*kh*kw / BLOCK_K) chunks), the gather of a
+  BLOCK_P x BLOCK_K img2col tile (index, mask, address and load per element), the block-diagonal weight chunk
+  built in registers (BLOCK_K x NP, NP = max(G, 16)), and one tl.dot of BLOCK_P x BLOCK_K x NP MACs; group_loop
+  is G = 1, so NP = 16 issues 16 times the useful columns.
+
+An SM issues at most one warp instruction per scheduler per cycle (4 schedulers, 32 lanes): with fewer resident
+warps than schedulers it issues less. Resident programs follow from registers (accumulator and operand tiles per
+thread), threads, blocks and shared memory. An SM's time is the larger of its programs' issue time and their
+latency chains (a load's latency exposed once per program for the unrolled vector taps, once per pipelined K
+chunk for the dot), and the kernel's time is the busiest SM's, floored by HBM and L2 bandwidth, plus the launch.
+
+`prepare()` counts what the constants do not change; `timing()` applies the [efficiency] constants that
+`tiler calibrate` fits to the H200 measurements (bench/data/h200_dwconv.csv). docs/model_cuda.md, "Depthwise
+convolution", gives the equations, the fit and the held-out figures.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...model.common import PIPES, ceil_div, classify_bound, roofline_us
+from ...operator import Operator, register
+from .geometry import input_elems
+from .problem import DepthwiseConv
+
+KNOBS = ("scheme", "groups_per_op", "BLOCK_P", "BLOCK_K", "num_warps", "num_stages")
+GROUP_LOOP, GROUP_OPT, VECTOR = 0, 1, 2
+# the kernels' own limits (triton_kernels.validate): exports are promises, so the space is cut by them
+MAX_DOT_TILE = 32768  # BLOCK_P * NP of the dot's accumulator
+MAX_VEC_TILE = 16384  # G * BLOCK_P of the vector accumulator
+RULES = {
+    "scheme_groups": ("scheme", "groups_per_op"),
+    "groups": ("groups_per_op",),
+    "tile": ("scheme", "groups_per_op", "BLOCK_P"),
+    "smem": ("scheme", "groups_per_op", "BLOCK_P", "BLOCK_K", "num_stages"),
+    "occupancy": ("scheme", "groups_per_op", "BLOCK_P", "BLOCK_K", "num_warps", "num_stages"),
+}
+RULE_TEXT = {
+    "scheme_groups": "group_loop handles 1 channel per program (groups_per_op = 1); group_opt at least 2",
+    "groups": "groups_per_op <= C rounded up to a power of two (no program of only masked channels)",
+    "tile": f"accumulator tile: BLOCK_P*max(G,16) <= {MAX_DOT_TILE} (dot), G*BLOCK_P <= {MAX_VEC_TILE} (vector)",
+    "smem": "dot operands staged in shared memory, (BLOCK_P*BLOCK_K + BLOCK_K*NP)*bytes*num_stages <= per block",
+    "occupancy": "at least one program fits an SM (registers, threads)",
+}
+# The [efficiency] constants this model reads, with the values used before calibration (rough guesses: counted
+# instructions per element of the Triton kernels' inner loops), and their fit boxes. `dw_` keeps them apart
+# from the matmul model's constants in the same profile section.
+DEFAULTS = {
+    "dw_tap_lanes": 5.0,  # vector: instructions per output and tap (address, mask, load, convert, FMA)
+    "dw_spatial_lanes": 8.0,  # vector: per pixel and tap, the index and mask math shared by the G channels
+    "dw_gather_lanes": 12.0,  # dot: per img2col element (tap decode, index, mask, address, load)
+    "dw_bbuild_lanes": 2.0,  # dot: per element of the block-diagonal weight chunk (compare, select, convert)
+    "dw_store_lanes": 4.0,  # per accumulator element at the end (convert, address, mask, store)
+    "dw_mma_macs_per_cycle": 1024.0,  # tensor-core MACs per SM cycle that tl.dot's mma reaches at these sizes
+    "dw_program_cycles": 400.0,  # per program: start, index setup, accumulator init
+    "dw_latency_scale": 1.0,  # exposed latency of a dependent load round / the idle pointer-chase latency
+    "hbm_efficiency": 0.92,  # share of the HBM datasheet bandwidth a stream reaches (shared with matmul)
+}
+FITTABLE = {
+    "dw_tap_lanes": (1.0, 64.0),
+    "dw_spatial_lanes": (0.5, 64.0),
+    "dw_gather_lanes": (1.0, 128.0),
+    "dw_bbuild_lanes": (0.1, 64.0),
+    "dw_store_lanes": (0.5, 64.0),
+    "dw_mma_macs_per_cycle": (64.0, 4096.0),
+    "dw_program_cycles": (10.0, 1e5),
+    "dw_latency_scale": (0.2, 8.0),
+}
+_BASE_REGS = 32  # per-thread registers besides the tiles: indices, pointers, loop state
+
+
+def _i(c: dict, k: str) -> np.ndarray:
+    return np.asarray(c[k], dtype=np.int64)
+
+
+def _np16(g):
+    return np.maximum(g, 16)
+
+
+def _registers(p: DepthwiseConv, c: dict) -> np.ndarray:
+    """Registers per thread: the fp32 accumulator, the operand tile in flight (fp16 pairs, plus an address per
+    gathered element), spread over the program's threads."""
+    g, bp, bk, w = _i(c, "groups_per_op"), _i(c, "BLOCK_P"), _i(c, "BLOCK_K"), _i(c, "num_warps")
+    threads = 32 * w
+    dot = (bp * _np16(g) + 1.5 * bp * bk + bk * _np16(g) / 2) / threads
+    vec = (2 * g * bp + 4 * bp) / threads
+    return _BASE_REGS + np.where(_i(c, "scheme") == VECTOR, vec, dot)
+
+
+def _smem(p: DepthwiseConv, c: dict) -> np.ndarray:
+    bp, bk, g = _i(c, "BLOCK_P"), _i(c, "BLOCK_K"), _i(c, "groups_per_op")
+    dot = (bp * bk + bk * _np16(g)) * p.in_bytes * _i(c, "num_stages")
+    return np.where(_i(c, "scheme") == VECTOR, 0, dot)
+
+
+def _occupancy(p: DepthwiseConv, chip, c: dict) -> np.ndarray:
+    """Programs resident on one SM (registers capped at 255 per thread: the rest spill)."""
+    w = _i(c, "num_warps")
+    regs = np.minimum(np.ceil(_registers(p, c) / 8) * 8, 255)
+    by_regs = chip["regs_per_sm"] // (regs * 32 * w)
+    by_threads = chip["max_threads_per_sm"] // (32 * w)
+    smem = _smem(p, c)
+    by_smem = np.where(
+        smem > 0, chip["smem_bytes_per_sm"] // np.maximum(smem + 1024, 1), chip["max_blocks_per_sm"]
+    )
+    return np.minimum(np.minimum(by_regs, by_threads), np.minimum(by_smem, chip["max_blocks_per_sm"]))
+
+
+def efficiency(chip) -> dict[str, float]:
+    """The model's constants from the profile's [efficiency] section, defaults filled in (each positive)."""
+    from ...errors import ConfigError
+
+    out = {k: float(chip.get(k, v)) for k, v in DEFAULTS.items()}
+    for k, v in out.items():
+        if not v > 0:
+            raise ConfigError(f"{chip.path or chip.id}: [efficiency] {k}: must be positive, got {v!r}")
+    return out
+
+
+def prepare(p: DepthwiseConv, chip, c: dict) -> dict[str, np.ndarray]:
+    """Per candidate, the counts the constants multiply: one program's work, programs per SM, occupancy, bytes."""
+    scheme = _i(c, "scheme")
+    g, bp, bk = _i(c, "groups_per_op"), _i(c, "BLOCK_P"), _i(c, "BLOCK_K")
+    w, stages = _i(c, "num_warps"), _i(c, "num_stages")
+    vec = scheme == VECTOR
+    plane = p.out_h * p.out_w
+    programs = ceil_div(plane, bp) * ceil_div(p.C, g) * p.N
+    steps = ceil_div(g * p.taps, bk)
+    npad = _np16(g)
+    zero = np.zeros(scheme.shape)
+    regs = _registers(p, c)
+    # the programs' input windows come through L2 (halo rows are read by neighbouring tiles too)
+    l2_bytes = (
+        programs * g * input_elems(p, np.minimum(bp, plane)) * p.in_bytes + p.pixels * p.C * p.out_bytes
+    )
+    return {
+        "vec": vec.astype(np.float64),
+        "tap_elems": np.where(vec, p.taps * g * bp, zero),
+        "spatial_elems": np.where(vec, p.taps * bp, zero),
+        "gather_elems": np.where(vec, zero, steps * bp * bk),
+        "bbuild_elems": np.where(vec, zero, steps * bk * npad),
+        "store_elems": np.where(vec, g * bp, bp * npad).astype(np.float64),
+        "macs": np.where(vec, zero, steps * bp * bk * npad),
+        "exposures": np.where(vec, 2.0, 1.0 + ceil_div(steps, stages)),
+        "warps": w.astype(np.float64),
+        "occupancy": _occupancy(p, chip, c).astype(np.float64),
+        "programs": programs.astype(np.float64),
+        "spill": np.maximum(regs - 255, 0),
+        "hbm_bytes": np.full(scheme.shape, p.compulsory_bytes),
+        "l2_bytes": l2_bytes.astype(np.float64),
+        "flops": np.full(scheme.shape, p.flops),
+        "compulsory": np.full(scheme.shape, p.compulsory_bytes),
+        "useful": np.where(vec, 1.0, g * p.taps / (steps * bk * npad)),
+    }
+
+
+def timing(g: dict, chip, e: dict[str, float]) -> dict[str, np.ndarray]:
+    """The estimate record from prepared columns and the constants (see the module docstring)."""
+    f = chip.clock_hz
+    sms = chip.cores
+    lanes = (
+        e["dw_tap_lanes"] * g["tap_elems"]
+        + e["dw_spatial_lanes"] * g["spatial_elems"]
+        + e["dw_gather_lanes"] * g["gather_elems"]
+        + e["dw_bbuild_lanes"] * g["bbuild_elems"]
+        + e["dw_store_lanes"] * g["store_elems"]
+    ) * (1 + g["spill"] / 64)  # spilled registers add local-memory traffic to every instruction (rough)
+    mma = g["macs"] / e["dw_mma_macs_per_cycle"]
+    per_sm = np.ceil(g["programs"] / sms)
+    resident = np.minimum(g["occupancy"], per_sm)
+    issue_rate = 32 * np.minimum(4, resident * g["warps"])  # lanes per cycle the SM issues
+    issue = per_sm * lanes / issue_rate
+    tensor = per_sm * mma
+    overhead = per_sm * e["dw_program_cycles"] / np.maximum(resident, 1)
+    chain = (
+        e["dw_program_cycles"]
+        + g["exposures"] * chip["gm_latency_cycles"] * e["dw_latency_scale"]
+        + lanes / (32 * np.minimum(4, g["warps"]))
+        + mma
+    )
+    latency = np.ceil(per_sm / np.maximum(g["occupancy"], 1)) * chain
+    sm_cycles = np.maximum(np.maximum(issue + overhead, tensor), latency)
+    hbm_s = g["hbm_bytes"] / (chip["hbm_gbps"] * 1e9 * e["hbm_efficiency"])
+    l2_s = g["l2_bytes"] / (chip["l2_gbps"] * 1e9)
+    sm_s = sm_cycles / f
+    launch = chip["launch_us"]
+    time_us = np.maximum(np.maximum(sm_s, hbm_s), l2_s) * 1e6 + launch
+    n = len(sm_s)
+    pipes = {k: np.zeros(n) for k in PIPES}
+    pipes["vec"] = issue / f * 1e6
+    pipes["mac"] = tensor / f * 1e6
+    pipes["mte2"] = np.maximum(hbm_s, l2_s) * 1e6
+    pipes["scalar"] = overhead / f * 1e6
+    busy = time_us - launch
+    bound = classify_bound(pipes, busy)
+    used = np.minimum(g["programs"], sms)
+    mean = g["programs"] / sms
+    return {
+        "time_us": time_us,
+        "bound": bound,
+        **{f"{k}_us": v for k, v in pipes.items()},
+        "cores_used": used.astype(np.int64),
+        "waves": np.ceil(g["programs"] / (sms * np.maximum(g["occupancy"], 1))).astype(np.int64),
+        "balance": mean / np.maximum(per_sm, 1),
+        "l2_hit_rate": 1.0 - np.minimum(g["hbm_bytes"], g["l2_bytes"]) / np.maximum(g["l2_bytes"], 1.0),
+        "hbm_bytes": g["hbm_bytes"],
+        "l2_bytes": g["l2_bytes"],
+        "roofline_us": roofline_us(
+            g["flops"], g["compulsory"], chip.peak_tflops("fp16") * 1e12, chip["hbm_gbps"] * 1e9, launch
+        ),
+        "tiles": g["programs"].astype(np.int64),
+        "occupancy": g["occupancy"].astype(np.int64),
+        "useful_mac_fraction": g["useful"],
+    }
+
+
+@register
+class DepthwiseConvCuda(Operator):
+    OP = "depthwise_conv"
+    FAMILY = "cuda"
+    PROBLEM = DepthwiseConv
+    KNOBS = KNOBS
+    RULES = RULES
+    RULE_TEXT = RULE_TEXT
+    SAMPLE_ORDER = ("scheme", "groups_per_op", "BLOCK_P", "BLOCK_K", "num_warps", "num_stages")
+    GRID_KNOBS = ("scheme", "groups_per_op", "BLOCK_P")
+    CHECKLIST = {
+        "vector": "issue bound (CUDA cores): fewer instructions per output: more channels per program share the "
+        "index math; or the tensor cores (group_opt) when the taps are many",
+        "cube": "tensor-core bound: the dot issues max(G,16) columns for G useful; G a multiple of 16",
+        "mte2": "memory bound: the kernel streams the input and output once; larger BLOCK_P cuts halo re-reads",
+        "scalar": "overhead bound: fewer, larger programs",
+        "latency": "no unit saturated: more resident warps (smaller tiles, fewer registers) or larger programs",
+    }
+    WHAT_IF = {
+        "num_warps": ("latency: warps per program (occupancy vs issue slots)", (1, 2, 4, 8)),
+        "BLOCK_P": ("work per program: pixels per program", (64, 128, 256, 512, 1024)),
+    }
+    FITTABLE = FITTABLE
+    CONSTANTS = DEFAULTS
+    IMPLS = ("triton",)
+    TARGETS = ("triton",)
+    RUNNERS = ("triton",)
+
+    def check(self, p: DepthwiseConv, chip) -> None:
+        """The Triton kernels run fp16 and bf16 (the dot needs a 16-bit float operand)."""
+        from ...errors import ProblemError
+
+        if p.dtype not in ("fp16", "bf16"):
+            raise ProblemError(f"dtype: the Triton depthwise kernels run fp16 and bf16, got {p.dtype!r}")
+
+    def feasible(self, p: DepthwiseConv, chip, c: dict, rules=None) -> dict[str, np.ndarray]:
+        names = [r for r in (rules or RULES) if all(k in c for k in RULES[r])]
+        out = {}
+        for r in names:
+            if r == "scheme_groups":
+                s, g = _i(c, "scheme"), _i(c, "groups_per_op")
+                out[r] = np.where(s == GROUP_LOOP, g == 1, np.where(s == GROUP_OPT, g >= 2, True))
+            elif r == "groups":
+                out[r] = _i(c, "groups_per_op") <= 1 << max(p.C - 1, 0).bit_length()
+            elif r == "tile":
+                g, bp = _i(c, "groups_per_op"), _i(c, "BLOCK_P")
+                vec = _i(c, "scheme") == VECTOR
+                out[r] = np.where(vec, g * bp <= MAX_VEC_TILE, bp * _np16(g) <= MAX_DOT_TILE)
+            elif r == "smem":
+                out[r] = _smem(p, c) <= chip["smem_bytes_per_block"]
+            elif r == "occupancy":
+                out[r] = _occupancy(p, chip, c) >= 1
+        return out
+
+    def dominated(self, p: DepthwiseConv, chip, c: dict, domains: dict | None = None) -> np.ndarray:
+        """The vector kernel ignores BLOCK_K and has no K loop to pipeline: keep its smallest BLOCK_K and
+        num_stages (when they are in the domain)."""
+        domains = domains or {}
+        out = super().dominated(p, chip, c, domains)
+        if "scheme" not in c:
+            return out
+        vec = _i(c, "scheme") == VECTOR
+        for k in ("BLOCK_K", "num_stages"):
+            if k in c and k in domains:
+                out |= vec & (_i(c, k) != min(domains[k]))
+        return out
+
+    def estimate(self, p: DepthwiseConv, chip, c: dict) -> dict[str, np.ndarray]:
+        return timing(prepare(p, chip, c), chip, efficiency(chip))
+
+    def constants(self, chip) -> dict[str, float]:
+        return efficiency(chip)
+
+    def prepare(self, p: DepthwiseConv, chip, c: dict) -> dict[str, np.ndarray]:
+        return prepare(p, chip, c)
+
+    def timing(self, prepared: dict, chip, constants: dict[str, float]) -> dict[str, np.ndarray]:
+        return timing(prepared, chip, constants)
+
+    def advice(self, p: DepthwiseConv, chip, c: dict, est: dict, row: int) -> list[str]:
+        out = []
+        if int(np.asarray(c["scheme"])[row]) != VECTOR:
+            out.append(f"compute: {float(est['useful_mac_fraction'][row]):.1%} of the dot's MACs are useful")
+        occ = int(est["occupancy"][row])
+        out.append(f"occupancy: {occ} program(s) per SM, {int(est['tiles'][row])} programs in all")
+        return out + super().advice(p, chip, c, est, row)
+
+    def views(self, p: DepthwiseConv, chip, tiling: dict, row: dict) -> dict[str, dict]:
+        """The Triton launch: kernel (dot or vector), constexprs, launch options and the grid."""
+        g, bp = int(tiling["groups_per_op"]), int(tiling["BLOCK_P"])
+        scheme = tiling["scheme"]
+        plane = p.out_h * p.out_w
+        return {
+            "triton": {
+                "kernel": "_dw_vec_kernel" if scheme == "vector" else "_dw_dot_kernel",
+                "scheme": scheme,
+                "groups_per_op": g,
+                "BLOCK_P": bp,
+                "BLOCK_K": int(tiling["BLOCK_K"]),
+                "num_warps": int(tiling["num_warps"]),
+                "num_stages": int(tiling["num_stages"]),
+                "grid": [-(-plane // bp), -(-p.C // g), p.N],
+            }
+        }
+
+    def runner(self, name: str):
+        """`--measure triton`: time the tiling with triton_kernels.run (needs a GPU, torch and triton)."""
+        if name not in self.RUNNERS:
+            return super().runner(name)
+        from .triton_runner import measure_document
+
+        return measure_document
