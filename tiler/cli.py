@@ -134,13 +134,18 @@ def ops(fmt):
     rows = {}
     for op, fam in known_ops():
         cls = problem_class(op)
-        rows.setdefault(op, {"op": op, "families": [], "fields": list(cls.FIELDS) + list(cls.OPTIONAL)})
+        example = ",".join(f"{k}={v}" for k, v in cls.EXAMPLE.items())
+        fields = list(cls.FIELDS) + list(cls.OPTIONAL)
+        rows.setdefault(op, {"op": op, "families": [], "fields": fields, "example": example})
         rows[op]["families"].append(fam)
     if fmt == "json":
         click.echo(json.dumps(list(rows.values()), indent=2))
         return
     for r in rows.values():
-        click.echo(f"{r['op']:16} families: {', '.join(r['families']):14} fields: {', '.join(r['fields'])}")
+        click.echo(
+            f"{r['op']:16} families: {', '.join(r['families']):14} fields: {', '.join(r['fields'])}"
+            f"   e.g. --shape {r['example']}"
+        )
 
 
 def _common(f):

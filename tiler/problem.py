@@ -28,6 +28,8 @@ class Problem:
     MINIMUM: ClassVar[dict[str, int]] = {}
     # fields that must agree for a library's nearest match (the others are size fields the distance compares)
     MATCHED: ClassVar[tuple[str, ...]] = ()
+    # a small, typical problem (`tiler ops` shows it as an example --shape; the conformance tests search it)
+    EXAMPLE: ClassVar[dict[str, int]] = {}
 
     @property
     def in_bytes(self) -> int:

@@ -259,6 +259,47 @@ class DepthwiseConvAscend(Operator):
             )
         return out + super().advice(p, chip, c, est, row)
 
+    def views(self, p: DepthwiseConv, chip, tiling: dict, row: dict) -> dict[str, dict]:
+        """`ascendc_conv`: what an AscendC depthwise kernel needs to run this tiling, with the on-chip buffers it
+        fills (bytes, checked against the chip by the model's rules). `enlarge` is the packing factor (CANN's
+        group-opt name for channels per cube op); the block-diagonal weight is `weight_expanded_shape`."""
+        c = {k: np.array([v if not isinstance(v, str) else self._code(k, v)]) for k, v in tiling.items()}
+        g, m = int(tiling["groups_per_op"]), int(tiling["tile_m"])
+        cube = tiling["scheme"] != "vector"
+        kp, n16 = int(packed_k(p, g)[()]), int(round_up(g, 16))
+        view = {
+            "scheme": tiling["scheme"],
+            "enlarge": g,
+            "group_ops": -(-p.C // g),
+            "tile_m": m,
+            "m_tiles": -(-p.pixels // m),
+            "block_dim": int(row["cores_used"]),
+            "double_buffer": int(tiling["double_buffer"]),
+            "layout": "NCHW",
+        }
+        if cube:
+            view.update(
+                base_m=m,
+                base_k=kp,
+                base_n=n16,
+                l0a_bytes=m * 16 * p.in_bytes * 2,
+                l0b_bytes=16 * n16 * p.in_bytes * 2,
+                l0c_bytes=m * n16 * 4,
+                l1_bytes=int(_l1_bytes(p, c)[0]),
+            )
+            if tiling["scheme"] == "group_opt":
+                view.update(
+                    weight_expand=tiling["weight_expand"], weight_expanded_shape=[view["group_ops"], kp, n16]
+                )
+        else:
+            view.update(ub_bytes=int(_ub_bytes(p, c)[0]), vector_cores=_vector_units(chip))
+        return {"ascendc_conv": view}
+
+    @staticmethod
+    def _code(knob: str, label: str) -> int:
+        labels = {"scheme": ("group_loop", "group_opt", "vector"), "weight_expand": ("offline", "per_call")}
+        return labels[knob].index(label)
+
     def check(self, p: DepthwiseConv, chip) -> None:
         """The vector scheme runs any float dtype on the vector unit; int8 needs the cube."""
         if p.dtype == "int8":

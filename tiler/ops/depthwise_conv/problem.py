@@ -23,6 +23,7 @@ class DepthwiseConv(Problem):
     OPTIONAL: ClassVar[dict[str, Any]] = {"stride": 1, "pad": 0, "dilation": 1}
     MINIMUM: ClassVar[dict[str, int]] = {"pad": 0}
     MATCHED: ClassVar[tuple[str, ...]] = ("kh", "kw", "stride", "pad", "dilation")
+    EXAMPLE: ClassVar[dict[str, int]] = {"N": 2, "C": 96, "H": 28, "W": 28, "kh": 3, "kw": 3, "pad": 1}
 
     N: int
     C: int

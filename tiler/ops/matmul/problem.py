@@ -16,6 +16,7 @@ class Matmul(Problem):
     FIELDS: ClassVar[tuple[str, ...]] = ("M", "N", "K")
     OPTIONAL: ClassVar[dict[str, Any]] = {"batch": 1}
     MATCHED: ClassVar[tuple[str, ...]] = ("batch",)
+    EXAMPLE: ClassVar[dict[str, int]] = {"M": 1000, "N": 768, "K": 512}
 
     M: int
     N: int
