@@ -132,6 +132,18 @@ def grid_for(shape: dict, seed: int = 0) -> list[dict]:
     return [c for _, _, c in keyed]
 
 
+def read_candidates(path: Path) -> dict[str, list[dict]]:
+    """--candidates: rows of name + the six knobs (+ source, default 'model'), grouped by shape name."""
+    km = load_kernels()
+    out: dict[str, list[dict]] = {}
+    with open(path, newline="") as f:
+        for r in csv.DictReader(f):
+            cfg = km.normalize_cfg(r)
+            cfg["source"] = r.get("source") or "model"
+            out.setdefault(r["name"], []).append(cfg)
+    return out
+
+
 def smoke_grid(shape: dict, per_scheme: int) -> list[dict]:
     """The first `per_scheme` configs of each scheme in grid order (smoke runs)."""
     km = load_kernels()
@@ -351,6 +363,9 @@ def main(argv=None) -> int:
     ap.add_argument("--warmup-ms", type=float, default=5.0)
     ap.add_argument("--rep-ms", type=float, default=25.0)
     ap.add_argument("--no-ceilings", action="store_true")
+    ap.add_argument(
+        "--candidates", help="CSV of configs to time instead of the grid: name + knobs (+ source, e.g. model)"
+    )
     args = ap.parse_args(argv)
     t_start = time.time()
     t_end = t_start + args.budget_s
@@ -378,7 +393,11 @@ def main(argv=None) -> int:
     if args.shapes:
         want = [s.strip() for s in args.shapes.split(",") if s.strip()]
         shapes = [s for s in shapes if s["name"] in want]
-    work = [(s, smoke_grid(s, args.smoke) if args.smoke else grid_for(s)) for s in shapes]
+    if args.candidates:
+        given = read_candidates(Path(args.candidates))
+        work = [(s, given[s["name"]]) for s in shapes if s["name"] in given]
+    else:
+        work = [(s, smoke_grid(s, args.smoke) if args.smoke else grid_for(s)) for s in shapes]
     n_cfg = sum(len(g) for _, g in work)
     log(
         f"[plan] {len(work)} shapes, {n_cfg} triton configs + {len(work)} torch rows, budget {args.budget_s:.0f}s"
@@ -485,7 +504,8 @@ def main(argv=None) -> int:
                         stopped = "CUDA error: the context is unusable"
                         break
                     continue
-                w.writerow(fmt_row(s, "triton", "grid", cfg, ms, prob.bytes / (ms * 1e-3) / 1e9, err))
+                source = cfg.get("source", "grid")
+                w.writerow(fmt_row(s, "triton", source, cfg, ms, prob.bytes / (ms * 1e-3) / 1e9, err))
                 f.flush()
                 n_ok += 1
                 rec["n"] += 1

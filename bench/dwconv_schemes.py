@@ -80,7 +80,9 @@ def main(argv=None) -> int:
             f"(min {d['speedup'].min():.2f}, max {d['speedup'].max():.2f}); best scheme counts "
             + ", ".join(f"{k} {v}" for k, v in d["best"].value_counts().items())
         )
-    print(f"{len(df)} (chip, shape) pairs x 3 schemes searched exhaustively in {time.perf_counter() - t0:.1f} s")
+    print(
+        f"{len(df)} (chip, shape) pairs x 3 schemes searched exhaustively in {time.perf_counter() - t0:.1f} s"
+    )
     return 0
 
 

@@ -48,31 +48,50 @@ RULE_TEXT = {
     "groups": "groups_per_op <= C rounded up to a power of two (no program of only masked channels)",
     "tile": f"accumulator tile: BLOCK_P*max(G,16) <= {MAX_DOT_TILE} (dot), G*BLOCK_P <= {MAX_VEC_TILE} (vector)",
     "smem": "dot operands staged in shared memory, (BLOCK_P*BLOCK_K + BLOCK_K*NP)*bytes*num_stages <= per block",
-    "occupancy": "at least one program fits an SM (registers, threads)",
+    "occupancy": "at least one program fits an SM (threads, shared memory; registers spill rather than fail)",
 }
 # The [efficiency] constants this model reads, with the values used before calibration (rough guesses: counted
 # instructions per element of the Triton kernels' inner loops), and their fit boxes. `dw_` keeps them apart
 # from the matmul model's constants in the same profile section.
 DEFAULTS = {
     "dw_tap_lanes": 5.0,  # vector: instructions per output and tap (address, mask, load, convert, FMA)
-    "dw_spatial_lanes": 8.0,  # vector: per pixel and tap, the index and mask math shared by the G channels
+    "dw_tap_lanes_2d": 2.0,  # vector: more per output and tap when taps span two axes (a second bounds check)
     "dw_gather_lanes": 12.0,  # dot: per img2col element (tap decode, index, mask, address, load)
+    "dw_gather_lanes_2d": 6.0,  # dot: more per element for 2-D taps (tap // kw, tap % kw, a second bounds check)
+    "dw_decode_lanes": 4.0,  # dot: per element and integer division by a non-power-of-two (tap // (kh*kw), tap % kw
+    # ...): the K index is decoded at run time only when the K loop has more than one chunk (else it folds)
     "dw_bbuild_lanes": 2.0,  # dot: per element of the block-diagonal weight chunk (compare, select, convert)
     "dw_store_lanes": 4.0,  # per accumulator element at the end (convert, address, mask, store)
     "dw_mma_macs_per_cycle": 1024.0,  # tensor-core MACs per SM cycle that tl.dot's mma reaches at these sizes
     "dw_program_cycles": 400.0,  # per program: start, index setup, accumulator init
-    "dw_latency_scale": 1.0,  # exposed latency of a dependent load round / the idle pointer-chase latency
+    "dw_tap_round_cycles": 100.0,  # vector: latency of one tap's loads (L1/L2 hits) before its FMAs, not hidden
+    "dw_chunk_round_cycles": 600.0,  # dot: one K chunk's gather, shared-memory staging, barrier and mma, in series
+    "dw_regs_per_tap_elem": 0.5,  # vector: registers per accumulator element per tap the compiler keeps in flight
+    "dw_regs_per_gather": 2.0,  # dot: registers per img2col element of a chunk (value, address, mask)
+    "dw_spill_lanes": 4.0,  # instructions per spilled register per round (local-memory store and load)
+    "dw_l1_bytes": 196608.0,  # L1 bytes that hold the resident programs' input windows (of the 256 KB L1/smem)
+    "dw_loads_in_flight": 8.0,  # loads one thread keeps in flight in a round; more wait for a second round
+    "dw_miss_cycles": 600.0,  # extra latency of a round whose loads miss L1 (an L2 round trip)
     "hbm_efficiency": 0.92,  # share of the HBM datasheet bandwidth a stream reaches (shared with matmul)
 }
 FITTABLE = {
     "dw_tap_lanes": (1.0, 64.0),
-    "dw_spatial_lanes": (0.5, 64.0),
+    "dw_tap_lanes_2d": (0.01, 64.0),
     "dw_gather_lanes": (1.0, 128.0),
+    "dw_gather_lanes_2d": (0.01, 128.0),
+    "dw_decode_lanes": (0.1, 64.0),
     "dw_bbuild_lanes": (0.1, 64.0),
-    "dw_store_lanes": (0.5, 64.0),
+    "dw_store_lanes": (0.1, 64.0),
     "dw_mma_macs_per_cycle": (64.0, 4096.0),
     "dw_program_cycles": (10.0, 1e5),
-    "dw_latency_scale": (0.2, 8.0),
+    "dw_tap_round_cycles": (1.0, 3000.0),
+    "dw_chunk_round_cycles": (10.0, 1e4),
+    "dw_regs_per_tap_elem": (0.05, 8.0),
+    "dw_regs_per_gather": (0.5, 8.0),
+    "dw_spill_lanes": (0.1, 256.0),
+    "dw_l1_bytes": (16384.0, 262144.0),
+    "dw_loads_in_flight": (1.0, 64.0),
+    "dw_miss_cycles": (20.0, 5000.0),
 }
 _BASE_REGS = 32  # per-thread registers besides the tiles: indices, pointers, loop state
 
@@ -81,18 +100,16 @@ def _i(c: dict, k: str) -> np.ndarray:
     return np.asarray(c[k], dtype=np.int64)
 
 
+def _not_pow2(v: int) -> bool:
+    return bool(v & (v - 1))
+
+
 def _np16(g):
     return np.maximum(g, 16)
 
 
-def _registers(p: DepthwiseConv, c: dict) -> np.ndarray:
-    """Registers per thread: the fp32 accumulator, the operand tile in flight (fp16 pairs, plus an address per
-    gathered element), spread over the program's threads."""
-    g, bp, bk, w = _i(c, "groups_per_op"), _i(c, "BLOCK_P"), _i(c, "BLOCK_K"), _i(c, "num_warps")
-    threads = 32 * w
-    dot = (bp * _np16(g) + 1.5 * bp * bk + bk * _np16(g) / 2) / threads
-    vec = (2 * g * bp + 4 * bp) / threads
-    return _BASE_REGS + np.where(_i(c, "scheme") == VECTOR, vec, dot)
+def _threads(c: dict) -> np.ndarray:
+    return 32 * _i(c, "num_warps")
 
 
 def _smem(p: DepthwiseConv, c: dict) -> np.ndarray:
@@ -101,17 +118,22 @@ def _smem(p: DepthwiseConv, c: dict) -> np.ndarray:
     return np.where(_i(c, "scheme") == VECTOR, 0, dot)
 
 
-def _occupancy(p: DepthwiseConv, chip, c: dict) -> np.ndarray:
-    """Programs resident on one SM (registers capped at 255 per thread: the rest spill)."""
-    w = _i(c, "num_warps")
-    regs = np.minimum(np.ceil(_registers(p, c) / 8) * 8, 255)
-    by_regs = chip["regs_per_sm"] // (regs * 32 * w)
-    by_threads = chip["max_threads_per_sm"] // (32 * w)
+def _fixed_occupancy(p: DepthwiseConv, chip, c: dict) -> np.ndarray:
+    """Programs one SM holds by threads, blocks and shared memory (registers come in timing())."""
+    by_threads = chip["max_threads_per_sm"] // _threads(c)
     smem = _smem(p, c)
     by_smem = np.where(
         smem > 0, chip["smem_bytes_per_sm"] // np.maximum(smem + 1024, 1), chip["max_blocks_per_sm"]
     )
-    return np.minimum(np.minimum(by_regs, by_threads), np.minimum(by_smem, chip["max_blocks_per_sm"]))
+    return np.minimum(np.minimum(by_threads, by_smem), chip["max_blocks_per_sm"])
+
+
+def _registers(g: dict, e: dict) -> np.ndarray:
+    """Registers per thread: the fp32 accumulator (one per element a thread owns), plus for the vector kernel the
+    unrolled taps' operands the compiler keeps in flight, for the dot the img2col chunk (value, address, mask)."""
+    vec = _BASE_REGS + g["acc_elems"] * (1 + e["dw_regs_per_tap_elem"] * g["rounds"])
+    dot = _BASE_REGS + g["acc_elems"] + e["dw_regs_per_gather"] * g["operand_elems"]
+    return np.where(g["vec"] > 0, vec, dot)
 
 
 def efficiency(chip) -> dict[str, float]:
@@ -126,34 +148,45 @@ def efficiency(chip) -> dict[str, float]:
 
 
 def prepare(p: DepthwiseConv, chip, c: dict) -> dict[str, np.ndarray]:
-    """Per candidate, the counts the constants multiply: one program's work, programs per SM, occupancy, bytes."""
+    """Per candidate, the counts the constants multiply: one program's work and rounds, per-thread tile sizes,
+    programs per SM, the occupancy limits other than registers, bytes."""
     scheme = _i(c, "scheme")
     g, bp, bk = _i(c, "groups_per_op"), _i(c, "BLOCK_P"), _i(c, "BLOCK_K")
     w, stages = _i(c, "num_warps"), _i(c, "num_stages")
+    threads = _threads(c)
     vec = scheme == VECTOR
     plane = p.out_h * p.out_w
     programs = ceil_div(plane, bp) * ceil_div(p.C, g) * p.N
     steps = ceil_div(g * p.taps, bk)
     npad = _np16(g)
     zero = np.zeros(scheme.shape)
-    regs = _registers(p, c)
     # the programs' input windows come through L2 (halo rows are read by neighbouring tiles too)
-    l2_bytes = (
-        programs * g * input_elems(p, np.minimum(bp, plane)) * p.in_bytes + p.pixels * p.C * p.out_bytes
-    )
+    window = g * input_elems(p, np.minimum(bp, plane)) * p.in_bytes
+    l2_bytes = programs * window + p.pixels * p.C * p.out_bytes
     return {
         "vec": vec.astype(np.float64),
         "tap_elems": np.where(vec, p.taps * g * bp, zero),
-        "spatial_elems": np.where(vec, p.taps * bp, zero),
+        "two_d": np.full(scheme.shape, float(p.kw > 1)),
         "gather_elems": np.where(vec, zero, steps * bp * bk),
+        # divisions by a non-power-of-two per gathered element when the K loop runs more than one chunk:
+        # k // taps and k % taps, then t // kw and t % kw
+        "decode_ops": np.where(
+            vec | (steps <= 1), zero, 2.0 * _not_pow2(p.taps) + 2.0 * ((p.kw > 1) & _not_pow2(p.kw))
+        ),
         "bbuild_elems": np.where(vec, zero, steps * bk * npad),
         "store_elems": np.where(vec, g * bp, bp * npad).astype(np.float64),
         "macs": np.where(vec, zero, steps * bp * bk * npad),
-        "exposures": np.where(vec, 2.0, 1.0 + ceil_div(steps, stages)),
+        # dependent rounds of a program: each unrolled tap (its loads feed its FMAs), each K chunk not prefetched
+        "rounds": np.where(vec, float(p.taps), ceil_div(steps, stages)),
+        "acc_elems": np.where(vec, g * bp, bp * npad) / threads,
+        "window_bytes": window.astype(np.float64),
+        "load_bytes": np.where(vec, p.taps * g * bp, steps * bp * bk) * float(p.in_bytes),
+        "operand_elems": np.where(vec, zero, bp * bk / threads),
+        # loads one thread issues per round: a tap's G x BLOCK_P window, or a chunk's BLOCK_P x BLOCK_K gather
+        "round_loads": np.where(vec, g * bp, bp * bk) / threads,
         "warps": w.astype(np.float64),
-        "occupancy": _occupancy(p, chip, c).astype(np.float64),
+        "fixed_occupancy": _fixed_occupancy(p, chip, c).astype(np.float64),
         "programs": programs.astype(np.float64),
-        "spill": np.maximum(regs - 255, 0),
         "hbm_bytes": np.full(scheme.shape, p.compulsory_bytes),
         "l2_bytes": l2_bytes.astype(np.float64),
         "flops": np.full(scheme.shape, p.flops),
@@ -166,30 +199,52 @@ def timing(g: dict, chip, e: dict[str, float]) -> dict[str, np.ndarray]:
     """The estimate record from prepared columns and the constants (see the module docstring)."""
     f = chip.clock_hz
     sms = chip.cores
+    threads = 32 * g["warps"]
+    regs = _registers(g, e)
+    spill = np.maximum(regs - 255, 0)
+    alloc = np.minimum(np.ceil(regs / 8) * 8, 256)
+    occupancy = np.maximum(np.minimum(g["fixed_occupancy"], chip["regs_per_sm"] // (alloc * threads)), 1)
     lanes = (
-        e["dw_tap_lanes"] * g["tap_elems"]
-        + e["dw_spatial_lanes"] * g["spatial_elems"]
-        + e["dw_gather_lanes"] * g["gather_elems"]
+        (e["dw_tap_lanes"] + e["dw_tap_lanes_2d"] * g["two_d"]) * g["tap_elems"]
+        + (
+            e["dw_gather_lanes"]
+            + e["dw_gather_lanes_2d"] * g["two_d"]
+            + e["dw_decode_lanes"] * g["decode_ops"]
+        )
+        * g["gather_elems"]
         + e["dw_bbuild_lanes"] * g["bbuild_elems"]
         + e["dw_store_lanes"] * g["store_elems"]
-    ) * (1 + g["spill"] / 64)  # spilled registers add local-memory traffic to every instruction (rough)
+        + e["dw_spill_lanes"]
+        * spill
+        * g["rounds"]
+        * threads  # each spilled register stored and reloaded per round
+    )
     mma = g["macs"] / e["dw_mma_macs_per_cycle"]
     per_sm = np.ceil(g["programs"] / sms)
-    resident = np.minimum(g["occupancy"], per_sm)
+    resident = np.minimum(occupancy, per_sm)
     issue_rate = 32 * np.minimum(4, resident * g["warps"])  # lanes per cycle the SM issues
     issue = per_sm * lanes / issue_rate
     tensor = per_sm * mma
-    overhead = per_sm * e["dw_program_cycles"] / np.maximum(resident, 1)
+    overhead = per_sm * e["dw_program_cycles"] / resident
+    # each tap (or gathered element) re-reads the window from L1; when the resident programs' windows overflow
+    # L1, that share of the re-reads comes from L2 again
+    miss = np.clip(1.0 - e["dw_l1_bytes"] / np.maximum(resident * g["window_bytes"], 1.0), 0.0, 1.0)
+    # one program alone: its warps issue in parallel on up to 4 schedulers, and each dependent round waits its
+    # loads' latency (an L2 round trip for the share that misses L1), once per `loads in flight` loads a thread
+    # issues in the round
+    waits = np.ceil(g["round_loads"] / e["dw_loads_in_flight"])
+    round_cycles = np.where(g["vec"] > 0, e["dw_tap_round_cycles"], e["dw_chunk_round_cycles"])
     chain = (
         e["dw_program_cycles"]
-        + g["exposures"] * chip["gm_latency_cycles"] * e["dw_latency_scale"]
+        + g["rounds"] * waits * (round_cycles + miss * e["dw_miss_cycles"])
         + lanes / (32 * np.minimum(4, g["warps"]))
         + mma
     )
-    latency = np.ceil(per_sm / np.maximum(g["occupancy"], 1)) * chain
+    latency = np.ceil(per_sm / occupancy) * chain
     sm_cycles = np.maximum(np.maximum(issue + overhead, tensor), latency)
     hbm_s = g["hbm_bytes"] / (chip["hbm_gbps"] * 1e9 * e["hbm_efficiency"])
-    l2_s = g["l2_bytes"] / (chip["l2_gbps"] * 1e9)
+    l2_bytes = g["l2_bytes"] + miss * g["programs"] * g["load_bytes"]
+    l2_s = l2_bytes / (chip["l2_gbps"] * 1e9)
     sm_s = sm_cycles / f
     launch = chip["launch_us"]
     time_us = np.maximum(np.maximum(sm_s, hbm_s), l2_s) * 1e6 + launch
@@ -208,16 +263,17 @@ def timing(g: dict, chip, e: dict[str, float]) -> dict[str, np.ndarray]:
         "bound": bound,
         **{f"{k}_us": v for k, v in pipes.items()},
         "cores_used": used.astype(np.int64),
-        "waves": np.ceil(g["programs"] / (sms * np.maximum(g["occupancy"], 1))).astype(np.int64),
+        "waves": np.ceil(g["programs"] / (sms * occupancy)).astype(np.int64),
         "balance": mean / np.maximum(per_sm, 1),
-        "l2_hit_rate": 1.0 - np.minimum(g["hbm_bytes"], g["l2_bytes"]) / np.maximum(g["l2_bytes"], 1.0),
+        "l2_hit_rate": 1.0 - np.minimum(g["hbm_bytes"], l2_bytes) / np.maximum(l2_bytes, 1.0),
         "hbm_bytes": g["hbm_bytes"],
-        "l2_bytes": g["l2_bytes"],
+        "l2_bytes": l2_bytes,
         "roofline_us": roofline_us(
             g["flops"], g["compulsory"], chip.peak_tflops("fp16") * 1e12, chip["hbm_gbps"] * 1e9, launch
         ),
         "tiles": g["programs"].astype(np.int64),
-        "occupancy": g["occupancy"].astype(np.int64),
+        "occupancy": occupancy.astype(np.int64),
+        "registers": regs,
         "useful_mac_fraction": g["useful"],
     }
 
@@ -273,7 +329,7 @@ class DepthwiseConvCuda(Operator):
             elif r == "smem":
                 out[r] = _smem(p, c) <= chip["smem_bytes_per_block"]
             elif r == "occupancy":
-                out[r] = _occupancy(p, chip, c) >= 1
+                out[r] = _fixed_occupancy(p, chip, c) >= 1
         return out
 
     def dominated(self, p: DepthwiseConv, chip, c: dict, domains: dict | None = None) -> np.ndarray:

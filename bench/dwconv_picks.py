@@ -1,0 +1,53 @@
+"""Write the depthwise model's own picks for the H200 (top-N distinct predictions from the whole space, per shape)
+as a candidates CSV for bench/dwconv_measure.py --candidates.
+
+    python3 bench/dwconv_picks.py --top 4 --out bench/data/dwconv_model_picks.csv
+
+Run it with the profile whose constants were fitted on the shapes not held out (hardware/h200.toml); the picks of
+the held-out shapes, measured on the GPU, are the model's own top-1 efficiency test (bench/dwconv_fidelity.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tiler.hardware import load_chip  # noqa: E402
+from tiler.problem import parse_problem  # noqa: E402
+from tiler.search import search  # noqa: E402
+from tiler.space import load_space  # noqa: E402
+
+FIELDS = ("N", "C", "H", "W", "kh", "kw", "stride", "pad", "dilation")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--top", type=int, default=4)
+    ap.add_argument("--chip", default="h200")
+    ap.add_argument("--shapes", default=str(ROOT / "examples" / "shapes" / "depthwise_conv.csv"))
+    ap.add_argument("--out", required=True)
+    args = ap.parse_args(argv)
+    chip = load_chip(args.chip)
+    space = load_space("depthwise_conv", chip.family)
+    rows = []
+    for _, s in pd.read_csv(args.shapes).iterrows():
+        p = parse_problem("depthwise_conv", {k: int(s[k]) for k in FIELDS}, str(s["dtype"]))
+        res = search(p, chip, space, top=args.top)
+        for i in range(len(res.est["time_us"])):
+            t = res.tiling(i)
+            rows.append(
+                {"name": s["name"], **t, "source": f"model{i + 1}", "predicted_us": res.row(i)["time_us"]}
+            )
+    pd.DataFrame(rows).to_csv(args.out, index=False)
+    print(f"wrote {len(rows)} picks to {args.out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
