@@ -67,6 +67,7 @@ DEFAULTS = {
     "dw_tap_round_cycles": 100.0,  # vector: latency of one tap's loads (L1/L2 hits) before its FMAs, not hidden
     "dw_chunk_round_cycles": 600.0,  # dot: one K chunk's gather, shared-memory staging, barrier and mma, in series
     "dw_regs_per_tap_elem": 0.5,  # vector: registers per accumulator element per tap the compiler keeps in flight
+    "dw_regs_per_row": 3.0,  # vector: registers per channel row a thread holds (its 64-bit plane pointer, weight)
     "dw_regs_per_gather": 2.0,  # dot: registers per img2col element of a chunk (value, address, mask)
     "dw_spill_lanes": 4.0,  # instructions per spilled register per round (local-memory store and load)
     "dw_l1_bytes": 196608.0,  # L1 bytes that hold the resident programs' input windows (of the 256 KB L1/smem)
@@ -87,6 +88,7 @@ FITTABLE = {
     "dw_tap_round_cycles": (1.0, 3000.0),
     "dw_chunk_round_cycles": (10.0, 1e4),
     "dw_regs_per_tap_elem": (0.05, 8.0),
+    "dw_regs_per_row": (0.5, 16.0),
     "dw_regs_per_gather": (0.5, 8.0),
     "dw_spill_lanes": (0.1, 256.0),
     "dw_l1_bytes": (16384.0, 262144.0),
@@ -131,7 +133,11 @@ def _fixed_occupancy(p: DepthwiseConv, chip, c: dict) -> np.ndarray:
 def _registers(g: dict, e: dict) -> np.ndarray:
     """Registers per thread: the fp32 accumulator (one per element a thread owns), plus for the vector kernel the
     unrolled taps' operands the compiler keeps in flight, for the dot the img2col chunk (value, address, mask)."""
-    vec = _BASE_REGS + g["acc_elems"] * (1 + e["dw_regs_per_tap_elem"] * g["rounds"])
+    vec = (
+        _BASE_REGS
+        + g["acc_elems"] * (1 + e["dw_regs_per_tap_elem"] * g["rounds"])
+        + e["dw_regs_per_row"] * g["rows_per_thread"]
+    )
     dot = _BASE_REGS + g["acc_elems"] + e["dw_regs_per_gather"] * g["operand_elems"]
     return np.where(g["vec"] > 0, vec, dot)
 
@@ -179,6 +185,8 @@ def prepare(p: DepthwiseConv, chip, c: dict) -> dict[str, np.ndarray]:
         # dependent rounds of a program: each unrolled tap (its loads feed its FMAs), each K chunk not prefetched
         "rounds": np.where(vec, float(p.taps), ceil_div(steps, stages)),
         "acc_elems": np.where(vec, g * bp, bp * npad) / threads,
+        # channel rows of the vector tile a thread holds: all G when the pixels alone cover the threads
+        "rows_per_thread": np.where(vec, g * np.minimum(bp, threads) / threads, zero),
         "window_bytes": window.astype(np.float64),
         "load_bytes": np.where(vec, p.taps * g * bp, steps * bp * bk) * float(p.in_bytes),
         "operand_elems": np.where(vec, zero, bp * bk / threads),
@@ -232,7 +240,7 @@ def timing(g: dict, chip, e: dict[str, float]) -> dict[str, np.ndarray]:
     # one program alone: its warps issue in parallel on up to 4 schedulers, and each dependent round waits its
     # loads' latency (an L2 round trip for the share that misses L1), once per `loads in flight` loads a thread
     # issues in the round
-    waits = np.ceil(g["round_loads"] / e["dw_loads_in_flight"])
+    waits = np.maximum(1.0, g["round_loads"] / e["dw_loads_in_flight"])
     round_cycles = np.where(g["vec"] > 0, e["dw_tap_round_cycles"], e["dw_chunk_round_cycles"])
     chain = (
         e["dw_program_cycles"]
