@@ -60,11 +60,7 @@ def main(argv=None) -> int:
         ranked, _ = rank_candidates(p, chip, g)
         q = shape_quality(ranked["predicted_us"].to_numpy(), ranked["ms"].to_numpy() * 1e3)
         pk = picks[(picks["name"] == s["name"]) & (picks["impl"] == "triton")]
-        torch_ms = float(
-            g.iloc[0:0]
-            .pipe(lambda _: grid[(grid["name"] == s["name"]) & (grid["impl"] == "torch")])["ms"]
-            .min()
-        )
+        torch_ms = float(grid[(grid["name"] == s["name"]) & (grid["impl"] == "torch")]["ms"].min())
         best = min(g["ms"].min(), pk["ms"].min())
         # the model's own choice per scheme, from the whole space
         own = {

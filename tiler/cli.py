@@ -366,7 +366,9 @@ def rank(obj, op, chip_id, shape, dtype, candidates, fmt):
     default=None,
     help="Shape labels to fit, ';'-separated, e.g. 1024x1024x1024;4096x4096x4096 (default: all).",
 )
-@click.option("--note", default="", help="Appended to the source of every fitted value (e.g. what was held out).")
+@click.option(
+    "--note", default="", help="Appended to the source of every fitted value (e.g. what was held out)."
+)
 @click.pass_obj
 def calibrate(obj, chip_id, op, measurements, out_path, folds, seed, fit_shapes, note):
     """Fit the profile's efficiency constants to measured latencies; report held-out error and ranking."""
@@ -382,7 +384,14 @@ def calibrate(obj, chip_id, op, measurements, out_path, folds, seed, fit_shapes,
     except (OSError, ValueError) as exc:
         raise TilerError(f"--measurements: cannot read {measurements}: {exc}") from None
     result = fit(
-        chip, op, data, folds=folds, seed=seed, fit_shapes=shapes, data_name=Path(measurements).name, note=note
+        chip,
+        op,
+        data,
+        folds=folds,
+        seed=seed,
+        fit_shapes=shapes,
+        data_name=Path(measurements).name,
+        note=note,
     )
     write_profile(result, out_path)
     click.echo(result.summary())

@@ -1,0 +1,239 @@
+"""Depthwise convolution: the group_loop / group_opt / vector schemes on Ascend and CUDA, what the model must get
+right about packing channels into one cube op, and the input checks (docs/model.md, "Depthwise convolution")."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tiler.cli import main
+from tiler.errors import InfeasibleError
+from tiler.export import tiling_document
+from tiler.hardware import load_chip
+from tiler.model.common import round_up
+from tiler.operator import get_operator
+from tiler.ops.depthwise_conv.geometry import useful_fraction
+from tiler.problem import parse_problem
+from tiler.rank import rank_candidates
+from tiler.search import search
+from tiler.space import load_space
+
+MOBILENET = dict(N=16, C=144, H=56, W=56, kh=3, kw=3, pad=1)
+CONVNEXT = dict(N=16, C=96, H=56, W=56, kh=7, kw=7, pad=3)
+MAMBA = dict(N=8, C=1536, H=2048, W=1, kh=4, kw=1, pad=3)
+
+
+def dw(**f):
+    return parse_problem("depthwise_conv", f)
+
+
+@pytest.fixture(scope="module")
+def b3():
+    return load_chip("ascend910b3")
+
+
+@pytest.fixture(scope="module")
+def asc():
+    return load_space("depthwise_conv", "ascend")
+
+
+def best(problem, chip, space, scheme):
+    return search(problem, chip, space.pin({"scheme": scheme}), top=1)
+
+
+def one(space, **knobs) -> dict:
+    return {k: np.array([space.knobs[k].parse(v)]) for k, v in knobs.items()}
+
+
+@pytest.mark.parametrize(("groups", "kh", "kw"), [(16, 3, 3), (2, 3, 3), (8, 7, 7), (32, 4, 1), (1, 5, 5)])
+def test_useful_mac_fraction_is_what_the_packing_implies(b3, asc, groups, kh, kw):
+    """G channels packed: G*kh*kw useful MACs per pixel over K = round16(G*kh*kw) times N = round16(G) issued;
+    the estimate reports exactly that, and its issued MACs count every padded tile."""
+    p = dw(N=2, C=64, H=32, W=32 if kw > 1 else 1, kh=kh, kw=kw, pad=kh // 2)
+    scheme = "group_loop" if groups == 1 else "group_opt"
+    c = one(asc, scheme=scheme, groups_per_op=groups, tile_m=256, double_buffer=1, weight_expand="offline")
+    est = get_operator("depthwise_conv", "ascend").estimate(p, b3, c)
+    want = groups * kh * kw / (round_up(groups * kh * kw, 16) * round_up(groups, 16))
+    assert float(est["useful_mac_fraction"][0]) == pytest.approx(want, rel=1e-12)
+    assert float(useful_fraction(p, groups)) == pytest.approx(want, rel=1e-12)
+    rows = (p.pixels // 256) * 256 + round_up(
+        p.pixels % 256, 16
+    )  # the last tile at its real size, padded to 16
+    issued = rows * round_up(groups * kh * kw, 16) * round_up(groups, 16) * (64 // groups)
+    assert float(est["issued_macs"][0]) == pytest.approx(issued, rel=1e-12)
+
+
+def test_group_loop_wastes_the_fractal_worst_for_one_tap(b3, asc):
+    """A 1x1 depthwise op in group_loop uses 1 of 256 issued MACs (the seed's worst case); group_opt with 16
+    channels uses 1 in 16."""
+    p = dw(N=1, C=64, H=64, W=64, kh=1, kw=1)
+    m = get_operator("depthwise_conv", "ascend")
+    loop = m.estimate(
+        p, b3, one(asc, scheme="group_loop", groups_per_op=1, tile_m=512, double_buffer=1, weight_expand=0)
+    )
+    opt = m.estimate(
+        p, b3, one(asc, scheme="group_opt", groups_per_op=16, tile_m=512, double_buffer=1, weight_expand=0)
+    )
+    assert float(loop["useful_mac_fraction"][0]) == pytest.approx(1 / 256)
+    assert float(opt["useful_mac_fraction"][0]) == pytest.approx(1 / 16)
+
+
+@pytest.mark.parametrize("family", ["ascend", "cuda"])
+def test_one_channel_never_predicts_a_gain_for_group_opt(family):
+    """With C = 1 there is nothing to pack: group_opt is infeasible (the rule names why) and the search never
+    returns it."""
+    chip = load_chip({"ascend": "ascend910b3", "cuda": "h200"}[family])
+    space = load_space("depthwise_conv", family)
+    for f in (
+        dict(N=4, C=1, H=256, W=256, kh=3, kw=3, pad=1),
+        dict(N=1, C=1, H=4096, W=1, kh=4, kw=1, pad=3),
+    ):
+        p = dw(**f)
+        with pytest.raises(InfeasibleError, match="groups"):
+            best(p, chip, space, "group_opt")
+        assert search(p, chip, space, top=3).tiling(0)["scheme"] != "group_opt"
+
+
+def test_memory_bound_gains_less_than_cube_bound(b3, asc):
+    """Packing channels saves cube work and per-op overhead, not bytes: when both schemes are memory-bound (a chip
+    with a quarter of the HBM bandwidth) group_opt gains next to nothing; when both are cube-bound (an eighth of
+    the cube rate) the gain approaches the ratio of useful-MAC fractions; the real 910B3 lies in between."""
+    p = dw(**MOBILENET)
+    ratio = float(useful_fraction(p, 16) / useful_fraction(p, 1))
+
+    def gain(chip):
+        loop, opt = best(p, chip, asc, "group_loop"), best(p, chip, asc, "group_opt")
+        return loop.row(0)["time_us"] / opt.row(0)["time_us"], loop.row(0)["bound"], opt.row(0)["bound"]
+
+    mem, mem_loop, mem_opt = gain(b3.with_values({"hbm_gbps": 400.0}))
+    cube, cube_loop, cube_opt = gain(b3.with_values({"macs_per_cycle_fp16": 512}))
+    assert (mem_loop, mem_opt) == ("mte2", "mte2") and (cube_loop, cube_opt) == ("cube", "cube")
+    assert mem == pytest.approx(1.0, abs=0.1)
+    assert cube == pytest.approx(ratio, rel=0.1) and cube > 1.5 * mem
+    assert gain(b3)[0] > mem
+
+
+def test_packing_recovers_less_for_large_kernels(b3, asc):
+    """The fractal pads K to 16: 9 taps waste 7, 49 taps waste 15, so a 3x3 layer gains more from packing than a
+    7x7 layer of the same size."""
+    g3 = (
+        best(dw(**MOBILENET), b3, asc, "group_loop").row(0)["time_us"]
+        / best(dw(**MOBILENET), b3, asc, "group_opt").row(0)["time_us"]
+    )
+    g7 = (
+        best(dw(**CONVNEXT), b3, asc, "group_loop").row(0)["time_us"]
+        / best(dw(**CONVNEXT), b3, asc, "group_opt").row(0)["time_us"]
+    )
+    assert g3 > g7 > 1.0
+
+
+def test_per_call_weight_expansion_costs_a_vector_pass(b3, asc):
+    """weight_expand=per_call adds the vector kernel that writes the block-diagonal weight (and its launch) to every
+    call; offline expansion does not. The other schemes have no expanded weight: the knob changes nothing."""
+    p, m = dw(**MOBILENET), get_operator("depthwise_conv", "ascend")
+    t = {
+        e: m.estimate(
+            p,
+            b3,
+            one(asc, scheme="group_opt", groups_per_op=16, tile_m=1024, double_buffer=1, weight_expand=e),
+        )["time_us"][0]
+        for e in ("offline", "per_call")
+    }
+    assert t["per_call"] > t["offline"] + b3["head_base_us"] * 0.99
+    v = {
+        e: m.estimate(
+            p, b3, one(asc, scheme="vector", groups_per_op=4, tile_m=1024, double_buffer=1, weight_expand=e)
+        )["time_us"][0]
+        for e in ("offline", "per_call")
+    }
+    assert v["per_call"] == v["offline"]
+
+
+def test_longer_tiles_read_fewer_halo_rows(b3, asc):
+    """Each tile re-reads kh - stride input rows of its neighbour: L2 traffic falls as tile_m grows."""
+    p, m = dw(**CONVNEXT), get_operator("depthwise_conv", "ascend")
+    l2 = [
+        m.estimate(
+            p, b3, one(asc, scheme="vector", groups_per_op=2, tile_m=t, double_buffer=1, weight_expand=0)
+        )["l2_bytes"][0]
+        for t in (128, 512, 2048)
+    ]
+    assert l2[0] > l2[1] > l2[2] > p.compulsory_bytes * 0.5
+
+
+@pytest.mark.parametrize(
+    "shape", [MOBILENET, CONVNEXT, MAMBA, dict(N=4, C=576, H=65, W=65, kh=3, kw=3, pad=2, dilation=2)]
+)
+def test_the_exported_packing_factor_fits_the_buffers_it_names(b3, asc, shape):
+    """The ascendc_conv view of the best group_opt tiling: its packing factor sets the accumulator width and the
+    expanded weight's shape, and every buffer it names fits the chip."""
+    p = dw(**shape)
+    res = best(p, b3, asc, "group_opt")
+    view = tiling_document(p, b3, res.tiling(0), res.row(0))["targets"]["ascendc_conv"]
+    g = view["enlarge"]
+    assert view["base_n"] == round_up(g, 16) and view["base_k"] == round_up(g * p.taps, 16)
+    assert view["weight_expanded_shape"] == [-(-p.C // g), view["base_k"], view["base_n"]]
+    assert view["l0c_bytes"] == view["base_m"] * view["base_n"] * 4 <= b3["l0c_bytes"]
+    assert view["l0a_bytes"] <= b3["l0a_bytes"] and view["l0b_bytes"] <= b3["l0b_bytes"]
+    weight = view["base_k"] * view["base_n"] * p.in_bytes
+    rows = g * p.W * min(p.H, -(-view["tile_m"] // p.out_w) + p.kh) * p.in_bytes
+    assert weight + rows <= view["l1_bytes"] <= b3["l1_bytes"]
+
+
+def test_vector_scheme_runs_where_the_cube_cannot(b3, asc):
+    """fp32 runs on both units, and the search still returns a tiling; the vector view names UB, not L0."""
+    p = parse_problem("depthwise_conv", MOBILENET, "fp32")
+    res = best(p, b3, asc, "vector")
+    view = tiling_document(p, b3, res.tiling(0), res.row(0))["targets"]["ascendc_conv"]
+    assert "ub_bytes" in view and "l0c_bytes" not in view and view["ub_bytes"] <= b3["ub_bytes"]
+
+
+@pytest.mark.parametrize(
+    ("shape", "field"),
+    [
+        ("N=1,C=8,H=3,W=3,kh=5,kw=1", "kh"),  # kernel larger than the input (no padding)
+        ("N=1,C=8,H=8,W=4,kh=3,kw=7,pad=1", "kw"),  # 7 > 4 + 2
+        ("N=1,C=8,H=8,W=8,kh=3,kw=3,stride=0", "stride"),
+        ("N=1,C=8,H=8,W=8,kh=3,kw=3,dilation=0", "dilation"),
+        ("N=1,C=0,H=8,W=8,kh=3,kw=3", "C"),
+        ("N=1,C=8,H=8,W=8,kh=3,kw=3,pad=-1", "pad"),
+        ("N=1,C=8,H=8,W=8,kh=3,kw=3,dilation=4", "kh"),  # dilated extent 9 > 8
+    ],
+)
+def test_bad_depthwise_input_is_one_line_exit_2(shape, field, capsys):
+    """Kernel larger than the padded input, stride or dilation 0, C = 0, negative pad: one stderr line naming
+    the field, exit 2, for both families."""
+    for chip in ("ascend910b3", "h200"):
+        code = main(["search", "--op", "depthwise_conv", "--chip", chip, "--shape", shape])
+        err = capsys.readouterr().err.strip().splitlines()
+        assert code == 2 and len(err) == 1 and err[0].startswith(f"error: {field}:"), (chip, err)
+
+
+def test_a_1d_conv_is_padded_along_h_only():
+    """W = 1, kw = 1 (Mamba's causal conv1d): pad applies to the sequence, not to the width."""
+    p = dw(**MAMBA)
+    assert (p.out_h, p.out_w) == (2048 + 3, 1)
+    assert dw(N=1, C=4, H=8, W=8, kh=3, kw=3, pad=1).out_w == 8
+
+
+def test_the_h200_model_picks_the_measured_fastest_scheme_and_ranks_held_out_shapes():
+    """On the H200 grid (bench/data/h200_dwconv.csv), the calibrated model ranks each held-out shape's measured
+    tilings with Spearman > 0.8, its fastest-predicted row runs within 35% of the best, and its own best tiling
+    uses the scheme that measured fastest (the vector kernel, on every shape measured)."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    grid = pd.read_csv(root / "bench" / "data" / "h200_dwconv.csv")
+    shapes = pd.read_csv(root / "examples" / "shapes" / "depthwise_conv.csv")
+    chip, space = load_chip("h200"), load_space("depthwise_conv", "cuda")
+    fields = ("N", "C", "H", "W", "kh", "kw", "stride", "pad", "dilation")
+    for _, s in shapes[shapes["heldout"] == 1].iterrows():
+        p = dw(**{k: int(s[k]) for k in fields})
+        g = grid[(grid["name"] == s["name"]) & (grid["impl"] == "triton")]
+        ranked, _ = rank_candidates(p, chip, g)
+        rho = pd.Series(ranked["predicted_us"]).rank().corr(pd.Series(ranked["ms"]).rank())
+        assert rho > 0.8, s["name"]
+        assert g["ms"].min() / ranked["ms"].iloc[0] > 0.65, s["name"]
+        fastest = g.loc[g["ms"].idxmin(), "scheme"]
+        assert search(p, chip, space, top=1).tiling(0)["scheme"] == fastest
