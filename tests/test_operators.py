@@ -211,3 +211,29 @@ def test_an_operator_needs_only_feasible_and_estimate():
     assert t.views(None, None, {}, {}) == {} and t.warm_start(None, None) == {}
     with pytest.raises(TilerError, match="runner"):
         t.runner("triton")
+
+
+def test_sweep_and_rank_work_unchanged(setup, tmp_path):
+    """A sweep over a one-row CSV of the example problem writes an ok row and a library whose look-up returns
+    the search's tiling; `rank` scores the search's top tilings in the order it found them."""
+    import pandas as pd
+
+    from tiler.library import load
+    from tiler.rank import rank_candidates
+    from tiler.sweep import run_sweep
+
+    model, chip, problem, space = setup
+    csv = tmp_path / "shapes.csv"
+    pd.DataFrame([{**problem.shape(), "dtype": problem.dtype}]).to_csv(csv, index=False)
+    lib = tmp_path / "lib.json"
+    report = run_sweep(str(csv), model.OP, chip.id, out=str(tmp_path / "out.csv"), library=str(lib))
+    assert report.failed == 0
+    res = search(problem, chip, space, top=4)
+    entry = load(lib).lookup(problem)
+    assert entry["exact"] and entry["tiling"] == {k: res.tiling(0)[k] for k in space.names} | {
+        k: v for k, v in entry["tiling"].items() if k not in space.names
+    }
+    table = pd.DataFrame([res.tiling(i) for i in range(len(res.est["time_us"]))])
+    ranked, rejected = rank_candidates(problem, chip, table)
+    assert rejected.empty
+    assert np.allclose(ranked["predicted_us"].to_numpy(), np.sort(res.est["time_us"]))
