@@ -78,10 +78,13 @@ SHAPE = ["M", "N", "K"]
 
 
 def fitted_shapes(chip) -> set[str]:
-    """Shapes named by the sources of the profile's fitted values."""
+    """Shapes named by the sources of the profile's fitted matmul values (the depthwise constants, fitted on
+    their own data, are not this bench's)."""
+    from tiler.ops.matmul import cuda as matmul_cuda
+
     out: set[str] = set()
     for k, tag in chip.tags.items():
-        if tag == "fitted":
+        if tag == "fitted" and (k in matmul_cuda.FITTABLE or k in matmul_cuda.TIE_KEYS):
             m = re.search(r"shapes ([0-9x, :a-z]+?)\)", chip.sources.get(k, ""))
             if m:
                 out |= {s.strip() for s in m.group(1).split(",") if s.strip()}
@@ -267,8 +270,8 @@ def now_summary(now: pd.DataFrame) -> str:
 
 def tie_check(chip, measured: pd.DataFrame, fit: set[str]) -> str:
     """The profile's tie orders checked on the held-out shapes: the scores calibrate's choice is made from."""
-    from tiler.calibrate import choose_tie_orders, load_measurements
-    from tiler.ops.matmul import cuda as matmul_cuda
+    from tiler.calibrate import load_measurements
+    from tiler.operator import get_operator
 
     keys = measured[SHAPE].astype(str).agg("x".join, axis=1)
     held = measured[~keys.isin(fit)].assign(impl="triton")
@@ -276,7 +279,8 @@ def tie_check(chip, measured: pd.DataFrame, fit: set[str]) -> str:
     lines = [
         "tie orders on the held-out shapes (geomean of group best / time, groups of exactly tied orders):"
     ]
-    for t in choose_tie_orders(matmul_cuda, chip, data, matmul_cuda.efficiency(chip)):
+    model = get_operator("matmul", "cuda")
+    for t in model.choices(chip, data, model.constants(chip)):
         lines.append(f"  profile {t.key} = {int(chip.get(t.key, 0))}; held-out: {t}")
     return "\n".join(lines)
 
