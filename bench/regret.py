@@ -215,7 +215,7 @@ def replay(
     """Measured search over the measured configs only; returns the row indices in the order they were measured.
 
     `first`: rows measured before the sampler starts (the model's ranking). strategy "tpe" or "random" uses
-    tiler.bayes.make_sampler (the same sampler setup as `tiler search`), over one parameter per knob restricted
+    tiler.search.bayes.make_sampler (the same sampler setup as `tiler search`), over one parameter per knob restricted
     to the values measured for this shape (ordinal index; ORDER categorical). A sampled point that is not a
     measured config is snapped to the nearest unmeasured one (index distance), and the sampler is told the
     config actually measured (the proposal is closed as FAIL, which TPE ignores). "model" measures in `first`
