@@ -207,3 +207,23 @@ def test_advice_speaks_the_family_language(capsys, chip, shape, family_words, fo
     assert code == 0
     first = next(line for line in out.splitlines() if line.strip().startswith("- bound "))
     assert family_words in first and foreign not in first
+
+
+def test_library_errors_name_parameters_and_the_cli_names_flags(capsys):
+    """The library raises in its own terms (`trials: ...`, `fix: ...`); the command line shows the flag."""
+    from tiler.errors import TilerError
+    from tiler.hardware import load_chip
+    from tiler.problem import parse_problem
+    from tiler.search import search
+    from tiler.space import load_space
+
+    p, chip = parse_problem("matmul", {"M": 64, "N": 64, "K": 64}), load_chip("ascend910b3")
+    with pytest.raises(TilerError, match="^trials: "):
+        search(p, chip, load_space("matmul", "ascend"), "tpe", trials=0, storage="memory")
+    with pytest.raises(TilerError, match="^fix: "):
+        load_space("matmul", "ascend").pin({"no_such_knob": "1"})
+    base = ["search", "--op", "matmul", "--chip", "ascend910b3", "--shape", "M=64,N=64,K=64"]
+    code, _, err = run([*base, "--strategy", "tpe", "--trials", "0", "--storage", "memory"], capsys)
+    assert code == 2 and err.startswith("error: --trials: ")
+    code, _, err = run([*base, "--fix", "no_such_knob=1"], capsys)
+    assert code == 2 and err.startswith("error: --fix: unknown knob")

@@ -407,6 +407,20 @@ def _register_sweep() -> None:
 _register_sweep()
 
 
+def _as_flag(message: str, args: list[str]) -> str:
+    """Library errors name their parameter (`trials: ...`); on the command line that is a flag (`--trials: ...`).
+    Only the options of the command that ran are renamed; problem fields and other names stay as they are."""
+    command = next((a for a in args if a in cli.commands), None)
+    head, sep, rest = message.partition(":")
+    word = head.split(" ")[0]
+    if command is None or not sep:
+        return message
+    for param in cli.commands[command].params:
+        if isinstance(param, click.Option) and param.name == word and param.opts[0].startswith("--"):
+            return param.opts[0] + head[len(word) :] + sep + rest
+    return message
+
+
 def main(argv=None) -> int:
     """Entry point: turns input errors into one stderr line and exit code 2."""
     args = list(sys.argv[1:] if argv is None else argv)
@@ -420,7 +434,7 @@ def main(argv=None) -> int:
     except TilerError as exc:
         if debug:
             raise
-        click.echo(f"error: {exc}", err=True)
+        click.echo(f"error: {_as_flag(str(exc), args)}", err=True)
         return 2
     except click.exceptions.Exit as exc:
         return exc.exit_code

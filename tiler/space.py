@@ -79,7 +79,7 @@ class Space:
         for name, text in fixes.items():
             if name not in knobs:
                 raise SpaceError(
-                    f"--fix: unknown knob {name!r} for {self.op}/{self.family}; {closest(name, knobs)}"
+                    f"fix: unknown knob {name!r} for {self.op}/{self.family}; {closest(name, knobs)}"
                 )
             knobs[name] = replace(knobs[name], values=(knobs[name].parse(text),))
         return replace(self, knobs=knobs)
@@ -110,7 +110,7 @@ def parse_fixes(items) -> dict[str, str]:
     out = {}
     for item in items or ():
         if "=" not in str(item):
-            raise SpaceError(f"--fix: expected KNOB=VALUE, got {item!r}")
+            raise SpaceError(f"fix: expected KNOB=VALUE, got {item!r}")
         k, v = (x.strip() for x in str(item).split("=", 1))
         out[k] = v
     return out

@@ -30,10 +30,10 @@ class MeasureError(TilerError):
 def check_template(cmd_template: str) -> None:
     """Raise TilerError if the command cannot be a measurement command (checked once, before any trial)."""
     if not isinstance(cmd_template, str) or not cmd_template.strip():
-        raise TilerError("--measure: needs a command, e.g. 'python3 bench.py {tiling}', or 'triton'")
+        raise TilerError("measure: needs a command, e.g. 'python3 bench.py {tiling}', or 'triton'")
     if PLACEHOLDER not in cmd_template:
         raise TilerError(
-            f"--measure: the command must contain {PLACEHOLDER} (the path of the tiling JSON), "
+            f"measure: the command must contain {PLACEHOLDER} (the path of the tiling JSON), "
             f"got {cmd_template!r}"
         )
 

@@ -85,7 +85,7 @@ def open_storage(storage=None):
         url = str(storage)
     if "://" not in url:
         raise TilerError(
-            f"--storage: not a storage URL: {url!r} (e.g. sqlite:///results/studies.db, "
+            f"storage: not a storage URL: {url!r} (e.g. sqlite:///results/studies.db, "
             "postgresql://user@host/db, memory)"
         )
     engine_kwargs = _sqlite_kwargs(url)
@@ -130,7 +130,7 @@ def _sqlite_kwargs(url: str) -> dict:
 
 
 def _raise_storage(url: str, why: str):
-    raise TilerError(f"--storage: cannot open {url!r}: {why}")
+    raise TilerError(f"storage: cannot open {url!r}: {why}")
 
 
 def default_study_name(problem, chip, space: Space, strategy: str, seed: int, signature: dict) -> str:
@@ -382,11 +382,11 @@ def _measure_fn(measure, timeout: float, model: Operator):
         elsewhere = [f for o, f in known_ops() if o == model.OP and name in get_operator(o, f).RUNNERS]
         if elsewhere:
             raise TilerError(
-                f"--measure {name}: runs {model.OP} on the {' or '.join(elsewhere)} family, not {model.FAMILY}"
+                f"measure {name}: runs {model.OP} on the {' or '.join(elsewhere)} family, not {model.FAMILY}"
             )
         runners = ", ".join(model.RUNNERS) or "none"
         raise TilerError(
-            f"--measure: {measure!r} is not a runner of {model.OP} on the {model.FAMILY} family (runners: "
+            f"measure: {measure!r} is not a runner of {model.OP} on the {model.FAMILY} family (runners: "
             f"{runners}) nor a command holding {external.PLACEHOLDER}"
         )
     external.check_template(measure)
@@ -450,11 +450,11 @@ def run(
         raise SpaceError(f"strategy: bayes.run takes tpe or random, got {strategy!r}")
     trials = DEFAULT_TRIALS if trials is None else trials
     if isinstance(trials, bool) or not isinstance(trials, int | np.integer) or trials < 1:
-        raise TilerError(f"--trials: must be an integer >= 1, got {trials!r}")
+        raise TilerError(f"trials: must be an integer >= 1, got {trials!r}")
     if guided < 0:
-        raise TilerError(f"--guided: must be >= 0, got {guided}")
+        raise TilerError(f"guided: must be >= 0, got {guided}")
     if measure_timeout is None or measure_timeout <= 0:
-        raise TilerError(f"--measure-timeout: must be > 0 seconds, got {measure_timeout!r}")
+        raise TilerError(f"measure_timeout: must be > 0 seconds, got {measure_timeout!r}")
     model = get_operator(space.op, space.family)
     measure_fn, measure_id = _measure_fn(measure, measure_timeout, model)
     measured = measure_fn is not None
