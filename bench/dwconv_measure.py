@@ -34,7 +34,6 @@ import os
 import platform
 import random
 import statistics
-import subprocess
 import sys
 import time
 from datetime import UTC, datetime
@@ -239,25 +238,10 @@ def precompile_all(tasks: list, jobs: int, deadline: float) -> tuple[dict, dict]
     return stats, results
 
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from gpu_measure import smi_state  # noqa: E402  (the matmul bench's nvidia-smi reader; no tiler import)
+
 # --- machine and ceilings --------------------------------------------------------------------------
-
-
-def smi_state() -> str | None:
-    try:
-        r = subprocess.run(
-            [
-                "nvidia-smi",
-                "--query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,"
-                "power.draw,power.limit",
-                "--format=csv,noheader",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=20,
-        )
-        return r.stdout.strip() or r.stderr.strip()
-    except Exception as e:  # noqa: BLE001
-        return f"nvidia-smi failed: {e}"
 
 
 def machine_info() -> dict:

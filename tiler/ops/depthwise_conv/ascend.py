@@ -37,11 +37,10 @@ from ...model.common import (
 )
 from ...model.schedule import core_work
 from ...operator import Operator, register
-from .geometry import input_elems, packed_k, useful_fraction
+from .geometry import GROUP_LOOP, GROUP_OPT, VECTOR, input_elems, packed_k, scheme_groups, useful_fraction
 from .problem import DepthwiseConv
 
 KNOBS = ("scheme", "groups_per_op", "tile_m", "double_buffer", "weight_expand")
-GROUP_LOOP, GROUP_OPT, VECTOR = 0, 1, 2
 RULES = {
     "scheme_groups": ("scheme", "groups_per_op"),
     "groups": ("groups_per_op",),
@@ -310,8 +309,7 @@ class DepthwiseConvAscend(Operator):
         out = {}
         for r in names:
             if r == "scheme_groups":
-                s, g = _i(c, "scheme"), _i(c, "groups_per_op")
-                out[r] = np.where(s == GROUP_LOOP, g == 1, np.where(s == GROUP_OPT, g >= 2, True))
+                out[r] = scheme_groups(_i(c, "scheme"), _i(c, "groups_per_op"))
             elif r == "groups":
                 out[r] = _i(c, "groups_per_op") <= p.C
             elif r == "tile":

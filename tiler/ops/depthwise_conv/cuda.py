@@ -28,11 +28,10 @@ import numpy as np
 
 from ...model.common import PIPES, ceil_div, classify_bound, roofline_us
 from ...operator import Operator, register
-from .geometry import input_elems
+from .geometry import VECTOR, input_elems, scheme_groups
 from .problem import DepthwiseConv
 
 KNOBS = ("scheme", "groups_per_op", "BLOCK_P", "BLOCK_K", "num_warps", "num_stages")
-GROUP_LOOP, GROUP_OPT, VECTOR = 0, 1, 2
 # the kernels' own limits (triton_kernels.validate): exports are promises, so the space is cut by them
 MAX_DOT_TILE = 32768  # BLOCK_P * NP of the dot's accumulator
 MAX_VEC_TILE = 16384  # G * BLOCK_P of the vector accumulator
@@ -326,8 +325,7 @@ class DepthwiseConvCuda(Operator):
         out = {}
         for r in names:
             if r == "scheme_groups":
-                s, g = _i(c, "scheme"), _i(c, "groups_per_op")
-                out[r] = np.where(s == GROUP_LOOP, g == 1, np.where(s == GROUP_OPT, g >= 2, True))
+                out[r] = scheme_groups(_i(c, "scheme"), _i(c, "groups_per_op"))
             elif r == "groups":
                 out[r] = _i(c, "groups_per_op") <= 1 << max(p.C - 1, 0).bit_length()
             elif r == "tile":

@@ -8,6 +8,16 @@ import numpy as np
 from ...model.common import ceil_div, round_up
 from .problem import DepthwiseConv
 
+# the three schemes, as the `scheme` knob's codes in both families (search_spaces/depthwise_conv.toml)
+GROUP_LOOP, GROUP_OPT, VECTOR = 0, 1, 2
+
+
+def scheme_groups(scheme, groups) -> np.ndarray:
+    """The rule both families share: group_loop packs one channel per op, group_opt at least two (one would be
+    group_loop), the vector scheme any number."""
+    scheme, groups = np.asarray(scheme), np.asarray(groups)
+    return np.where(scheme == GROUP_LOOP, groups == 1, np.where(scheme == GROUP_OPT, groups >= 2, True))
+
 
 def input_elems(p: DepthwiseConv, pixels) -> np.ndarray:
     """Input elements of one channel that a run of `pixels` consecutive output pixels (row-major in a plane,
