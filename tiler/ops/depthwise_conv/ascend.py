@@ -262,7 +262,6 @@ class DepthwiseConvAscend(Operator):
         """`ascendc_conv`: what an AscendC depthwise kernel needs to run this tiling, with the on-chip buffers it
         fills (bytes, checked against the chip by the model's rules). `enlarge` is the packing factor (CANN's
         group-opt name for channels per cube op); the block-diagonal weight is `weight_expanded_shape`."""
-        c = {k: np.array([v if not isinstance(v, str) else self._code(k, v)]) for k, v in tiling.items()}
         g, m = int(tiling["groups_per_op"]), int(tiling["tile_m"])
         cube = tiling["scheme"] != "vector"
         kp, n16 = int(packed_k(p, g)[()]), int(round_up(g, 16))
@@ -284,20 +283,15 @@ class DepthwiseConvAscend(Operator):
                 l0a_bytes=m * 16 * p.in_bytes * 2,
                 l0b_bytes=16 * n16 * p.in_bytes * 2,
                 l0c_bytes=m * n16 * 4,
-                l1_bytes=int(_l1_bytes(p, c)[0]),
+                l1_bytes=int(row["l1_bytes"]),
             )
             if tiling["scheme"] == "group_opt":
                 view.update(
                     weight_expand=tiling["weight_expand"], weight_expanded_shape=[view["group_ops"], kp, n16]
                 )
         else:
-            view.update(ub_bytes=int(_ub_bytes(p, c)[0]), vector_cores=_vector_units(chip))
+            view.update(ub_bytes=int(row["ub_bytes"]), vector_cores=_vector_units(chip))
         return {"ascendc_conv": view}
-
-    @staticmethod
-    def _code(knob: str, label: str) -> int:
-        labels = {"scheme": ("group_loop", "group_opt", "vector"), "weight_expand": ("offline", "per_call")}
-        return labels[knob].index(label)
 
     def check(self, p: DepthwiseConv, chip) -> None:
         """The vector scheme runs any float dtype on the vector unit; int8 needs the cube."""
@@ -336,7 +330,8 @@ class DepthwiseConvAscend(Operator):
         return twin & (_i(c, "scheme") != GROUP_OPT) & (_i(c, "weight_expand") == 1)
 
     def estimate(self, p: DepthwiseConv, chip, c: dict) -> dict[str, np.ndarray]:
-        """The estimate record plus `tiles`, `useful_mac_fraction` and `issued_macs` per candidate."""
+        """The estimate record plus `tiles`, `useful_mac_fraction`, `issued_macs` and the L1 / UB bytes a tile
+        fills, per candidate."""
         n = len(c["scheme"])
         scheme = _i(c, "scheme")
         cube = scheme != VECTOR
@@ -420,4 +415,7 @@ class DepthwiseConvAscend(Operator):
             "tiles": grid["tiles"],
             "useful_mac_fraction": useful,
             "issued_macs": issued.astype(np.float64),
+            # the on-chip buffers a tile fills (the rules' left-hand sides; the export view names them)
+            "l1_bytes": np.where(cube, _l1_bytes(p, c), 0).astype(np.int64),
+            "ub_bytes": np.where(cube, 0, _ub_bytes(p, c)).astype(np.int64),
         }
