@@ -237,3 +237,22 @@ def test_the_h200_model_picks_the_measured_fastest_scheme_and_ranks_held_out_sha
         assert g["ms"].min() / ranked["ms"].iloc[0] > 0.65, s["name"]
         fastest = g.loc[g["ms"].idxmin(), "scheme"]
         assert search(p, chip, space, top=1).tiling(0)["scheme"] == fastest
+
+
+@pytest.mark.filterwarnings("error")
+def test_a_dtype_the_cube_lacks_leaves_the_vector_scheme(asc, capsys):
+    """fp32 on the 310P3 (no fp32 cube): only the vector scheme is feasible, the search returns it with a finite
+    roofline and no numpy warning; bf16 there (neither unit) is one line, exit 2."""
+    chip = load_chip("ascend310p3")
+    p = parse_problem("depthwise_conv", MOBILENET, "fp32")
+    res = search(p, chip, asc, top=3)
+    assert {res.tiling(i)["scheme"] for i in range(len(res.est["time_us"]))} == {"vector"}
+    assert 0 < res.row(0)["roofline_us"] <= res.row(0)["time_us"]
+    with pytest.raises(InfeasibleError, match="dtype"):
+        best(p, chip, asc, "group_opt")
+    shape = ",".join(f"{k}={v}" for k, v in MOBILENET.items())
+    code = main(
+        ["search", "--op", "depthwise_conv", "--chip", "ascend310p3", "--shape", shape, "--dtype", "bf16"]
+    )
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "bf16" in err[0]

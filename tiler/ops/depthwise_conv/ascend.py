@@ -42,6 +42,7 @@ from .problem import DepthwiseConv
 
 KNOBS = ("scheme", "groups_per_op", "tile_m", "double_buffer", "weight_expand")
 RULES = {
+    "dtype": ("scheme",),
     "scheme_groups": ("scheme", "groups_per_op"),
     "groups": ("groups_per_op",),
     "tile": ("tile_m",),
@@ -51,6 +52,8 @@ RULES = {
     "ub": ("scheme", "groups_per_op", "tile_m", "double_buffer"),
 }
 RULE_TEXT = {
+    "dtype": "the cube schemes need the chip's matrix unit for the dtype; the vector scheme casts to fp32 and takes "
+    "fp16, fp32 and (where the architecture has bf16 datapaths) bf16, not int8",
     "scheme_groups": "group_loop packs 1 channel per op (groups_per_op = 1); group_opt packs at least 2",
     "groups": "groups_per_op <= C (no more channels per op than the layer has)",
     "tile": "tile_m a multiple of 16 (the cube fractal's M)",
@@ -77,6 +80,19 @@ def _ub_bytes(p: DepthwiseConv, c: dict) -> np.ndarray:
     g, m = _i(c, "groups_per_op"), _i(c, "tile_m")
     per = g * (input_elems(p, m) * p.in_bytes + m * p.out_bytes)
     return per * (1 + _i(c, "double_buffer")) + g * m * 4  # fp32 accumulator, single
+
+
+def _vector_dtype(p: DepthwiseConv, chip) -> bool:
+    """Whether the vector scheme runs the dtype: it casts to fp32, which fp16 and fp32 allow everywhere and bf16
+    where the architecture has bf16 datapaths (its cube does); int8 is left to the cube."""
+    return p.dtype in ("fp16", "fp32") or (p.dtype == "bf16" and chip.macs_per_cycle("bf16") > 0)
+
+
+def _peak_flops(p: DepthwiseConv, chip) -> float:
+    """The faster of the two units that can run the problem: the cube at its dtype rate, the vector cores at
+    their fp32 multiply-add rate (the vector scheme's)."""
+    vector = chip["vector_flops_per_cycle_fp16"] / 2 * _vector_units(chip) * chip.clock_hz
+    return max(chip.peak_tflops(p.dtype) * 1e12, vector if _vector_dtype(p, chip) else 0.0)
 
 
 def _vector_units(chip) -> int:
@@ -111,7 +127,9 @@ def tile_cost(p: DepthwiseConv, chip, c: dict, m, g, reuse, active) -> dict:
     # --- cube: img2col into L0A (Load3D), weight into L0B, MMAD, fixpipe write-out
     kp, np16, m16 = packed_k(p, g), round_up(g, 16), round_up(m, 16)
     macs = m16 * kp * np16
-    t_mac = np.where(cube, macs / (chip.macs_per_cycle(p.dtype) * chip["mac_efficiency"]) / f, 0.0)
+    # (a dtype the cube lacks leaves only vector rows feasible: the rate's floor keeps their arrays finite)
+    rate = max(chip.macs_per_cycle(p.dtype) * chip["mac_efficiency"], 1e-9)
+    t_mac = np.where(cube, macs / rate / f, 0.0)
     t_mte1 = np.where(
         cube,
         (
@@ -294,15 +312,19 @@ class DepthwiseConvAscend(Operator):
         return {"ascendc_conv": view}
 
     def check(self, p: DepthwiseConv, chip) -> None:
-        """The vector scheme runs any float dtype on the vector unit; int8 needs the cube."""
-        if p.dtype == "int8":
+        """Some scheme must run the dtype: the cube when the matrix unit has it, else the vector unit."""
+        if not _vector_dtype(p, chip):
             chip.require_dtype(p.dtype)
 
     def feasible(self, p: DepthwiseConv, chip, c: dict, rules=None) -> dict[str, np.ndarray]:
         names = [r for r in (rules or RULES) if all(k in c for k in RULES[r])]
         out = {}
         for r in names:
-            if r == "scheme_groups":
+            if r == "dtype":
+                out[r] = np.where(
+                    _i(c, "scheme") == VECTOR, _vector_dtype(p, chip), chip.macs_per_cycle(p.dtype) > 0
+                )
+            elif r == "scheme_groups":
                 out[r] = scheme_groups(_i(c, "scheme"), _i(c, "groups_per_op"))
             elif r == "groups":
                 out[r] = _i(c, "groups_per_op") <= p.C
@@ -410,7 +432,7 @@ class DepthwiseConvAscend(Operator):
             "hbm_bytes": hbm.astype(np.float64),
             "l2_bytes": read + out_bytes,
             "roofline_us": roofline_us(
-                p.flops, p.compulsory_bytes, chip.peak_tflops(p.dtype) * 1e12, chip["hbm_gbps"] * 1e9, head
+                p.flops, p.compulsory_bytes, _peak_flops(p, chip), chip["hbm_gbps"] * 1e9, head
             ),
             "tiles": grid["tiles"],
             "useful_mac_fraction": useful,
