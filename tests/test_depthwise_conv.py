@@ -256,3 +256,11 @@ def test_a_dtype_the_cube_lacks_leaves_the_vector_scheme(asc, capsys):
     )
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and "bf16" in err[0]
+
+
+def test_a_huge_layer_is_searched_in_closed_form(asc):
+    """A layer of billions of tiles (64 x 4096 channels x 4096 x 224 pixels) is searched like a small one: the
+    schedule is counted in closed form, never walked tile by tile."""
+    p = dw(N=64, C=4096, H=4096, W=224, kh=3, kw=3, pad=1)
+    res = search(p, load_chip("ascend910b3"), asc, top=1)
+    assert res.row(0)["time_us"] >= res.row(0)["roofline_us"] > 0

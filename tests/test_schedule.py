@@ -111,3 +111,31 @@ def test_caches_start_over_without_losing_what_a_call_needs(monkeypatch):
     assert r.shape == (2, 30)
     assert core_work(6, 5, 1, 1, 4, 2, 0, False, 1, True, True).cores_used == 4
     assert len(schedule.core_work_many(6, 5, 1, 1, 4, True, True, [(2, 0, 0, 1), (3, 1, 1, 2)])) == 2
+
+
+@pytest.mark.parametrize("cores", [1, 4, 20, 40])
+def test_column_major_counts_are_core_works_in_closed_form(cores):
+    """The closed-form per-core tile counts of a column-major walk equal core_work's simulation (same totals,
+    same busiest core for any per-type cost), edges and weight reuse included."""
+    import itertools
+
+    from tiler.model.schedule import TILE_TYPES, column_major_counts, core_work
+
+    rng = np.random.default_rng(cores)
+    for gm, gn, em, en in itertools.product(
+        [1, 3, 20, 21, 41, 64], [1, 2, 7, 16], [False, True], [False, True]
+    ):
+        sim = core_work(gm, gn, 1, 1, cores, 1, 1, False, 1, em, en)
+        closed = column_major_counts(gm, gn, cores, em, en)
+        assert np.allclose(closed.sum(axis=0), sim.total[:TILE_TYPES])
+        assert int((closed.sum(axis=1) > 0).sum()) == sim.cores_used
+        for cost in rng.random((4, TILE_TYPES)):
+            assert (closed @ cost).max() == pytest.approx((sim.vectors[:, :TILE_TYPES] @ cost).max())
+
+
+def test_column_major_counts_do_not_grow_with_the_tiles():
+    """Billions of tiles cost what thousands do: the counts are a (cores, 8) table, summing to the grid."""
+    from tiler.model.schedule import column_major_counts
+
+    counts = column_major_counts(10**7, 4096, 20, True, True)
+    assert counts.shape == (20, 8) and counts.sum() == 10**7 * 4096

@@ -250,6 +250,40 @@ def core_work(
     return core_work_many(tm, tn, splits, batch, cores, bool(edge_m), bool(edge_n), setting)[0]
 
 
+def column_major_counts(gm: int, gn: int, cores: int, edge_m: bool, edge_n: bool) -> np.ndarray:
+    """Tiles of each of the 8 types (TILE_TYPES: 2*edge_m + edge_n + 4*reuse) per core, (cores, 8), when the
+    `gm x gn` grid is walked column by column (all rows of column 0, then column 1, ...; `core_work` with
+    offset 1, direction 1) and tile i runs on core i mod cores: what `core_work` computes, in closed form.
+
+    Memory and time grow with the cores, not with the tiles, so grids of billions of tiles (a depthwise layer
+    of many channels and pixels in small tiles) cost what small ones do. A tile reuses its core's B panel (the
+    column's weight) when the core's previous tile, `cores` positions back, is in the same column: rows >= cores.
+    """
+    out = np.zeros((cores, TILE_TYPES), dtype=np.float64)
+    k = np.arange(cores)
+
+    def add(columns: range, lo: int, hi: int, ttype: int) -> None:
+        """Rows [lo, hi) of each column in `columns`: per core, how many land on it (tile i = col*gm + row)."""
+        if hi <= lo or not len(columns):
+            return
+        n = hi - lo
+        # columns only differ by their start's residue (col*gm + lo) mod cores: count the columns per residue
+        starts = np.bincount((np.asarray(columns, dtype=np.int64) * gm + lo) % cores, minlength=cores)
+        rem = n % cores
+        out[:, ttype] += (n // cores) * len(columns)
+        if rem:  # the first `rem` residues after each start get one more
+            extra = (k[None, :] - np.arange(cores)[:, None]) % cores < rem  # extra[start, core]
+            out[:, ttype] += starts @ extra
+
+    rows_full = gm - int(edge_m)
+    for cols, en in ((range(gn - int(edge_n)), 0), (range(gn - 1, gn) if edge_n else range(0), 1)):
+        add(cols, 0, min(cores, rows_full), en)  # first rows of a column: the core loads the column's weight
+        add(cols, cores, rows_full, 4 + en)  # later rows: the core's previous tile had this column
+        if edge_m:
+            add(cols, gm - 1, gm, 2 + en + (4 if gm - 1 >= cores else 0))
+    return out
+
+
 def first_touch_only(tiles, slots, footprint_bytes, l2_bytes):
     """Where each A and B panel comes from HBM exactly once whatever the order (hit rates 1 - 1/gn and 1 - 1/gm):
     every tile runs in the first round, or all panels of the problem fit in L2 together. Scalars or arrays."""

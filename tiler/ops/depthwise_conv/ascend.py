@@ -2,7 +2,7 @@
 
 The output is an img2col product per channel: M = output pixels over the batch, K = kh*kw taps, N = 1. A *tile*
 is `tile_m` output pixels of `groups_per_op` channels (G); tiles go to cores in order, the M tiles of one channel
-group after another (tile i -> core i mod cores, schedule.core_work), so a core's next tile usually keeps the
+group after another (tile i -> core i mod cores, schedule.column_major_counts), so a core's next tile usually keeps the
 group's weight in L1. Per scheme, a tile costs:
 
 * group_loop (G = 1): one cube op per channel, K = kh*kw padded to 16 and N = 1 padded to 16, so the cube issues
@@ -35,7 +35,7 @@ from ...model.common import (
     round_up,
     segment_efficiency,
 )
-from ...model.schedule import core_work
+from ...model.schedule import column_major_counts
 from ...operator import Operator, register
 from .geometry import GROUP_LOOP, GROUP_OPT, VECTOR, input_elems, packed_k, scheme_groups, useful_fraction
 from .problem import DepthwiseConv
@@ -361,15 +361,17 @@ class DepthwiseConvAscend(Operator):
         units = np.where(cube, chip.cores, _vector_units(chip)).astype(np.int64)
         # per-core work: each distinct (grid, units) simulated once; tile types 0-3 (edge), +4 weight reuse
         first, gi = group_rows([grid["gm"], grid["gn"], units, grid["m_last"], grid["g_last"]])
-        works = []
+        works, sums = [], []  # per grid: the distinct per-core work vectors (D, 8), and all cores' sum (8,)
         for i in first:
             gm, gn, k = int(grid["gm"][i]), int(grid["gn"][i]), int(units[i])
             edge_m, edge_n = (
                 bool(grid["m_last"][i] < c["tile_m"][i]),
                 bool(grid["g_last"][i] < c["groups_per_op"][i]),
             )
-            # direction 1, offset 1: the M tiles of one channel group, then the next group
-            works.append(core_work(gm, gn, 1, 1, k, 1, 1, False, 1, edge_m, edge_n))
+            # the M tiles of one channel group, then the next group, in closed form (any number of tiles)
+            counts = column_major_counts(gm, gn, k, edge_m, edge_n)
+            works.append(np.unique(counts, axis=0))
+            sums.append(counts.sum(axis=0))
         m_full, g_full = _i(c, "tile_m"), _i(c, "groups_per_op")
         sizes_m = (m_full, m_full, grid["m_last"], grid["m_last"])
         sizes_g = (g_full, grid["g_last"], g_full, grid["g_last"])
@@ -383,19 +385,18 @@ class DepthwiseConvAscend(Operator):
         crit = np.zeros((n, 2 * EDGE_TYPES))
         mean = np.zeros(n)
         used = np.zeros(n)
-        for j, w in enumerate(works):
+        for j, vec in enumerate(works):
             rows = np.flatnonzero(gi == j)
-            vec = w.vectors[:, : 2 * EDGE_TYPES]  # (D, 8): tiles of each type per candidate-critical core
-            t = cost["busy"][rows] @ vec.T  # (rows, D)
+            t = cost["busy"][rows] @ vec.T  # (rows, D): each distinct core's busy time
             pick = t.argmax(axis=1)
             busy[rows] = t[np.arange(rows.size), pick]
             crit[rows] = vec[pick]
-            mean[rows] = cost["busy"][rows] @ w.total[: 2 * EDGE_TYPES]
-            used[rows] = w.cores_used
+            mean[rows] = cost["busy"][rows] @ sums[j]
+            used[rows] = min(int(units[first[j]]), int(grid["tiles"][first[j]]))
         fill = cost["fill"][:, 0]
         make = busy + fill
         mean = (mean + fill * used) / units
-        totals = np.stack([w.total[: 2 * EDGE_TYPES] for w in works])[gi]
+        totals = np.stack(sums)[gi]
         read = np.einsum("rt,rt->r", cost["read"], totals)
         out_bytes = float(p.pixels * p.C * p.out_bytes)
         hbm = p.compulsory_bytes + np.where(
