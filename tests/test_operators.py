@@ -237,3 +237,12 @@ def test_sweep_and_rank_work_unchanged(setup, tmp_path):
     ranked, rejected = rank_candidates(problem, chip, table)
     assert rejected.empty
     assert np.allclose(ranked["predicted_us"].to_numpy(), np.sort(res.est["time_us"]))
+
+
+def test_the_warm_start_is_a_tiling_of_the_space(setup):
+    """A declared known-good tiling names every knob with a value of its domain (so --warm-start cannot rot)."""
+    model, chip, problem, space = setup
+    t = model.warm_start(problem, chip)
+    if t:
+        assert set(t) == set(space.names)
+        space.parse_tiling(t)

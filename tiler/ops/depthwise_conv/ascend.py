@@ -276,6 +276,13 @@ class DepthwiseConvAscend(Operator):
             )
         return out + super().advice(p, chip, c, est, row)
 
+    def warm_start(self, p: DepthwiseConv, chip) -> dict:
+        """CANN's group-opt choice for fp16 depthwise: lcm(1 channel per group, 16) = 16 channels per cube op,
+        double-buffered, the weight expanded offline."""
+        return dict(
+            scheme="group_opt", groups_per_op=16, tile_m=1024, double_buffer=1, weight_expand="offline"
+        )
+
     def views(self, p: DepthwiseConv, chip, tiling: dict, row: dict) -> dict[str, dict]:
         """`ascendc_conv`: what an AscendC depthwise kernel needs to run this tiling, with the on-chip buffers it
         fills (bytes, checked against the chip by the model's rules). `enlarge` is the packing factor (CANN's
