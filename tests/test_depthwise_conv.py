@@ -13,7 +13,6 @@ from tiler.export import tiling_document
 from tiler.hardware import load_chip
 from tiler.model.common import round_up
 from tiler.operator import get_operator
-from tiler.ops.depthwise_conv.geometry import useful_fraction
 from tiler.problem import parse_problem
 from tiler.rank import rank_candidates
 from tiler.search import search
@@ -46,21 +45,34 @@ def one(space, **knobs) -> dict:
     return {k: np.array([space.knobs[k].parse(v)]) for k, v in knobs.items()}
 
 
-@pytest.mark.parametrize(("groups", "kh", "kw"), [(16, 3, 3), (2, 3, 3), (8, 7, 7), (32, 4, 1), (1, 5, 5)])
-def test_useful_mac_fraction_is_what_the_packing_implies(b3, asc, groups, kh, kw):
-    """G channels packed: G*kh*kw useful MACs per pixel over K = round16(G*kh*kw) times N = round16(G) issued;
-    the estimate reports exactly that, and its issued MACs count every padded tile."""
-    p = dw(N=2, C=64, H=32, W=32 if kw > 1 else 1, kh=kh, kw=kw, pad=kh // 2)
+@pytest.mark.parametrize(
+    ("groups", "kh", "kw", "dtype", "k_pad", "want"),
+    [
+        (16, 3, 3, "fp16", 144, 1 / 16),  # 16 channels x 9 taps fill K exactly; N = 16 holds 16 outputs
+        (2, 3, 3, "fp16", 32, 18 / (32 * 16)),  # 18 taps padded to 32, 2 of 16 columns
+        (8, 7, 7, "fp16", 400, 392 / (400 * 16)),
+        (32, 4, 1, "fp16", 128, 1 / 32),  # N = 32: two fractals of columns, one useful in 32
+        (1, 5, 5, "fp16", 32, 25 / (32 * 16)),  # group_loop: 25 taps padded to 32, 1 of 16 columns
+        (1, 3, 3, "int8", 32, 9 / (32 * 16)),  # int8's fractal is 32 deep
+        (1, 3, 3, "fp32", 16, 9 / (16 * 16)),  # fp32's is 8 deep: 9 taps pad to 16
+        (2, 2, 2, "fp32", 8, 8 / (8 * 16)),
+    ],
+)
+def test_useful_mac_fraction_is_what_the_packing_implies(b3, asc, groups, kh, kw, dtype, k_pad, want):
+    """G channels packed: G*kh*kw useful MACs per pixel over K (padded to the 32-byte fractal depth) times N
+    (padded to 16) issued; the estimate reports exactly that (hand-derived values), and its issued MACs count
+    every padded tile."""
+    p = parse_problem(
+        "depthwise_conv", dict(N=2, C=64, H=32, W=32 if kw > 1 else 1, kh=kh, kw=kw, pad=kh // 2), dtype
+    )
     scheme = "group_loop" if groups == 1 else "group_opt"
     c = one(asc, scheme=scheme, groups_per_op=groups, tile_m=256, double_buffer=1, weight_expand="offline")
     est = get_operator("depthwise_conv", "ascend").estimate(p, b3, c)
-    want = groups * kh * kw / (round_up(groups * kh * kw, 16) * round_up(groups, 16))
     assert float(est["useful_mac_fraction"][0]) == pytest.approx(want, rel=1e-12)
-    assert float(useful_fraction(p, groups)) == pytest.approx(want, rel=1e-12)
     rows = (p.pixels // 256) * 256 + round_up(
         p.pixels % 256, 16
     )  # the last tile at its real size, padded to 16
-    issued = rows * round_up(groups * kh * kw, 16) * round_up(groups, 16) * (64 // groups)
+    issued = rows * k_pad * round_up(groups, 16) * (64 // groups)
     assert float(est["issued_macs"][0]) == pytest.approx(issued, rel=1e-12)
 
 
@@ -100,7 +112,7 @@ def test_memory_bound_gains_less_than_cube_bound(b3, asc):
     with a quarter of the HBM bandwidth) group_opt gains next to nothing; when both are cube-bound (an eighth of
     the cube rate) the gain approaches the ratio of useful-MAC fractions; the real 910B3 lies in between."""
     p = dw(**MOBILENET)
-    ratio = float(useful_fraction(p, 16) / useful_fraction(p, 1))
+    ratio = (16 * 9 / (144 * 16)) / (9 / (16 * 16))  # group_opt's useful fraction over group_loop's
 
     def gain(chip):
         loop, opt = best(p, chip, asc, "group_loop"), best(p, chip, asc, "group_opt")
@@ -172,7 +184,7 @@ def test_the_exported_packing_factor_fits_the_buffers_it_names(b3, asc, shape):
     res = best(p, b3, asc, "group_opt")
     view = tiling_document(p, b3, res.tiling(0), res.row(0))["targets"]["ascendc_conv"]
     g = view["enlarge"]
-    assert view["base_n"] == round_up(g, 16) and view["base_k"] == round_up(g * p.taps, 16)
+    assert view["base_n"] == round_up(g, 16) and view["base_k"] == round_up(g * p.taps, 32 // p.in_bytes)
     assert view["weight_expanded_shape"] == [-(-p.C // g), view["base_k"], view["base_n"]]
     assert view["l0c_bytes"] == view["base_m"] * view["base_n"] * 4 <= b3["l0c_bytes"]
     assert view["l0a_bytes"] <= b3["l0a_bytes"] and view["l0b_bytes"] <= b3["l0b_bytes"]
@@ -210,10 +222,17 @@ def test_bad_depthwise_input_is_one_line_exit_2(shape, field, capsys):
         assert code == 2 and len(err) == 1 and err[0].startswith(f"error: {field}:"), (chip, err)
 
 
-def test_a_1d_conv_is_padded_along_h_only():
-    """W = 1, kw = 1 (Mamba's causal conv1d): pad applies to the sequence, not to the width."""
+def test_a_1d_conv_is_padded_along_its_sequence_only():
+    """W = 1, kw = 1 (Mamba's causal conv1d): pad applies to the sequence, not across it; the same along W."""
     p = dw(**MAMBA)
     assert (p.out_h, p.out_w) == (2048 + 3, 1)
+    assert (
+        dw(N=1, C=4, H=1, W=2048, kh=1, kw=4, pad=3).out_h,
+        dw(N=1, C=4, H=1, W=2048, kh=1, kw=4, pad=3).out_w,
+    ) == (
+        1,
+        2048 + 3,
+    )
     assert dw(N=1, C=4, H=8, W=8, kh=3, kw=3, pad=1).out_w == 8
 
 

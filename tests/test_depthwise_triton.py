@@ -23,6 +23,7 @@ SHAPES = [
     dict(N=1, C=40, H=33, W=31, kh=5, kw=5, stride=2, pad=2, dilation=1),
     dict(N=2, C=18, H=20, W=20, kh=3, kw=3, stride=1, pad=2, dilation=2),
     dict(N=2, C=64, H=300, W=1, kh=4, kw=1, stride=1, pad=3, dilation=1),
+    dict(N=2, C=32, H=1, W=300, kh=1, kw=4, stride=1, pad=3, dilation=1),  # 1-D along W: H is not padded
 ]
 
 

@@ -5,10 +5,10 @@ is `tile_m` output pixels of `groups_per_op` channels (G); tiles go to cores in 
 group after another (tile i -> core i mod cores, schedule.column_major_counts), so a core's next tile usually keeps the
 group's weight in L1. Per scheme, a tile costs:
 
-* group_loop (G = 1): one cube op per channel, K = kh*kw padded to 16 and N = 1 padded to 16, so the cube issues
-  16*round16(kh*kw)/(kh*kw) times the useful MACs; the loop over channels repeats the op's instruction, flag and
+* group_loop (G = 1): one cube op per channel, K = kh*kw padded to the fractal depth K0 (32 bytes: 16 fp16
+  elements) and N = 1 padded to 16, so the cube issues 16*roundK0(kh*kw)/(kh*kw) times the useful MACs; the loop over channels repeats the op's instruction, flag and
   loop overhead and moves one channel's rows per transfer (small strided transfers).
-* group_opt (G >= 2): G channels in one op with a block-diagonal weight, K = round16(G*kh*kw), N = round16(G):
+* group_opt (G >= 2): G channels in one op with a block-diagonal weight, K = roundK0(G*kh*kw), N = round16(G):
   the useful fraction is G*kh*kw / (K*N) (geometry.useful_fraction); one transfer instruction moves G channels'
   rows, and the overhead is paid once per G channels. The expanded weight is read from GM (K*N elements per op)
   and, with weight_expand=per_call, first built by a vector pass in every call (its time is added).
@@ -37,7 +37,7 @@ from ...model.common import (
 )
 from ...model.schedule import column_major_counts
 from ...operator import Operator, register
-from .geometry import GROUP_LOOP, GROUP_OPT, VECTOR, input_elems, packed_k, scheme_groups, useful_fraction
+from .geometry import GROUP_LOOP, GROUP_OPT, VECTOR, input_elems, k0, packed_k, scheme_groups, useful_fraction
 from .problem import DepthwiseConv
 
 KNOBS = ("scheme", "groups_per_op", "tile_m", "double_buffer", "weight_expand")
@@ -57,7 +57,7 @@ RULE_TEXT = {
     "scheme_groups": "group_loop packs 1 channel per op (groups_per_op = 1); group_opt packs at least 2",
     "groups": "groups_per_op <= C (no more channels per op than the layer has)",
     "tile": "tile_m a multiple of 16 (the cube fractal's M)",
-    "l0a": "a 16-deep slice of the img2col tile, tile_m*16*bytes*2 (ping-pong) <= L0A",
+    "l0a": "one fractal-deep (32-byte) slice of the img2col tile, tile_m*32 B*2 (ping-pong) <= L0A",
     "l0c": "the fp32 accumulator tile_m*round16(groups_per_op)*4 <= L0C",
     "l1": "cube schemes: the input rows of G channels (x2 with double_buffer) + the expanded weight <= L1",
     "ub": "vector: input rows, fp32 accumulator and output of G channels (x2 with double_buffer) <= UB",
@@ -158,7 +158,7 @@ def tile_cost(p: DepthwiseConv, chip, c: dict, m, g, reuse, active) -> dict:
     vec_instr = (
         g * passes * ceil_div(m * 4, 255 * 256)
     )  # one instruction per channel, pass and 255 repeats of 256 B
-    cube_instr = 3 + ceil_div(kp, 16)  # Load3D per K fractal column, Load2D, MMAD, fixpipe
+    cube_instr = 3 + ceil_div(kp, k0(p))  # Load3D per K fractal column, Load2D, MMAD, fixpipe
     instr = xfers + np.where(cube, cube_instr, vec_instr + 1)
     t_scalar = (
         instr * chip["scalar_cycles_per_instr"] + chip["scalar_cycles_per_loop"] + 3 * chip["sync_cycles"]
@@ -305,8 +305,8 @@ class DepthwiseConvAscend(Operator):
                 base_m=m,
                 base_k=kp,
                 base_n=n16,
-                l0a_bytes=m * 16 * p.in_bytes * 2,
-                l0b_bytes=16 * n16 * p.in_bytes * 2,
+                l0a_bytes=m * 32 * 2,
+                l0b_bytes=32 * n16 * 2,
                 l0c_bytes=m * n16 * 4,
                 l1_bytes=int(row["l1_bytes"]),
             )
@@ -338,9 +338,7 @@ class DepthwiseConvAscend(Operator):
             elif r == "tile":
                 out[r] = _i(c, "tile_m") % 16 == 0
             elif r == "l0a":
-                out[r] = (_i(c, "scheme") == VECTOR) | (
-                    _i(c, "tile_m") * 16 * p.in_bytes * 2 <= chip["l0a_bytes"]
-                )
+                out[r] = (_i(c, "scheme") == VECTOR) | (_i(c, "tile_m") * 32 * 2 <= chip["l0a_bytes"])
             elif r == "l0c":
                 fits = _i(c, "tile_m") * round_up(_i(c, "groups_per_op"), 16) * 4 <= chip["l0c_bytes"]
                 out[r] = (_i(c, "scheme") == VECTOR) | fits
@@ -428,7 +426,7 @@ class DepthwiseConvAscend(Operator):
         )
         bound = np.where(hbm_floor > make, "mte2", bound)
         issued = np.where(cube, np.einsum("rt,rt->r", cost["macs"], totals), p.pixels * p.C * p.taps)
-        useful = np.where(cube, useful_fraction(p, g_full), 1.0)
+        useful = np.where(cube, useful_fraction(p, g_full, packed_k(p, g_full), round_up(g_full, 16)), 1.0)
         return {
             "time_us": time_us,
             "bound": bound,

@@ -28,7 +28,7 @@ import numpy as np
 
 from ...model.common import PIPES, ceil_div, classify_bound, roofline_us
 from ...operator import Operator, register
-from .geometry import VECTOR, input_elems, scheme_groups
+from .geometry import VECTOR, input_elems, scheme_groups, useful_fraction
 from .problem import DepthwiseConv
 
 KNOBS = ("scheme", "groups_per_op", "BLOCK_P", "BLOCK_K", "num_warps", "num_stages")
@@ -198,7 +198,7 @@ def prepare(p: DepthwiseConv, chip, c: dict) -> dict[str, np.ndarray]:
         "l2_bytes": l2_bytes.astype(np.float64),
         "flops": np.full(scheme.shape, p.flops),
         "compulsory": np.full(scheme.shape, p.compulsory_bytes),
-        "useful": np.where(vec, 1.0, g * p.taps / (steps * bk * npad)),
+        "useful": np.where(vec, 1.0, useful_fraction(p, g, steps * bk, npad)),
     }
 
 

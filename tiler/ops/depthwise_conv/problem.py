@@ -13,8 +13,9 @@ from ...problem import Problem
 class DepthwiseConv(Problem):
     """out[n, c] = x[n, c] (*) w[c] with stride, zero padding and dilation; x is N x C x H x W (NCHW).
 
-    `pad` pads both sides of H, and both sides of W only when kw > 1: a 1-D convolution (Mamba's causal conv1d)
-    is W = 1, kw = 1 with the sequence along H, and is not padded along W. A causal conv1d is listed as PyTorch's
+    `pad` pads both sides of each axis the kernel spans: H when kh > 1, W when kw > 1. A 1-D convolution (Mamba's
+    causal conv1d) is W = 1, kw = 1 with the sequence along H (or H = 1, kh = 1 along W), and is not padded
+    across. A causal conv1d is listed as PyTorch's
     Conv1d(padding=k-1) computes it: L + k - 1 outputs, of which the layer keeps the first L.
     """
 
@@ -37,6 +38,10 @@ class DepthwiseConv(Problem):
     dtype: str = "fp16"
 
     @property
+    def pad_h(self) -> int:
+        return self.pad if self.kh > 1 else 0
+
+    @property
     def pad_w(self) -> int:
         return self.pad if self.kw > 1 else 0
 
@@ -47,7 +52,7 @@ class DepthwiseConv(Problem):
 
     @property
     def out_h(self) -> int:
-        return (self.H + 2 * self.pad - self.dilation * (self.kh - 1) - 1) // self.stride + 1
+        return (self.H + 2 * self.pad_h - self.dilation * (self.kh - 1) - 1) // self.stride + 1
 
     @property
     def out_w(self) -> int:
@@ -73,7 +78,7 @@ class DepthwiseConv(Problem):
         return "NCHW"
 
     def validate(self) -> None:
-        for k, size, pad in (("kh", self.H, self.pad), ("kw", self.W, self.pad_w)):
+        for k, size, pad in (("kh", self.H, self.pad_h), ("kw", self.W, self.pad_w)):
             extent = self.dilation * (getattr(self, k) - 1) + 1
             if extent > size + 2 * pad:
                 axis = "H" if k == "kh" else "W"

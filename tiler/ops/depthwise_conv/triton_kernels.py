@@ -1,13 +1,15 @@
 """Triton depthwise-convolution kernels (NCHW, fp16 in/out, fp32 accumulation, no bias).
 
-Depthwise conv: groups = C_in = C_out = C, weight ``w[C, 1, kh, kw]``. ``pad`` zero-pads both sides of H,
-and both sides of W only when ``kw > 1`` (a 1-D conv is W = 1, kw = 1 and is not padded along W)::
+Depthwise conv: groups = C_in = C_out = C, weight ``w[C, 1, kh, kw]``. ``pad`` zero-pads both sides of each
+axis the kernel spans: H when ``kh > 1``, W when ``kw > 1`` (a 1-D conv is W = 1, kw = 1, or H = 1, kh = 1,
+and is not padded across)::
 
-    OH = (H + 2*pad  - dilation*(kh-1) - 1) // stride + 1
+    OH = (H + 2*padH - dilation*(kh-1) - 1) // stride + 1,   padH = pad if kh > 1 else 0
     OW = (W + 2*padW - dilation*(kw-1) - 1) // stride + 1,   padW = pad if kw > 1 else 0
 
-Reference: ``torch.nn.functional.conv2d(x, w, stride=stride, padding=(pad, padW), dilation=dilation,
-groups=C)``.
+Reference: ``torch.nn.functional.conv2d(x, w, stride=stride, padding=(padH, padW), dilation=dilation,
+groups=C)``. (Kept free of ``tiler`` imports: bench/dwconv_measure.py loads this file by path on the GPU
+machine, so the padding rule is written here again, as in tiler/ops/depthwise_conv/problem.py.)
 
 Three schemes share two kernels; the knob names (``scheme``, ``groups_per_op``, ``BLOCK_P``, ``BLOCK_K``,
 ``num_warps``, ``num_stages``) are a fixed contract with the cost model:
@@ -57,15 +59,20 @@ def next_pow2(v: int) -> int:
     return 1 << max(0, int(v) - 1).bit_length()
 
 
+def pad_h(kh: int, pad: int) -> int:
+    """Padding along H: ``pad`` when the kernel has height (kh > 1), else 0 (1-D convs along W)."""
+    return int(pad) if int(kh) > 1 else 0
+
+
 def pad_w(kw: int, pad: int) -> int:
     """Padding along W: ``pad`` when the kernel has width (kw > 1), else 0 (1-D convs along H)."""
     return int(pad) if int(kw) > 1 else 0
 
 
 def output_size(H: int, W: int, kh: int, kw: int, stride: int, pad: int, dilation: int) -> tuple[int, int]:
-    """(OH, OW) of the depthwise conv; W is padded only when kw > 1."""
+    """(OH, OW) of the depthwise conv; each axis is padded only when the kernel spans it."""
     pw = pad_w(kw, pad)
-    OH = (H + 2 * pad - dilation * (kh - 1) - 1) // stride + 1
+    OH = (H + 2 * pad_h(kh, pad) - dilation * (kh - 1) - 1) // stride + 1
     OW = (W + 2 * pw - dilation * (kw - 1) - 1) // stride + 1
     return OH, OW
 
@@ -135,9 +142,10 @@ def validate(cfg: dict, conv: dict | None = None) -> str | None:
 
 
 def _split(cfg: dict, conv: dict):
+    """(normalized config, kh, kw, stride, pad along H, pad along W, dilation)."""
     c = normalize_cfg(cfg)
     kh, kw, st, pd, dl = (int(conv[k]) for k in CONV_KEYS)
-    return c, kh, kw, st, pd, pad_w(kw, pd), dl
+    return c, kh, kw, st, pad_h(kh, pd), pad_w(kw, pd), dl
 
 
 # --- kernels -----------------------------------------------------------------------------------------
@@ -259,15 +267,15 @@ def _kernel_and_args(cfg: dict, conv: dict, N: int, C: int, H: int, W: int):
     """(jit kernel, grid, runtime int args, constexpr/launch kwargs) for one tiling."""
     if triton is None:
         raise RuntimeError("triton is not installed")
-    c, kh, kw, st, pd, pw, dl = _split(cfg, conv)
-    OH, OW = output_size(H, W, kh, kw, st, pd, dl)
+    c, kh, kw, st, ph, pw, dl = _split(cfg, conv)
+    OH, OW = output_size(H, W, kh, kw, st, int(conv["pad"]), dl)
     G, BP = c["groups_per_op"], c["BLOCK_P"]
     grid = (triton.cdiv(OH * OW, BP), triton.cdiv(C, G), N)
     kw_args = dict(
         KH=kh,
         KW=kw,
         STRIDE=st,
-        PAD=pd,
+        PAD=ph,
         PADW=pw,
         DIL=dl,
         G=G,
@@ -348,7 +356,7 @@ class Problem:
         self.p = {k: int(problem[k]) for k in ("N", "C", "H", "W", *CONV_KEYS)}
         N, C, H, W = (self.p[k] for k in ("N", "C", "H", "W"))
         kh, kw, st, pd, dl = (self.p[k] for k in CONV_KEYS)
-        self.padding = (pd, pad_w(kw, pd))
+        self.padding = (pad_h(kh, pd), pad_w(kw, pd))
         self.OH, self.OW = output_size(H, W, kh, kw, st, pd, dl)
         if self.OH < 1 or self.OW < 1:
             raise ValueError(f"empty output for {self.p}")
