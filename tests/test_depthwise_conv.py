@@ -283,3 +283,11 @@ def test_a_huge_layer_is_searched_in_closed_form(asc):
     p = dw(N=64, C=4096, H=4096, W=224, kh=3, kw=3, pad=1)
     res = search(p, load_chip("ascend910b3"), asc, top=1)
     assert res.row(0)["time_us"] >= res.row(0)["roofline_us"] > 0
+
+
+def test_shape_labels_tell_optional_fields_apart():
+    """Calibration keys shapes by label: stride 2, pad 2 and dilation 2 of one layer are three shapes."""
+    base = dict(N=16, C=240, H=28, W=28, kh=5, kw=5)
+    labels = {dw(**base, **{k: 2}).label() for k in ("stride", "pad", "dilation")}
+    assert len(labels) == 3 and dw(**base).label() == "16x240x28x28x5x5"
+    assert parse_problem("matmul", {"M": 8, "N": 8, "K": 8, "batch": 4}, "bf16").label() == "8x8x8_batch4:bf16"

@@ -174,13 +174,13 @@ def test_advice_opens_with_the_bound(setup):
 
 def _bad_values(cls, name: str) -> list[str]:
     low = cls.MINIMUM.get(name, 1)
-    return ["x", "1.5", str(low - 1)]
+    return ["x", "1.5", str(low - 1), "inf", "nan", "1e400", str(2**31), str(2**63 - 1)]
 
 
 @pytest.mark.parametrize("op", sorted({o for o, _ in OPS}))
 def test_bad_problem_fields_give_one_line_and_exit_2(op, capsys):
-    """For every field: missing, not a number, not an integer, below its minimum -> exit 2 and one stderr
-    line naming the field, no traceback."""
+    """For every field: missing, not a number, not an integer, below its minimum, not finite or beyond 2**31 - 1
+    -> exit 2 and one stderr line naming the field, no traceback."""
     cls = problem_class(op)
     good = {**{k: str(v) for k, v in cls.OPTIONAL.items()}, **{k: str(v) for k, v in cls.EXAMPLE.items()}}
     chip = CHIP[next(f for o, f in OPS if o == op)]

@@ -6,6 +6,7 @@ same everywhere: the field, what is allowed, what was received.
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, fields
 from typing import Any, ClassVar
 
@@ -56,11 +57,12 @@ class Problem:
 
     def label(self) -> str:
         """A short shape label (calibration's shape keys, `--fit-shapes`): the required fields joined by `x`,
-        then optional fields that differ from their default, then `:dtype` unless fp16 (matmul: 4096x4096x4096)."""
+        then `_<field><value>` for each optional field that differs from its default, then `:dtype` unless fp16
+        (matmul: 4096x4096x4096, 512x512x512_batch8:bf16; depthwise: 16x240x28x28x5x5_pad2)."""
         shape = self.shape()
-        parts = [str(shape[k]) for k in self.FIELDS]
-        parts += [str(shape[k]) for k, d in self.OPTIONAL.items() if shape[k] != d]
-        return "x".join(parts) + ("" if self.dtype == "fp16" else f":{self.dtype}")  # type: ignore[attr-defined]
+        text = "x".join(str(shape[k]) for k in self.FIELDS)
+        text += "".join(f"_{k}{shape[k]}" for k, d in self.OPTIONAL.items() if shape[k] != d)
+        return text + ("" if self.dtype == "fp16" else f":{self.dtype}")  # type: ignore[attr-defined]
 
     def validate(self) -> None:
         """Cross-field checks after each field passed its own (a kernel larger than the padded input, ...);
@@ -87,17 +89,24 @@ def parse_shape_text(text: str) -> dict[str, str]:
     return out
 
 
+# The largest value a problem field takes: the models count elements and tiles in int64 and products of up to
+# three fields stay exact in float64 below 2**53 each; no layer of a real model comes near it.
+FIELD_MAX = 2**31 - 1
+
+
 def _as_int(field: str, value: Any, minimum: int = 1) -> int:
+    """An integer field in [minimum, FIELD_MAX], from an int, a float with no fraction or text."""
+    why = f"{field}: must be an integer >= {minimum}, got {value!r}"
     if isinstance(value, bool):
-        raise ProblemError(f"{field}: must be an integer >= {minimum}, got {value!r}")
+        raise ProblemError(why)
     try:
         f = float(value)
     except (TypeError, ValueError):
-        raise ProblemError(f"{field}: must be an integer >= {minimum}, got {value!r}") from None
-    if f != f or f != int(f):
-        raise ProblemError(f"{field}: must be an integer >= {minimum}, got {value!r}")
-    if int(f) < minimum:
-        raise ProblemError(f"{field}: must be an integer >= {minimum}, got {value!r}")
+        raise ProblemError(why) from None
+    if not math.isfinite(f) or f != int(f) or int(f) < minimum:
+        raise ProblemError(why)
+    if int(f) > FIELD_MAX:
+        raise ProblemError(f"{field}: must be an integer <= {FIELD_MAX}, got {value!r}")
     return int(f)
 
 
