@@ -149,6 +149,11 @@ def test_the_export_validates_and_carries_every_target(setup):
     assert set(doc["targets"]) == set(model.TARGETS)
     assert doc["op"] == model.OP and doc["problem"]["shape"] == problem.shape()
     json.dumps(doc)
+    for target, schema in model.TARGETS.items():  # each view is checked against its own schema
+        broken = json.loads(json.dumps(doc))
+        del broken["targets"][target][schema["required"][0]]
+        with pytest.raises(TilerError, match=f"targets/{target}"):
+            validate(broken)
 
 
 def test_searches_are_deterministic(setup):

@@ -86,16 +86,33 @@ def load_schema(name: str) -> dict:
 
 
 def validate(doc: dict) -> None:
-    """Raise TilerError if `doc` does not match its shipped JSON Schema."""
-    import jsonschema
+    """Raise TilerError if `doc` does not match its shipped JSON Schema, or a code-generator view does not match
+    the schema its operator declares for that target (Operator.TARGETS)."""
 
     name = {TILING_SCHEMA: "tiling_v1", LIBRARY_SCHEMA: "library_v1"}.get(doc.get("schema"))
     if name is None:
         raise TilerError(f"schema: must be {TILING_SCHEMA} or {LIBRARY_SCHEMA}, got {doc.get('schema')!r}")
+    _check(doc, load_schema(name), "")
+    entries = doc["entries"] if name == "library_v1" else [doc]
+    schemas = get_operator(doc["op"], doc["chip"]["family"]).TARGETS
+    for i, entry in enumerate(entries):
+        where = f"entries/{i}/targets" if name == "library_v1" else "targets"
+        for target, view in entry.get("targets", {}).items():
+            if target not in schemas:
+                known = ", ".join(schemas) or "none"
+                raise TilerError(
+                    f"export: {where}: {target!r} is not a target of {doc['op']} (targets: {known})"
+                )
+            _check(view, schemas[target], f"{where}/{target}")
+
+
+def _check(doc: dict, schema: dict, prefix: str) -> None:
+    import jsonschema
+
     try:
-        jsonschema.validate(doc, load_schema(name))
+        jsonschema.validate(doc, schema)
     except jsonschema.ValidationError as exc:
-        where = "/".join(map(str, exc.absolute_path)) or "(top)"
+        where = "/".join([prefix] * bool(prefix) + list(map(str, exc.absolute_path))) or "(top)"
         raise TilerError(f"export: {where}: {exc.message}") from None
 
 

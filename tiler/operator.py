@@ -63,8 +63,9 @@ class Operator(ABC):
     CONSTANTS: ClassVar[dict[str, float]] = {}
     # values of a measurement table's `impl` column that are this operator's kernel (other rows: a library)
     IMPLS: ClassVar[tuple[str, ...]] = ()
-    # the code generators `views()` writes a view for (export targets), and the names `runner()` answers
-    TARGETS: ClassVar[tuple[str, ...]] = ()
+    # the code generators `views()` writes a view for (export targets), each with the JSON Schema its view must
+    # match (tiler.export.validate checks every exported view), and the names `runner()` answers
+    TARGETS: ClassVar[dict[str, dict]] = {}
     RUNNERS: ClassVar[tuple[str, ...]] = ()
 
     # ---------------------------------------------------------------- required

@@ -37,6 +37,7 @@ from ...model.common import (
 )
 from ...model.schedule import column_major_counts
 from ...operator import Operator, register
+from . import views
 from .geometry import GROUP_LOOP, GROUP_OPT, VECTOR, input_elems, k0, packed_k, scheme_groups, useful_fraction
 from .problem import DepthwiseConv
 
@@ -238,7 +239,7 @@ class DepthwiseConvAscend(Operator):
         ),
         "weight_expand": ("weight: expand the block-diagonal weight offline, once", (0,)),
     }
-    TARGETS = ("ascendc_conv",)
+    TARGETS = {"ascendc_conv": views.ASCENDC_CONV_SCHEMA}
 
     def advice(self, p: DepthwiseConv, chip, c: dict, est: dict, row: int) -> list[str]:
         """The scheme comparison (each other scheme's best packing at this tile) and the useful-MAC fraction."""
@@ -284,39 +285,7 @@ class DepthwiseConvAscend(Operator):
         )
 
     def views(self, p: DepthwiseConv, chip, tiling: dict, row: dict) -> dict[str, dict]:
-        """`ascendc_conv`: what an AscendC depthwise kernel needs to run this tiling, with the on-chip buffers it
-        fills (bytes, checked against the chip by the model's rules). `enlarge` is the packing factor (CANN's
-        group-opt name for channels per cube op); the block-diagonal weight is `weight_expanded_shape`."""
-        g, m = int(tiling["groups_per_op"]), int(tiling["tile_m"])
-        cube = tiling["scheme"] != "vector"
-        kp, n16 = int(packed_k(p, g)[()]), int(round_up(g, 16))
-        view = {
-            "scheme": tiling["scheme"],
-            "enlarge": g,
-            "group_ops": -(-p.C // g),
-            "tile_m": m,
-            "m_tiles": -(-p.pixels // m),
-            "block_dim": int(row["cores_used"]),
-            "double_buffer": int(tiling["double_buffer"]),
-            "layout": "NCHW",
-        }
-        if cube:
-            view.update(
-                base_m=m,
-                base_k=kp,
-                base_n=n16,
-                l0a_bytes=m * 32 * 2,
-                l0b_bytes=32 * n16 * 2,
-                l0c_bytes=m * n16 * 4,
-                l1_bytes=int(row["l1_bytes"]),
-            )
-            if tiling["scheme"] == "group_opt":
-                view.update(
-                    weight_expand=tiling["weight_expand"], weight_expanded_shape=[view["group_ops"], kp, n16]
-                )
-        else:
-            view.update(ub_bytes=int(row["ub_bytes"]), vector_cores=_vector_units(chip))
-        return {"ascendc_conv": view}
+        return {"ascendc_conv": views.ascendc_conv_view(p, tiling, row, _vector_units(chip))}
 
     def check(self, p: DepthwiseConv, chip) -> None:
         """Some scheme must run the dtype: the cube when the matrix unit has it, else the vector unit."""

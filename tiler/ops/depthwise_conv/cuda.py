@@ -28,6 +28,7 @@ import numpy as np
 
 from ...model.common import PIPES, ceil_div, classify_bound, roofline_us
 from ...operator import Operator, register
+from . import views
 from .geometry import VECTOR, input_elems, scheme_groups, useful_fraction
 from .problem import DepthwiseConv
 
@@ -310,7 +311,7 @@ class DepthwiseConvCuda(Operator):
     FITTABLE = FITTABLE
     CONSTANTS = DEFAULTS
     IMPLS = ("triton",)
-    TARGETS = ("triton",)
+    TARGETS = {"triton": views.TRITON_SCHEMA}
     RUNNERS = ("triton",)
 
     def check(self, p: DepthwiseConv, chip) -> None:
@@ -377,22 +378,7 @@ class DepthwiseConvCuda(Operator):
         return dict(scheme="vector", groups_per_op=2, BLOCK_P=128, BLOCK_K=16, num_warps=2, num_stages=1)
 
     def views(self, p: DepthwiseConv, chip, tiling: dict, row: dict) -> dict[str, dict]:
-        """The Triton launch: kernel (dot or vector), constexprs, launch options and the grid."""
-        g, bp = int(tiling["groups_per_op"]), int(tiling["BLOCK_P"])
-        scheme = tiling["scheme"]
-        plane = p.out_h * p.out_w
-        return {
-            "triton": {
-                "kernel": "_dw_vec_kernel" if scheme == "vector" else "_dw_dot_kernel",
-                "scheme": scheme,
-                "groups_per_op": g,
-                "BLOCK_P": bp,
-                "BLOCK_K": int(tiling["BLOCK_K"]),
-                "num_warps": int(tiling["num_warps"]),
-                "num_stages": int(tiling["num_stages"]),
-                "grid": [-(-plane // bp), -(-p.C // g), p.N],
-            }
-        }
+        return {"triton": views.triton_view(p, tiling)}
 
     def runner(self, name: str):
         """`--measure triton`: time the tiling with triton_kernels.run (needs a GPU, torch and triton)."""

@@ -444,7 +444,7 @@ class MatmulAscend(Operator):
         "weight_resident": ("memory: keep the B panel resident in L1 (no reload per tile)", (0, 1)),
         "split_k": ("multi-core: split K across cores", (1, 2, 4, 8, 16)),
     }
-    TARGETS = ("ascendc_tcube_tiling", "catlass")
+    TARGETS = {"ascendc_tcube_tiling": views.TCUBE_SCHEMA, "catlass": views.CATLASS_SCHEMA}
 
     def warm_start(self, p: Matmul, chip) -> dict:
         """CATLASS's default, its swizzle direction along the longer output side."""

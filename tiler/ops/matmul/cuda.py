@@ -540,7 +540,7 @@ class MatmulCuda(Operator):
     FITTABLE = FITTABLE
     CONSTANTS = DEFAULTS
     IMPLS = ("triton",)
-    TARGETS = ("triton",)
+    TARGETS = {"triton": views.TRITON_SCHEMA}
     RUNNERS = ("triton",)
 
     def feasible(self, p: Matmul, chip, c: dict, rules=None) -> dict[str, np.ndarray]:

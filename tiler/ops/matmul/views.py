@@ -127,3 +127,51 @@ def check_tcube(view: dict, chip, dtype_bytes: int) -> list[str]:
     if k_iter_b > 1 and v["stepN"] != 1:
         bad.append("stepN = 1 when B is not fully loaded along K")
     return bad
+
+
+# JSON Schemas of the views (Operator.TARGETS): `tiler.export.validate` checks every exported view against them.
+_INT = {"type": "integer", "minimum": 1}
+_SHAPE3 = {"type": "array", "items": _INT, "minItems": 3, "maxItems": 3}
+TCUBE_SCHEMA = {
+    "type": "object",
+    "required": [
+        "usedCoreNum",
+        "M",
+        "N",
+        "Ka",
+        "Kb",
+        "singleCoreM",
+        "singleCoreN",
+        "singleCoreK",
+        "baseM",
+        "baseN",
+        "baseK",
+        "depthA1",
+        "depthB1",
+        "stepM",
+        "stepN",
+        "stepKa",
+        "stepKb",
+        "iterateOrder",
+        "dbL0A",
+        "dbL0B",
+        "dbL0C",
+    ],
+    "additionalProperties": {"type": ["integer", "boolean"]},
+}
+CATLASS_SCHEMA = {
+    "type": "object",
+    "required": ["L1TileShape", "L0TileShape", "block_swizzle", "dispatch_policy"],
+    "properties": {"L1TileShape": _SHAPE3, "L0TileShape": _SHAPE3},
+}
+TRITON_SCHEMA = {
+    "type": "object",
+    "required": ["BLOCK_M", "BLOCK_N", "BLOCK_K", "num_stages", "num_warps", "GROUP_M", "ORDER", "SPLIT_K"],
+    "properties": {
+        **{
+            k: _INT
+            for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_stages", "num_warps", "GROUP_M", "SPLIT_K")
+        },
+        "ORDER": {"enum": [0, 1, 2]},
+    },
+}
