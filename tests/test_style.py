@@ -71,52 +71,59 @@ def _docstrings(tree: ast.AST) -> set[int]:
     return out
 
 
-def _operator_knowledge(path: Path, knobs: set[str], fields: set[str]) -> list[str]:
-    """Knob names (as identifiers or inside string literals, docstrings and comments aside) and problem-field
-    accesses (`x.M`, `"K"`) in one file."""
+def _operator_knowledge(text: str, where: str, knobs: set[str], fields: set[str], ops: set[str]) -> list[str]:
+    """Knob names (as identifiers or inside string literals, docstrings and comments aside), problem-field
+    accesses (`x.M`, `"K"`) and operator names (`op == "matmul"`, a default `--op`) in one file's source."""
     import re
 
-    tree = ast.parse(path.read_text())
+    tree = ast.parse(text)
     docs = _docstrings(tree)
     word = re.compile(r"\b(" + "|".join(sorted(map(re.escape, knobs), key=len, reverse=True)) + r")\b")
     found = []
     for node in ast.walk(tree):
-        where = f"{path.relative_to(ROOT)}:{getattr(node, 'lineno', '?')}"
+        at = f"{where}:{getattr(node, 'lineno', '?')}"
         if isinstance(node, ast.Name) and node.id in knobs:
-            found.append(f"{where}: identifier {node.id}")
+            found.append(f"{at}: identifier {node.id}")
         elif isinstance(node, ast.arg) and node.arg in knobs:
-            found.append(f"{where}: argument {node.arg}")
+            found.append(f"{at}: argument {node.arg}")
         elif isinstance(node, ast.keyword) and node.arg in knobs:
-            found.append(f"{where}: keyword {node.arg}")
+            found.append(f"{at}: keyword {node.arg}")
         elif isinstance(node, ast.Attribute) and (node.attr in knobs or node.attr in fields):
-            found.append(f"{where}: attribute .{node.attr}")
+            found.append(f"{at}: attribute .{node.attr}")
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs:
             if node.value in fields:
-                found.append(f"{where}: field name {node.value!r}")
+                found.append(f"{at}: field name {node.value!r}")
+            elif node.value in ops:
+                found.append(f"{at}: operator name {node.value!r}")
             elif m := word.search(node.value):
-                found.append(f"{where}: knob {m.group(1)!r} in {node.value[:60]!r}")
+                found.append(f"{at}: knob {m.group(1)!r} in {node.value[:60]!r}")
     return found
 
 
-def test_generic_layers_name_no_knob_and_no_problem_field():
-    """Outside tiler/ops/ no code names a knob of any search space or reads a problem field: operators are
-    plug-ins, and everything that knows a knob or a field is the operator's (docs/operators.md)."""
-    knobs, fields = _knob_names(), _problem_fields()
-    assert knobs and fields
+def _op_names() -> set[str]:
+    from tiler.operator import known_ops
+
+    return {op for op, _ in known_ops()}
+
+
+def test_generic_layers_name_no_knob_no_problem_field_and_no_operator():
+    """Outside tiler/ops/ no code names a knob of any search space, reads a problem field or names an operator:
+    operators are plug-ins, and everything that knows a knob, a field or an op is the operator's
+    (docs/operators.md)."""
+    knobs, fields, ops = _knob_names(), _problem_fields(), _op_names()
+    assert knobs and fields and ops
     found = []
     for path in sorted((ROOT / "tiler").rglob("*.py")):
         if "ops" in path.relative_to(ROOT / "tiler").parts:
             continue
-        found += _operator_knowledge(path, knobs, fields)
+        found += _operator_knowledge(path.read_text(), str(path.relative_to(ROOT)), knobs, fields, ops)
     assert not found, "\n".join(found)
 
 
-def test_the_style_check_sees_a_knob_and_a_field(tmp_path):
-    """The check above can fail: a generic-looking file that names a knob or reads a field is reported."""
-    bad = ROOT / "tiler" / "_style_probe.py"
-    try:
-        bad.write_text('def f(p, c):\n    return p.K * c["base_k"]\n')
-        found = _operator_knowledge(bad, _knob_names(), _problem_fields())
-    finally:
-        bad.unlink()
+def test_the_style_check_sees_a_knob_a_field_and_an_operator():
+    """The check above can fail: a generic-looking source that names a knob, reads a field or switches on an
+    operator name is reported."""
+    text = 'def f(p, c, op):\n    return p.K * c["base_k"] if op == "matmul" else 0\n'
+    found = _operator_knowledge(text, "probe.py", _knob_names(), _problem_fields(), _op_names())
     assert any(".K" in f for f in found) and any("base_k" in f for f in found), found
+    assert any("operator name 'matmul'" in f for f in found), found

@@ -356,7 +356,7 @@ def rank(obj, op, chip_id, shape, dtype, candidates, fmt):
 
 @cli.command()
 @click.option("--chip", "chip_id", required=True)
-@click.option("--op", default="matmul", show_default=True)
+@click.option("--op", required=True, help="Operator (tiler ops) whose constants to fit.")
 @click.option("--measurements", required=True, type=click.Path(dir_okay=False, exists=True))
 @click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False))
 @click.option("--folds", type=int, default=4, show_default=True)
