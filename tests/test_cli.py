@@ -227,3 +227,33 @@ def test_library_errors_name_parameters_and_the_cli_names_flags(capsys):
     assert code == 2 and err.startswith("error: --trials: ")
     code, _, err = run([*base, "--fix", "no_such_knob=1"], capsys)
     assert code == 2 and err.startswith("error: --fix: unknown knob")
+
+
+def test_explain_reads_a_document_that_carries_only_its_views(tmp_path, capsys):
+    """A tiling given as a code generator's view alone (no `tiling` section) is read from the view's knobs."""
+    shape = "N=2,C=96,H=28,W=28,kh=3,kw=3,pad=1"
+    code, out, _ = run(
+        ["search", "--op", "depthwise_conv", "--chip", "h200", "--shape", shape, "--format", "json"], capsys
+    )
+    doc = json.loads(out)
+    only_views = {"targets": doc["targets"]}
+    path = tmp_path / "views.json"
+    path.write_text(json.dumps(only_views))
+    code, out, err = run(
+        [
+            "explain",
+            "--op",
+            "depthwise_conv",
+            "--chip",
+            "h200",
+            "--shape",
+            shape,
+            "--tiling",
+            str(path),
+            "--format",
+            "json",
+        ],
+        capsys,
+    )
+    assert code == 0, err
+    assert json.loads(out)["tiling"] == doc["tiling"]

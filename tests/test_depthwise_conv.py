@@ -290,4 +290,6 @@ def test_shape_labels_tell_optional_fields_apart():
     base = dict(N=16, C=240, H=28, W=28, kh=5, kw=5)
     labels = {dw(**base, **{k: 2}).label() for k in ("stride", "pad", "dilation")}
     assert len(labels) == 3 and dw(**base).label() == "16x240x28x28x5x5"
-    assert parse_problem("matmul", {"M": 8, "N": 8, "K": 8, "batch": 4}, "bf16").label() == "8x8x8_batch4:bf16"
+    assert (
+        parse_problem("matmul", {"M": 8, "N": 8, "K": 8, "batch": 4}, "bf16").label() == "8x8x8_batch4:bf16"
+    )

@@ -49,8 +49,11 @@ def _load_tiling(text: str) -> dict:
         raise TilerError("--tiling: must be a JSON object of knob -> value")
     if isinstance(doc.get("tiling"), dict):  # an exported tiler.tiling/v1 document
         return doc["tiling"]
-    if isinstance(doc.get("targets", {}).get("triton"), dict):  # a document carrying only the Triton view
-        return doc["targets"]["triton"]
+    targets = doc.get("targets")
+    if (
+        isinstance(targets, dict) and targets
+    ):  # a document carrying only code-generator views: their knob keys
+        return {k: v for view in targets.values() if isinstance(view, dict) for k, v in view.items()}
     return doc
 
 
