@@ -1,7 +1,8 @@
 """Search strategies behind one entry point, `search()`: exhaustive (vectorised, proven), tpe and random (optuna).
 
-The dispatch lives here so that no strategy imports another's module for it: `exhaustive` and `bayes` both
-return `result.SearchResult`, and only `bayes` imports optuna (when a tpe or random search runs).
+The dispatch lives here, so the strategies do not import each other for it (bayes uses `proven.exhaustive`
+only for guided search; nothing imports bayes but this dispatch, and only when a tpe or random search runs,
+so optuna is loaded then). Both return `result.SearchResult`.
 """
 
 from __future__ import annotations

@@ -37,6 +37,7 @@ from ...model.common import (
 )
 from ...model.schedule import column_major_counts
 from ...operator import Operator, register
+from ...space import load_space
 from . import views
 from .geometry import GROUP_LOOP, GROUP_OPT, VECTOR, input_elems, k0, packed_k, scheme_groups, useful_fraction
 from .problem import DepthwiseConv
@@ -254,12 +255,11 @@ class DepthwiseConvAscend(Operator):
                 f"{int(round_up(t['groups_per_op'], 16))})"
             )
         names = {GROUP_LOOP: "group_loop", GROUP_OPT: "group_opt", VECTOR: "vector"}
+        domain = np.array(load_space(self.OP, self.FAMILY, builtin=True).knobs["groups_per_op"].values)
         for s in (GROUP_LOOP, GROUP_OPT, VECTOR):
             if s == t["scheme"]:
                 continue
-            gs = np.array(
-                [1] if s == GROUP_LOOP else [2, 4, 8, 16, 32, 64] if s == GROUP_OPT else [1, 2, 4, 8, 16]
-            )
+            gs = domain[scheme_groups(np.full(domain.size, s), domain)]
             alt = {k: np.full(gs.size, v, dtype=np.int64) for k, v in t.items()}
             alt.update(
                 scheme=np.full(gs.size, s), groups_per_op=gs, weight_expand=np.zeros(gs.size, dtype=np.int64)

@@ -142,17 +142,6 @@ def _registers(g: dict, e: dict) -> np.ndarray:
     return np.where(g["vec"] > 0, vec, dot)
 
 
-def efficiency(chip) -> dict[str, float]:
-    """The model's constants from the profile's [efficiency] section, defaults filled in (each positive)."""
-    from ...errors import ConfigError
-
-    out = {k: float(chip.get(k, v)) for k, v in DEFAULTS.items()}
-    for k, v in out.items():
-        if not v > 0:
-            raise ConfigError(f"{chip.path or chip.id}: [efficiency] {k}: must be positive, got {v!r}")
-    return out
-
-
 def prepare(p: DepthwiseConv, chip, c: dict) -> dict[str, np.ndarray]:
     """Per candidate, the counts the constants multiply: one program's work and rounds, per-thread tile sizes,
     programs per SM, the occupancy limits other than registers, bytes."""
@@ -353,10 +342,7 @@ class DepthwiseConvCuda(Operator):
         return out
 
     def estimate(self, p: DepthwiseConv, chip, c: dict) -> dict[str, np.ndarray]:
-        return timing(prepare(p, chip, c), chip, efficiency(chip))
-
-    def constants(self, chip) -> dict[str, float]:
-        return efficiency(chip)
+        return timing(prepare(p, chip, c), chip, self.constants(chip))
 
     def prepare(self, p: DepthwiseConv, chip, c: dict) -> dict[str, np.ndarray]:
         return prepare(p, chip, c)

@@ -6,18 +6,18 @@ torch and triton are optional (`pip install 'tiler[gpu]'`); without them a measu
 from __future__ import annotations
 
 from ...errors import TilerError
-
-FIELDS = ("N", "C", "H", "W", "kh", "kw", "stride", "pad", "dilation")
+from .problem import DepthwiseConv
 
 
 def tiling_from_doc(doc: dict) -> tuple[dict, dict, str]:
     """(problem fields, knob config, dtype) from a tiler.tiling/v1 document of depthwise_conv."""
     if doc.get("op") != "depthwise_conv":
         raise TilerError(f"runner: expected a depthwise_conv tiling, got op {doc.get('op')!r}")
+    from .cuda import KNOBS
+
     shape = doc["problem"]["shape"]
-    problem = {k: int(shape[k]) for k in FIELDS}
-    t = doc["tiling"]
-    cfg = {k: t[k] for k in ("scheme", "groups_per_op", "BLOCK_P", "BLOCK_K", "num_warps", "num_stages")}
+    problem = {k: int(shape[k]) for k in (*DepthwiseConv.FIELDS, *DepthwiseConv.OPTIONAL)}
+    cfg = {k: doc["tiling"][k] for k in KNOBS}
     return problem, cfg, str(doc["problem"]["dtype"])
 
 
