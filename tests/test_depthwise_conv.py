@@ -193,8 +193,8 @@ def test_the_exported_packing_factor_fits_the_buffers_it_names(b3, asc, shape):
     assert weight + rows <= view["l1_bytes"] <= b3["l1_bytes"]
 
 
-def test_vector_scheme_runs_where_the_cube_cannot(b3, asc):
-    """fp32 runs on both units, and the search still returns a tiling; the vector view names UB, not L0."""
+def test_the_vector_view_names_the_ub_not_l0(b3, asc):
+    """The vector scheme's export names the UB bytes it fills (within the chip's), and no cube buffer."""
     p = parse_problem("depthwise_conv", MOBILENET, "fp32")
     res = best(p, b3, asc, "vector")
     view = tiling_document(p, b3, res.tiling(0), res.row(0))["targets"]["ascendc_conv"]

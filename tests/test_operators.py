@@ -77,9 +77,8 @@ def test_feasibility_masks_are_boolean_and_shaped_like_the_candidates(setup):
     cands = _sample(space, 257)
     masks = model.feasible(problem, chip, cands)
     assert set(masks) == set(model.RULES)
-    for m in masks.values():
-        m = np.broadcast_to(m, (257,))
-        assert m.dtype == bool and m.shape == (257,)
+    for rule, m in masks.items():
+        assert np.shape(m) == (257,) and np.asarray(m).dtype == bool, rule
     rule = next(iter(model.RULES))
     assert set(model.feasible(problem, chip, cands, [rule])) == {rule}
 
@@ -251,3 +250,27 @@ def test_the_warm_start_is_a_tiling_of_the_space(setup):
     if t:
         assert set(t) == set(space.names)
         space.parse_tiling(t)
+
+
+@pytest.mark.filterwarnings("error")
+@pytest.mark.parametrize("op", sorted({o for o, _ in OPS}))
+@pytest.mark.parametrize("dtype", ["fp16", "bf16", "fp32", "int8"])
+def test_every_shipped_chip_and_dtype_gives_an_answer_or_one_input_error(op, dtype):
+    """On every shipped chip of the operator's families and every dtype: a finite record at or above the
+    roofline, or a TilerError (a dtype the chip cannot run, nothing feasible) — never a crash or a numpy
+    warning."""
+    from tiler.hardware import known_chips
+
+    cls = problem_class(op)
+    for chip_id in known_chips():
+        chip = load_chip(chip_id)
+        if (op, chip.family) not in OPS:
+            continue
+        problem = parse_problem(op, cls.EXAMPLE, dtype)
+        try:
+            res = search(problem, chip, load_space(op, chip.family), top=1)
+        except TilerError as exc:
+            assert "\n" not in str(exc)
+            continue
+        row = res.row(0)
+        assert np.isfinite(row["time_us"]) and row["time_us"] >= row["roofline_us"] * (1 - 1e-9) > 0, chip_id
