@@ -1,6 +1,6 @@
 """How well the depthwise CUDA model ranks H200 measurements, on the shapes fitted and the shapes held out.
 
-    python3 bench/dwconv_fidelity.py [--picks bench/data/h200_dwconv_picks_v2.csv]
+    python3 bench/dwconv_fidelity.py [--picks bench/data/h200_dwconv_picks_v3.csv]
 
 Reads the grid (bench/data/h200_dwconv.csv: every scheme on the 17 shapes of examples/shapes/depthwise_conv.csv)
 and the measured model picks, scores them with the shipped h200 profile (its dw_* constants were fitted by
@@ -47,7 +47,7 @@ def geomean(x) -> float:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--grid", default=str(ROOT / "bench" / "data" / "h200_dwconv.csv"))
-    ap.add_argument("--picks", default=str(ROOT / "bench" / "data" / "h200_dwconv_picks_v2.csv"))
+    ap.add_argument("--picks", default=str(ROOT / "bench" / "data" / "h200_dwconv_picks_v3.csv"))
     ap.add_argument("--shapes", default=str(ROOT / "examples" / "shapes" / "depthwise_conv.csv"))
     args = ap.parse_args(argv)
     chip = load_chip("h200")
