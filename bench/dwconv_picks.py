@@ -2,6 +2,7 @@
 as a candidates CSV for bench/dwconv_measure.py --candidates.
 
     python3 bench/dwconv_picks.py --top 4 --out bench/data/dwconv_model_picks.csv
+    python3 bench/dwconv_picks.py --top 2 --scheme group_loop --scheme group_opt --out FILE   # each scheme's own best
 
 Run it with the profile whose constants were fitted on the shapes not held out (hardware/h200.toml); the picks of
 the held-out shapes, measured on the GPU, are the model's own top-1 efficiency test (bench/dwconv_fidelity.py).
@@ -32,6 +33,9 @@ def main(argv=None) -> int:
     ap.add_argument("--chip", default="h200")
     ap.add_argument("--shapes", default=str(ROOT / "examples" / "shapes" / "depthwise_conv.csv"))
     ap.add_argument("--out", required=True)
+    ap.add_argument(
+        "--scheme", action="append", default=None, help="pin the scheme (repeatable: one search each)"
+    )
     args = ap.parse_args(argv)
     chip = load_chip(args.chip)
     space = load_space("depthwise_conv", chip.family)
