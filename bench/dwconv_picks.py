@@ -42,12 +42,12 @@ def main(argv=None) -> int:
     rows = []
     for _, s in pd.read_csv(args.shapes).iterrows():
         p = parse_problem("depthwise_conv", {k: int(s[k]) for k in FIELDS}, str(s["dtype"]))
-        res = search(p, chip, space, top=args.top)
-        for i in range(len(res.est["time_us"])):
-            t = res.tiling(i)
-            rows.append(
-                {"name": s["name"], **t, "source": f"model{i + 1}", "predicted_us": res.row(i)["time_us"]}
-            )
+        for scheme in args.scheme or [None]:
+            res = search(p, chip, space.pin({"scheme": scheme}) if scheme else space, top=args.top)
+            tag = f"model_{scheme}" if scheme else "model"
+            for i in range(len(res.est["time_us"])):
+                t, us = res.tiling(i), res.row(i)["time_us"]
+                rows.append({"name": s["name"], **t, "source": f"{tag}{i + 1}", "predicted_us": us})
     pd.DataFrame(rows).to_csv(args.out, index=False)
     print(f"wrote {len(rows)} picks to {args.out}", file=sys.stderr)
     return 0
