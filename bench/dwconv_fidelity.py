@@ -10,10 +10,11 @@ and the held-out shapes:
 * view (a), the grid: median |log(predicted / measured)|, Spearman, top-1 efficiency (best measured time over
   the measured time of the model's fastest-predicted grid row) and best-of-top-4;
 * the scheme: the measured-fastest scheme against the model's (its exhaustive search over the whole space), and
-  the pairwise choice the issue is about, group_opt against group_loop (each scheme's best measured against each
-  scheme's best predicted, the latter from the search with the scheme pinned);
+  the pairwise choice the issue is about, group_opt against group_loop (each scheme's best measured — over the
+  grid, the picks and each scheme's own top-2 picks, `--scheme-picks` — against each scheme's best predicted, from
+  the search with the scheme pinned);
 * view (b), the model's own pick: its top-1 tiling from the whole space, measured, over the best time measured
-  for the shape (grid and picks), with the best of its top-4 and torch's F.conv2d for reference.
+  for the shape (every file), with the best of its top-4 and torch's F.conv2d for reference.
 """
 
 from __future__ import annotations
@@ -48,11 +49,18 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--grid", default=str(ROOT / "bench" / "data" / "h200_dwconv.csv"))
     ap.add_argument("--picks", default=str(ROOT / "bench" / "data" / "h200_dwconv_picks_v3.csv"))
+    ap.add_argument(
+        "--scheme-picks",
+        default=str(ROOT / "bench" / "data" / "h200_dwconv_picks_schemes.csv"),
+        help="each tensor-core scheme's own model picks, measured (joins the grid for the pairwise choice)",
+    )
     ap.add_argument("--shapes", default=str(ROOT / "examples" / "shapes" / "depthwise_conv.csv"))
     args = ap.parse_args(argv)
     chip = load_chip("h200")
     space = load_space("depthwise_conv", "cuda")
     grid, picks = pd.read_csv(args.grid), pd.read_csv(args.picks)
+    every = pd.concat([grid, picks, pd.read_csv(args.scheme_picks)], ignore_index=True)
+    every = every[every["impl"] == "triton"]
     rows = []
     for _, s in pd.read_csv(args.shapes).iterrows():
         p = parse_problem("depthwise_conv", {k: int(s[k]) for k in FIELDS}, str(s["dtype"]))
@@ -61,14 +69,15 @@ def main(argv=None) -> int:
         q = shape_quality(ranked["predicted_us"].to_numpy(), ranked["ms"].to_numpy() * 1e3)
         pk = picks[(picks["name"] == s["name"]) & (picks["impl"] == "triton")]
         torch_ms = float(grid[(grid["name"] == s["name"]) & (grid["impl"] == "torch")]["ms"].min())
-        best = min(g["ms"].min(), pk["ms"].min())
+        measured = every[every["name"] == s["name"]]
+        best = measured["ms"].min()
         # the model's own choice per scheme, from the whole space
         own = {
             sc: search(p, chip, space.pin({"scheme": sc}), top=1)
             for sc in ("group_loop", "group_opt", "vector")
         }
         model_scheme = min(own, key=lambda sc: own[sc].row(0)["time_us"])
-        meas = g.groupby("scheme")["ms"].min()
+        meas = measured.groupby("scheme")["ms"].min()  # each scheme's best: grid, picks and its own picks
         rows.append(
             {
                 "shape": s["name"],
@@ -80,6 +89,7 @@ def main(argv=None) -> int:
                 "scheme_meas": meas.idxmin(),
                 "scheme_model": model_scheme,
                 "opt_vs_loop_meas": "group_opt" if meas["group_opt"] < meas["group_loop"] else "group_loop",
+                "opt_over_loop_meas": meas["group_opt"] / meas["group_loop"],
                 "opt_vs_loop_model": "group_opt"
                 if own["group_opt"].row(0)["time_us"] < own["group_loop"].row(0)["time_us"]
                 else "group_loop",
