@@ -23,8 +23,8 @@ import pandas as pd
 
 from .errors import TilerError
 from .hardware import Chip, dump_profile
-from .operator import Operator, get_operator
-from .problem import Problem, parse_problem, problem_class
+from .operator import Operator, get_operator, problem_class
+from .problem import Problem, parse_problem
 from .rank import parse_knobs, select_rows
 from .space import load_space
 

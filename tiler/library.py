@@ -34,7 +34,8 @@ from typing import Any
 
 from .errors import ProblemError, TilerError
 from .export import LIBRARY_SCHEMA, validate
-from .problem import Problem, parse_problem, parse_shape_text, problem_class
+from .operator import problem_class
+from .problem import Problem, parse_problem, parse_shape_text
 
 
 def _size_fields(op: str, shape: dict) -> list[str]:

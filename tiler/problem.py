@@ -69,13 +69,6 @@ class Problem:
         raise ProblemError naming the fields. Default: none."""
 
 
-def problem_class(op: str) -> type[Problem]:
-    """The problem class an operator registered (tiler.operator's registry)."""
-    from .operator import problem_class as registered
-
-    return registered(op)
-
-
 def parse_shape_text(text: str) -> dict[str, str]:
     """`M=4096,N=4096,K=4096` -> {'M': '4096', ...}; malformed pairs name themselves."""
     out: dict[str, str] = {}
@@ -118,6 +111,8 @@ def parse_problem(op: str, fields_: dict[str, Any], dtype: str | None = None, st
         fields_: the problem fields; with `strict`, unknown keys are an error (a CSV row passes strict=False).
         dtype: overrides a `dtype` entry in `fields_`; default fp16.
     """
+    from .operator import problem_class  # the registry; operators import this module, so not at the top
+
     cls = problem_class(op)
     names = {f.name for f in fields(cls)}
     given = {k: v for k, v in fields_.items() if v is not None and v != ""}

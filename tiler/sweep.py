@@ -329,7 +329,8 @@ class _Row:
 
 def parse_rows(df, op: str, dtype: str | None = None) -> list[_Row]:
     """Parse every row; a bad row keeps its error (naming the field) instead of stopping the sweep."""
-    from .problem import parse_problem, problem_class
+    from .operator import problem_class
+    from .problem import parse_problem
 
     cls = problem_class(op)
     names = list(cls.FIELDS) + list(cls.OPTIONAL) + ["dtype"]
@@ -708,7 +709,8 @@ def run_sweep(
     keeps every finished search).
     """
     from .hardware import load_chip
-    from .problem import DTYPES, problem_class
+    from .operator import problem_class
+    from .problem import DTYPES
     from .progress import Progress
     from .search import STRATEGIES
     from .space import load_space
