@@ -112,12 +112,17 @@ def _passing(problem, chip, model, t: Candidates, rows: int, rules: list[str], r
 
 
 def _no_feasible(space: Space, rejected: dict[str, int], model: Operator) -> InfeasibleError:
-    worst = max(rejected, key=rejected.get) if rejected else None
+    """One line: the rule that rejected the most candidates with its text, then the others that rejected any
+    (a candidate failing two rules counts for both, so the first is not always the only obstacle)."""
+    ranked = sorted((r for r in rejected if rejected[r]), key=lambda r: -rejected[r])
+    worst = ranked[0] if ranked else None
     text = model.RULE_TEXT.get(worst, worst)
     pinned = [k for k, kn in space.knobs.items() if len(kn.values) == 1]
     pins = f" with {', '.join(pinned)} pinned" if pinned else ""
+    also = ", ".join(f"'{r}' {rejected[r]}" for r in ranked[1:4])
     return InfeasibleError(
         f"no feasible tiling{pins}: rule '{worst}' ({text}) rejected {rejected.get(worst, 0)} candidates"
+        + (f"; also rejecting: {also}" if also else "")
     )
 
 
