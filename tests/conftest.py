@@ -55,3 +55,13 @@ def score(chip, problem, **knobs):
     assert all(m[0] for m in ok.values()), {r: bool(m[0]) for r, m in ok.items()}
     est = model.estimate(problem, chip, cand)
     return {k: (v[0].item() if hasattr(v[0], "item") else v[0]) for k, v in est.items()}
+
+
+@pytest.fixture(scope="session")
+def torch():
+    """torch on a CUDA device, for the GPU tests (skipped without torch, triton or a device)."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("triton")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    return torch

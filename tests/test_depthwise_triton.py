@@ -76,15 +76,6 @@ def test_measuring_without_the_gpu_stack_fails_one_trial_cleanly(monkeypatch):
 # --- on a GPU ---------------------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def torch():
-    torch = pytest.importorskip("torch")
-    pytest.importorskip("triton")
-    if not torch.cuda.is_available():
-        pytest.skip("no CUDA device")
-    return torch
-
-
 CONFIGS = [
     dict(scheme="vector", groups_per_op=4, BLOCK_P=64, BLOCK_K=16, num_warps=2, num_stages=1),
     dict(scheme="group_opt", groups_per_op=16, BLOCK_P=64, BLOCK_K=32, num_warps=4, num_stages=2),

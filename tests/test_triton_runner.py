@@ -89,15 +89,6 @@ def test_tiling_document_is_read():
 # --- on an NVIDIA GPU ---------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def torch():
-    torch = pytest.importorskip("torch")
-    pytest.importorskip("triton")
-    if not torch.cuda.is_available():
-        pytest.skip("no CUDA device")
-    return torch
-
-
 CASES = [
     # (M, N, K, dtype, config)
     (1000, 999, 1001, "fp16", cfg(ORDER=0, GROUP_M=1)),
