@@ -551,44 +551,38 @@ def run(
         optuna.logging.set_verbosity(verbosity)
 
     return _result(
-        problem,
-        chip,
-        space,
-        model,
         obj,
-        strategy,
-        top,
-        seed,
-        trials,
         all_trials,
-        measured,
-        guided,
-        guided_params,
-        name,
-        notes,
-        t0,
+        strategy=strategy,
+        top=top,
+        seed=seed,
+        trials=trials,
+        guided=guided,
+        study=name,
+        notes=notes,
+        t0=t0,
     )
 
 
 def _result(
-    problem,
-    chip,
-    space,
-    model,
     obj: Objective,
-    strategy,
-    top,
-    seed,
-    trials,
     all_trials,
-    measured,
-    guided,
-    guided_params,
-    name,
-    notes,
-    t0,
+    *,
+    strategy: str,
+    top: int,
+    seed: int,
+    trials: int,
+    guided: int,
+    study: str,
+    notes: list[str],
+    t0: float,
 ) -> SearchResult:
+    """The search result from a study's trials: the top distinct tilings (re-scored by the model, measured
+    times beside them), the counts, and notes on what happened."""
     from optuna.trial import TrialState
+
+    problem, chip, space, model = obj.problem, obj.chip, obj.space, obj.model
+    measured = obj.measure_fn is not None
 
     done = [
         t
@@ -611,7 +605,7 @@ def _result(
         if failed:
             parts.append(f"{len(failed)} measurements failed (first: {failed[0].user_attrs['error']})")
         why = "; ".join(parts) or "no trial ran"
-        raise InfeasibleError(f"{strategy}: no trial completed in study {name!r}: {why}")
+        raise InfeasibleError(f"{strategy}: no trial completed in study {study!r}: {why}")
     done.sort(key=lambda t: (t.value, t.number))
     seen: set[tuple] = set()
     best = []
