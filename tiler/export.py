@@ -89,6 +89,8 @@ def validate(doc: dict) -> None:
     """Raise TilerError if `doc` does not match its shipped JSON Schema, or a code-generator view does not match
     the schema its operator declares for that target (Operator.TARGETS)."""
 
+    if not isinstance(doc, dict):
+        raise TilerError(f"schema: a document must be a JSON object, got {type(doc).__name__}")
     name = {TILING_SCHEMA: "tiling_v1", LIBRARY_SCHEMA: "library_v1"}.get(doc.get("schema"))
     if name is None:
         raise TilerError(f"schema: must be {TILING_SCHEMA} or {LIBRARY_SCHEMA}, got {doc.get('schema')!r}")
@@ -106,14 +108,21 @@ def validate(doc: dict) -> None:
             _check(view, schemas[target], f"{where}/{target}")
 
 
+_VALIDATORS: dict[int, tuple[dict, object]] = {}  # id -> (schema, its validator): shipped and view schemas
+
+
 def _check(doc: dict, schema: dict, prefix: str) -> None:
+    """Validate with a validator built once per schema (a library holds thousands of views)."""
     import jsonschema
 
-    try:
-        jsonschema.validate(doc, schema)
-    except jsonschema.ValidationError as exc:
-        where = "/".join([prefix] * bool(prefix) + list(map(str, exc.absolute_path))) or "(top)"
-        raise TilerError(f"export: {where}: {exc.message}") from None
+    cached = _VALIDATORS.get(id(schema))
+    if cached is None or cached[0] is not schema:  # the schema object itself, not a later one at the same id
+        cached = _VALIDATORS[id(schema)] = (schema, jsonschema.validators.validator_for(schema)(schema))
+    validator = cached[1]
+    error = jsonschema.exceptions.best_match(validator.iter_errors(doc))
+    if error is not None:
+        where = "/".join([prefix] * bool(prefix) + list(map(str, error.absolute_path))) or "(top)"
+        raise TilerError(f"export: {where}: {error.message}")
 
 
 def write_json(doc: dict, path: str | Path) -> None:

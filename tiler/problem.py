@@ -82,9 +82,18 @@ def parse_shape_text(text: str) -> dict[str, str]:
     return out
 
 
-# The largest value a problem field takes: the models count elements and tiles in int64 and products of up to
-# three fields stay exact in float64 below 2**53 each; no layer of a real model comes near it.
+# The largest value a problem field takes, and the most elements one tensor of a problem may hold (checked by each
+# problem's validate()): the models count elements and tiles in int64 and float64, exact below 2**53; no layer of
+# a real model comes near either.
 FIELD_MAX = 2**31 - 1
+TENSOR_MAX = 2**48
+
+
+def check_tensor_sizes(sizes: dict[str, int]) -> None:
+    """Raise ProblemError naming the first tensor (`"N*C*H*W"`: its element count) above TENSOR_MAX."""
+    for name, n in sizes.items():
+        if n > TENSOR_MAX:
+            raise ProblemError(f"shape: {name} = {n} elements; at most 2**48 per tensor")
 
 
 def _as_int(field: str, value: Any, minimum: int = 1) -> int:
@@ -94,7 +103,7 @@ def _as_int(field: str, value: Any, minimum: int = 1) -> int:
         raise ProblemError(why)
     try:
         f = float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an int beyond float's range
         raise ProblemError(why) from None
     if not math.isfinite(f) or f != int(f) or int(f) < minimum:
         raise ProblemError(why)

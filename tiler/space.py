@@ -15,6 +15,7 @@ import numpy as np
 from .errors import ConfigError, SpaceError, closest
 
 Candidates = dict[str, np.ndarray]
+OPEN_MAX = 2**31 - 1  # the largest value an open knob may be pinned to (the models compute in int64)
 
 
 @dataclass(frozen=True)
@@ -35,10 +36,11 @@ class Knob:
                 raise SpaceError(f"{self.name}: must be one of {self.allowed()}, got {text!r}")
             return v
         try:
-            v = int(float(s))
-        except ValueError:
+            f = float(s)
+            v = int(f)  # OverflowError for inf, ValueError for nan
+        except (ValueError, OverflowError):
             raise SpaceError(f"{self.name}: must be one of {self.allowed()}, got {text!r}") from None
-        if float(s) != v or (v not in self.values and not (self.open and v > 0)):
+        if f != v or (v not in self.values and not (self.open and 0 < v <= OPEN_MAX)):
             raise SpaceError(f"{self.name}: must be one of {self.allowed()}, got {text!r}")
         return v
 
@@ -49,7 +51,7 @@ class Knob:
         vals = (
             ", ".join(self.label(v) for v in self.values) if self.labels else ", ".join(map(str, self.values))
         )
-        return vals + (" (or any positive integer)" if self.open else "")
+        return vals + (f" (or any integer in 1..{OPEN_MAX})" if self.open else "")
 
 
 @dataclass(frozen=True)

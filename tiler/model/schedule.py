@@ -9,6 +9,7 @@ simulates each distinct schedule once.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -255,8 +256,8 @@ def column_major_counts(gm: int, gn: int, cores: int, edge_m: bool, edge_n: bool
     `gm x gn` grid is walked column by column (all rows of column 0, then column 1, ...; `core_work` with
     offset 1, direction 1) and tile i runs on core i mod cores: what `core_work` computes, in closed form.
 
-    Memory and time grow with the cores, not with the tiles, so grids of billions of tiles (a depthwise layer
-    of many channels and pixels in small tiles) cost what small ones do. A tile reuses its core's B panel (the
+    Memory and time grow with the cores, not with the tiles or columns (the columns' residues repeat), so grids of
+    billions of tiles (a depthwise layer of many channels and pixels in small tiles) cost what small ones do. A tile reuses its core's B panel (the
     column's weight) when the core's previous tile, `cores` positions back, is in the same column: rows >= cores.
     """
     out = np.zeros((cores, TILE_TYPES), dtype=np.float64)
@@ -267,8 +268,16 @@ def column_major_counts(gm: int, gn: int, cores: int, edge_m: bool, edge_n: bool
         if hi <= lo or not len(columns):
             return
         n = hi - lo
-        # columns only differ by their start's residue (col*gm + lo) mod cores: count the columns per residue
-        starts = np.bincount((np.asarray(columns, dtype=np.int64) * gm + lo) % cores, minlength=cores)
+        # columns only differ by their start's residue (col*gm + lo) mod cores, which repeats every
+        # cores / gcd(gm, cores) columns: count one period's residues, times the whole periods, plus the rest
+        period = cores // math.gcd(gm, cores)
+        first = columns.start + np.arange(min(period, len(columns)), dtype=np.int64)
+        residues = (first * gm + lo) % cores
+        whole, rest = divmod(len(columns), period)
+        starts = whole * np.bincount(
+            residues[: min(period, len(columns))] if whole else residues[:0], minlength=cores
+        )
+        starts = starts + np.bincount(residues[:rest], minlength=cores)
         rem = n % cores
         out[:, ttype] += (n // cores) * len(columns)
         if rem:  # the first `rem` residues after each start get one more

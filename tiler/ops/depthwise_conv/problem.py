@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ...errors import ProblemError
-from ...problem import Problem
+from ...problem import Problem, check_tensor_sizes
 
 
 @dataclass(frozen=True)
@@ -69,15 +69,23 @@ class DepthwiseConv(Problem):
 
     @property
     def compulsory_bytes(self) -> float:
-        """Input read once, output written once, one filter per channel."""
-        return (
-            self.N * self.C * (self.H * self.W + self.out_h * self.out_w) + self.C * self.taps
-        ) * self.in_bytes
+        """Input read once, output written once (int8 writes int32), one filter per channel."""
+        inputs = (self.N * self.C * self.H * self.W + self.C * self.taps) * self.in_bytes
+        return inputs + self.N * self.C * self.out_h * self.out_w * self.out_bytes
 
     def layout(self) -> str:
         return "NCHW"
 
     def validate(self) -> None:
+        check_tensor_sizes(
+            {
+                "N*C*H*W": self.N * self.C * self.H * self.W,
+                "N*C*(H+2*pad)*(W+2*pad)": self.N
+                * self.C
+                * (self.H + 2 * self.pad_h)
+                * (self.W + 2 * self.pad_w),
+            }
+        )
         for k, size, pad in (("kh", self.H, self.pad_h), ("kw", self.W, self.pad_w)):
             extent = self.dilation * (getattr(self, k) - 1) + 1
             if extent > size + 2 * pad:

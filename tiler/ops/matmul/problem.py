@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from ...problem import Problem
+from ...problem import Problem, check_tensor_sizes
 
 
 @dataclass(frozen=True)
@@ -27,6 +27,16 @@ class Matmul(Problem):
     @property
     def flops(self) -> float:
         return 2.0 * self.batch * self.M * self.N * self.K
+
+    def validate(self) -> None:
+        b = self.batch
+        check_tensor_sizes(
+            {
+                "batch*M*K": b * self.M * self.K,
+                "batch*K*N": b * self.K * self.N,
+                "batch*M*N": b * self.M * self.N,
+            }
+        )
 
     @property
     def compulsory_bytes(self) -> float:
