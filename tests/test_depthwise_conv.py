@@ -293,3 +293,19 @@ def test_shape_labels_tell_optional_fields_apart():
     assert (
         parse_problem("matmul", {"M": 8, "N": 8, "K": 8, "batch": 4}, "bf16").label() == "8x8x8_batch4:bf16"
     )
+
+
+def test_few_channel_large_maps_gain_less_than_many_channel_layers():
+    """The issue's reading, on the 910B4: a memory-bound layer (3x3 over a 1024x1024 map, 4 channels: group_loop
+    streams long runs and is transfer-bound, and G <= C caps the packing) predicts a smaller group_opt gain than
+    a many-channel 3x3 layer (MobileNetV2 b3, where group_loop is bound by its per-op overhead)."""
+    chip, space = load_chip("ascend910b4"), load_space("depthwise_conv", "ascend")
+
+    def gain(p):
+        loop, opt = best(p, chip, space, "group_loop"), best(p, chip, space, "group_opt")
+        return loop.row(0)["time_us"] / opt.row(0)["time_us"], loop.row(0)["bound"], opt.row(0)["bound"]
+
+    few, few_loop, few_opt = gain(dw(N=1, C=4, H=1024, W=1024, kh=3, kw=3, pad=1))
+    many, many_loop, _ = gain(dw(**MOBILENET))
+    assert (few_loop, few_opt) == ("mte2", "mte2") and many_loop != "mte2"
+    assert 1.0 < few < many
