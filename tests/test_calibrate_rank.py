@@ -288,3 +288,62 @@ def test_tie_order_is_validated_in_a_profile(chip, tmp_path):
     f.write_text(bad)
     with pytest.raises(TilerError, match="tie_order_async"):
         load_profile(f)
+
+
+def test_rank_and_explain_accept_the_triton_tutorials_spellings(capsys):
+    """BLOCK_SIZE_M / BLOCK_SIZE_N / BLOCK_SIZE_K / GROUP_SIZE_M (the Triton tutorial's names, declared as aliases in
+    search_spaces/matmul.toml) rank, explain and pin like BLOCK_M / ... ; the h200 export counts its programs as
+    tiles."""
+    import json
+
+    from tiler.cli import main
+    from tiler.space import load_space
+
+    chip, p = load_chip("h200"), Matmul(2048, 2048, 2048)
+    tutorial = pd.DataFrame(
+        [
+            dict(
+                BLOCK_SIZE_M=128,
+                BLOCK_SIZE_N=256,
+                BLOCK_SIZE_K=64,
+                num_stages=3,
+                num_warps=8,
+                GROUP_SIZE_M=8,
+                ORDER=1,
+                SPLIT_K=1,
+            ),
+            dict(
+                BLOCK_SIZE_M=64,
+                BLOCK_SIZE_N=64,
+                BLOCK_SIZE_K=32,
+                num_stages=4,
+                num_warps=4,
+                GROUP_SIZE_M=8,
+                ORDER=1,
+                SPLIT_K=1,
+            ),
+        ]
+    )
+    ours = tutorial.rename(columns=lambda c: c.replace("_SIZE", ""))
+    a, _ = rank_candidates(p, chip, tutorial)
+    b, _ = rank_candidates(p, chip, ours)
+    assert len(a) == 2 and np.allclose(a["predicted_us"], b["predicted_us"])
+    code = main(
+        [
+            "explain",
+            "--op",
+            "matmul",
+            "--chip",
+            "h200",
+            "--shape",
+            "M=2048,N=2048,K=2048",
+            "--format",
+            "json",
+            "--tiling",
+            json.dumps({k: int(v) for k, v in tutorial.iloc[0].items()}),
+        ]
+    )
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 0 and doc["tiling"]["BLOCK_M"] == 128 and doc["launch"]["tiles"] == 16 * 8
+    pinned = load_space("matmul", "cuda").pin({"BLOCK_SIZE_M": "64"})
+    assert pinned.knobs["BLOCK_M"].values == (64,)

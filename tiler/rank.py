@@ -50,6 +50,7 @@ def parse_knobs(df: pd.DataFrame, space: Space) -> tuple[dict[str, np.ndarray], 
     column (and the row). A number outside a closed domain, or not an integer, is not an error of the file: the
     row is returned as rejected with the reason (mask False, reason text).
     """
+    df = df.rename(columns={n: k for k, n in space.spelled(df.columns).items() if n != k})
     for k in space.names:
         if k not in df.columns:
             raise SpaceError(

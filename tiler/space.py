@@ -26,6 +26,9 @@ class Knob:
     open: bool = False
     doc: str = ""
     codes: tuple[int, ...] = ()  # the codes `labels` name (the full domain, kept when `values` is pinned)
+    aliases: tuple[
+        str, ...
+    ] = ()  # other spellings a tiling or a table may use (Triton's tutorial: BLOCK_SIZE_M)
 
     def parse(self, text: str | int) -> int:
         """A pinned value from `--fix` or a tiling file: a code, a label, or (open knobs) any integer."""
@@ -78,7 +81,9 @@ class Space:
     def pin(self, fixes: dict[str, str | int]) -> Space:
         """A space with some knobs pinned to one value; unknown knobs and bad values name themselves."""
         knobs = dict(self.knobs)
+        alias = {a: k for k, kn in knobs.items() for a in kn.aliases}
         for name, text in fixes.items():
+            name = alias.get(name, name)
             if name not in knobs:
                 raise SpaceError(
                     f"fix: unknown knob {name!r} for {self.op}/{self.family}; {closest(name, knobs)}"
@@ -92,8 +97,21 @@ class Space:
         grids = np.meshgrid(*[np.asarray(self.knobs[n].values, dtype=np.int64) for n in names], indexing="ij")
         return {n: g.ravel() for n, g in zip(names, grids, strict=True)}
 
+    def spelled(self, names) -> dict[str, str]:
+        """knob -> the name `names` (a tiling's keys, a table's columns) use for it: the knob's own, else an alias."""
+        names = set(names)
+        out = {}
+        for k, kn in self.knobs.items():
+            found = [n for n in (k, *kn.aliases) if n in names]
+            if found:
+                out[k] = found[0]
+        return out
+
     def parse_tiling(self, tiling: dict) -> Candidates:
-        """One candidate from a dict of knob -> value (labels allowed); every knob must be present."""
+        """One candidate from a dict of knob -> value (labels and the knobs' aliases allowed); every knob must be
+        present."""
+        spelled = self.spelled(tiling)
+        tiling = {k: tiling[n] for k, n in spelled.items()}
         missing = [k for k in self.knobs if k not in tiling]
         if missing:
             raise SpaceError(f"tiling: missing knob(s) {', '.join(missing)} for {self.op}/{self.family}")
@@ -174,7 +192,8 @@ def load_space(op: str, family: str, spaces: str | os.PathLike | None = None, bu
         if labels and len(labels) != len(spec["values"]):
             raise ConfigError(f"{path}: [{family}.{name}] 'labels' and 'values' differ in length")
         values = tuple(int(v) for v in spec["values"])
-        knobs[name] = Knob(name, values, labels, bool(spec.get("open")), spec.get("doc", ""), values)
+        aliases = tuple(str(a) for a in spec.get("aliases", ()))
+        knobs[name] = Knob(name, values, labels, bool(spec.get("open")), spec.get("doc", ""), values, aliases)
     return Space(op, family, knobs)
 
 

@@ -495,6 +495,9 @@ def timing(g: dict, chip, e: dict[str, float]) -> dict[str, np.ndarray]:
         "roofline_us": roof,
         "occupancy": g["occ"].astype(np.int64),
         "programs": g["programs"].astype(np.int64),
+        "tiles": g["programs"].astype(
+            np.int64
+        ),  # the export's launch.tiles: programs launched (split-K included)
         "tail_programs_per_sm": g["k_last"].astype(np.int64),
         "tail_sms": g["act_last"].astype(np.int64),
         "wgmma": v3,
