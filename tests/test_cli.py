@@ -12,7 +12,9 @@ from conftest import CATLASS_DEFAULT
 from tiler.cli import main
 from tiler.export import validate
 from tiler.hardware import load_chip
+from tiler.operator import get_operator
 from tiler.ops.matmul.views import check_tcube
+from tiler.problem import parse_problem
 
 
 def run(args, capsys):
@@ -44,8 +46,40 @@ def test_search_json_exports_a_valid_document(tmp_path, capsys):
     assert doc["search"]["proven_optimal"] is True
     saved = json.loads(path.read_text())
     validate(saved)
-    assert check_tcube(saved["targets"]["ascendc_tcube_tiling"], load_chip("ascend910b3"), 2) == []
-    assert saved["targets"]["catlass"]["L0TileShape"][0] == saved["tiling"]["base_m"]
+    assert saved["search"]["target"] == "any"
+    # under `any`, a view is exported only where its target's rules hold (this tiling: neither's, see below)
+    chip = load_chip("ascend910b3")
+    problem = parse_problem("matmul", saved["problem"]["shape"], "fp16")
+    for name, view in saved["targets"].items():
+        assert get_operator("matmul", "ascend").TARGETS[name].broken(view, chip, problem) == []
+    for target in ("catlass", "ascendc"):
+        path = tmp_path / f"{target}.json"
+        code, _, _ = run(
+            [
+                "search",
+                "--op",
+                "matmul",
+                "--chip",
+                "ascend910b3",
+                "--shape",
+                "M=4096,N=4096,K=4096",
+                "--target",
+                target,
+                "--export",
+                str(path),
+            ],
+            capsys,
+        )
+        doc = json.loads(path.read_text())
+        assert code == 0 and list(doc["targets"]) == [target] and doc["search"]["target"] == target
+    tcube = json.loads((tmp_path / "ascendc.json").read_text())["targets"]["ascendc"]["TCubeTiling"]
+    assert (
+        check_tcube(json.loads((tmp_path / "ascendc.json").read_text())["targets"]["ascendc"], chip, problem)
+        == []
+    )
+    assert tcube["usedCoreNum"] <= 20 and tcube["singleCoreM"] >= tcube["baseM"]
+    catlass = json.loads((tmp_path / "catlass.json").read_text())
+    assert catlass["targets"]["catlass"]["L0TileShape"][0] == catlass["tiling"]["base_m"]
 
 
 def test_search_table_and_explain_round_trip(tmp_path, capsys):
@@ -158,7 +192,7 @@ def test_malformed_tiling(capsys):
             '{"base_m": 64, "base_n": 64, "base_k": 64, "step_m": 1, "step_n": 1, '
             '"step_ka": 1, "step_kb": 1, "l1_stages": 9, "preload": 0, "l0_pingpong": 1, "multi_load": 1, '
             '"weight_resident": 0, "iterate_order": "m", "swizzle_offset": 1, "swizzle_direction": 0, '
-            '"serpentine": 0, "tail_split": "off", "split_k": 1}',
+            '"serpentine": 0, "tail_split": "off", "split_k": 1, "core_split": "walk"}',
         ],
         capsys,
     )

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tiler.hardware import load_chip
-from tiler.model.common import RECORD
+from tiler.model.common import bounds, record
 from tiler.operator import get_operator
 from tiler.ops.matmul import Matmul
 from tiler.ops.matmul import cuda as mc
@@ -239,22 +239,13 @@ def test_record_is_complete_finite_and_above_roofline(model, chip, space, m, n, 
     if not ok.any():
         return
     est = model.estimate(p, chip, c)
-    for f in RECORD:
+    for f in record("cuda"):
         assert f in est
         if f != "bound":
             v = np.asarray(est[f], dtype=np.float64)
             assert np.isfinite(v).all() and (v >= 0).all(), f
     assert (est["time_us"] >= est["roofline_us"] * (1 - 1e-9)).all()
-    assert set(np.unique(est["bound"])) <= {
-        "mte2",
-        "mte1",
-        "cube",
-        "vector",
-        "fixpipe",
-        "mte3",
-        "scalar",
-        "latency",
-    }
+    assert set(np.unique(est["bound"])) <= set(bounds("cuda"))
     assert ((est["balance"] > 0) & (est["balance"] <= 1 + 1e-9)).all()
     assert ((est["l2_hit_rate"] >= 0) & (est["l2_hit_rate"] <= 1)).all()
 

@@ -15,7 +15,7 @@ from .space import Candidates, Space
 
 def advice(problem, chip, space: Space, cand: Candidates, est: dict, min_gain: float = 0.02) -> list[str]:
     """Lines naming the checklist items that apply to candidate 0 of `cand`, best predicted gain first."""
-    model = get_operator(space.op, space.family)
+    model = get_operator(space.op, space.family, space.target)
     base = float(est["time_us"][0])
     bound = str(est["bound"][0])
     lines = [f"bound {bound}: {model.CHECKLIST.get(bound, '')}".rstrip(": ")]
@@ -29,7 +29,7 @@ def advice(problem, chip, space: Space, cand: Candidates, est: dict, min_gain: f
             continue
         trial = {k: np.repeat(v, len(alts)) for k, v in cand.items()}
         trial[knob] = np.array(alts, dtype=np.int64)
-        ok = np.logical_and.reduce(list(model.feasible(problem, chip, trial).values()))
+        ok = np.logical_and.reduce(list(model.masks(problem, chip, trial).values()))
         if not ok.any():
             continue
         t = model.estimate(problem, chip, {k: v[ok] for k, v in trial.items()})["time_us"]

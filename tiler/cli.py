@@ -23,13 +23,15 @@ def _chip(chip_id: str, hardware_dir):
     return load_chip(chip_id, hardware_dir)
 
 
-def _setup(op, chip_id, shape, dtype, hardware_dir, fix=()):
+def _setup(op, chip_id, shape, dtype, hardware_dir, fix=(), target="any"):
+    from .operator import get_operator
     from .problem import parse_problem, parse_shape_text
     from .space import load_space, parse_fixes
 
     chip = _chip(chip_id, hardware_dir)
     problem = parse_problem(op, parse_shape_text(shape), dtype)
-    space = load_space(op, chip.family).pin(parse_fixes(fix))
+    space = load_space(op, chip.family).pin(parse_fixes(fix)).for_target(target)
+    get_operator(op, chip.family, target).admit(problem, chip)
     return chip, problem, space
 
 
@@ -63,15 +65,18 @@ def _fmt(v) -> str:
     return str(v)
 
 
-def _estimate_lines(row: dict) -> list[str]:
-    from .model.common import PIPES
+def _estimate_lines(row: dict, family: str | None = None) -> list[str]:
+    """The estimate as text; the pipes named as the chip family names them (given, or read from the row's
+    `<pipe>_us` columns): msprof's on Ascend, tensor/load/store... on a GPU."""
+    from .model.common import pipes, pipes_of_row
 
-    pipes = "  ".join(f"{p}={row[f'{p}_us']:.1f}" for p in PIPES if row[f"{p}_us"] > 0)
+    piped = {p: row[f"{p}_us"] for p in pipes(family)} if family else pipes_of_row(row)
+    busy = "  ".join(f"{p}={us:.1f}" for p, us in piped.items() if us > 0)
     return [
         f"time      {row['time_us']:.2f} us   (roofline {row['roofline_us']:.2f} us, "
         f"{row['roofline_us'] / row['time_us']:.0%} of the floor)",
         f"bound     {row['bound']}",
-        f"pipes us  {pipes}   (critical core)",
+        f"pipes us  {busy}   (critical core)",
         f"cores     {row['cores_used']} used, {row['waves']} waves, balance {row['balance']:.2f}",
         f"memory    L2 hit {row['l2_hit_rate']:.0%}, HBM {row['hbm_bytes'] / 1e6:.1f} MB, L2 {row['l2_bytes'] / 1e6:.1f} MB",
     ]
@@ -185,6 +190,19 @@ def _common(f):
 @click.option("--measure-timeout", type=float, default=120.0, show_default=True)
 @click.option("--warm-start", is_flag=True, help="Enqueue known-good tilings first (tpe).")
 @click.option("--guided", type=int, default=0, help="Measured search: measure the model's top-k first.")
+@click.option(
+    "--target",
+    default="any",
+    show_default=True,
+    help="Search only tilings this code generator can run as exported (tiler ops --format json lists each "
+    "operator's targets; matmul: catlass, ascendc on Ascend, triton on CUDA); any: the whole space.",
+)
+@click.option(
+    "--emit",
+    default=None,
+    help="Print the best tiling as code for this target instead of the report (catlass: C++ aliases; ascendc: "
+    "TCubeTiling setters; triton: a triton.Config).",
+)
 @click.pass_obj
 def search(
     obj,
@@ -205,14 +223,20 @@ def search(
     measure_timeout,
     warm_start,
     guided,
+    target,
+    emit,
 ):
     """Find the best tiling for one problem on one chip."""
     from .advice import advice
-    from .export import tiling_document, write_json
+    from .export import emit_code, tiling_document, write_json
     from .search import search as run_search
     from .space import take
 
-    chip, problem, space = _setup(op, chip_id, shape, dtype, obj["hardware_dir"], fix)
+    if emit is not None and target == "any":
+        target = emit  # --emit X searches what X can express
+    if emit is not None and emit != target:
+        raise TilerError(f"--emit: must be the searched target ({target}), got {emit!r}")
+    chip, problem, space = _setup(op, chip_id, shape, dtype, obj["hardware_dir"], fix, target)
     if top < 1:
         raise TilerError(f"--top: must be >= 1, got {top}")
     kw = {
@@ -238,10 +262,17 @@ def search(
         "proven_optimal": bool(res.proven_optimal),
         "elapsed_s": round(res.elapsed_s, 3),
     }
-    doc = tiling_document(problem, chip, res.tiling(0), res.row(0), info)
+    doc = tiling_document(
+        problem, chip, res.tiling(0), res.row(0), info, target, take(res.cands, slice(0, 1))
+    )
     if export_path:
         write_json(doc, export_path)
         click.echo(f"wrote {export_path}", err=True)
+    if emit is not None:
+        for note in res.notes:
+            click.echo(note, err=True)
+        click.echo(emit_code(doc, emit), nl=False)
+        return
     for note in res.notes:  # failures, resume and stop messages, guided-search counts
         click.echo(note, err=True)
     measured = res.est.get("measured_us")
@@ -308,7 +339,7 @@ def explain(obj, op, chip_id, shape, dtype, tiling, fmt):
     cand, est, rules = evaluate(problem, chip, space, _load_tiling(tiling))
     broken = [r for r, ok in rules.items() if not ok]
     if broken:
-        text = get_operator(space.op, space.family).RULE_TEXT
+        text = get_operator(space.op, space.family, space.target).RULE_TEXT
         raise TilerError(
             f"tiling: infeasible on {chip.id}: " + "; ".join(f"{r} ({text.get(r, r)})" for r in broken)
         )
@@ -399,6 +430,43 @@ def calibrate(obj, chip_id, op, measurements, out_path, folds, seed, fit_shapes,
     write_profile(result, out_path)
     click.echo(result.summary())
     click.echo(f"wrote {out_path}", err=True)
+
+
+@cli.command()
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--target", default=None, help="Check only this target's views (default: every view).")
+@click.pass_obj
+def check(obj, files, target):
+    """Check exported tilings (tiling or library JSON) against each target's compile-time rules.
+
+    Exit 0: every view passes; 1: a view breaks a rule (each printed as FILE: WHERE: RULE); 2: a file is not a
+    tiler document, or names an unknown chip, operator or target."""
+    from .check import check_document
+
+    failed = False
+    for name in files:
+        try:
+            text = Path(name).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise TilerError(f"{name}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+        try:
+            doc = json.loads(text)
+        except (json.JSONDecodeError, RecursionError) as exc:
+            where = (
+                f" at line {exc.lineno} column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else ""
+            )
+            raise TilerError(f"{name}: not JSON{where}") from None
+        try:
+            checked, findings = check_document(doc, obj["hardware_dir"], target)
+        except TilerError as exc:
+            raise TilerError(f"{name}: {exc}") from None
+        for f in findings:
+            click.echo(f"{name}: {f}")
+        failed |= bool(findings)
+        if not findings:
+            click.echo(f"{name}: ok ({checked} view{'s' * (checked != 1)} checked, no rule broken)")
+    if failed:
+        raise SystemExit(1)
 
 
 def _register_sweep() -> None:

@@ -13,9 +13,11 @@ from pathlib import Path
 
 from . import __version__
 from .errors import TilerError
-from .model.common import PIPES
+from .model.common import pipes, pipes_of_row
 from .operator import get_operator
 from .problem import Problem
+from .space import load_space
+from .target import ANY
 
 TILING_SCHEMA = "tiler.tiling/v1"
 LIBRARY_SCHEMA = "tiler.library/v1"
@@ -25,12 +27,15 @@ def _num(v):
     return v.item() if hasattr(v, "item") else v
 
 
-def estimate_dict(row: dict) -> dict:
-    """The estimate record as JSON: units in the key names, pipes grouped under `pipes_us`."""
+def estimate_dict(row: dict, family: str | None = None) -> dict:
+    """The estimate record as JSON: units in the key names, pipes grouped under `pipes_us` with the names of the
+    chip family's pipes (`model.common.PIPES_OF`: msprof's on Ascend, tensor/load/store... on a GPU); without a
+    family, those of the family whose `<pipe>_us` columns the row has."""
+    piped = {p: row[f"{p}_us"] for p in pipes(family)} if family else pipes_of_row(row)
     return {
         "time_us": float(row["time_us"]),
         "bound": str(row["bound"]),
-        "pipes_us": {p: float(row[f"{p}_us"]) for p in PIPES},
+        "pipes_us": {p: float(v) for p, v in piped.items()},
         "cores_used": int(row["cores_used"]),
         "waves": int(row["waves"]),
         "balance": float(row["balance"]),
@@ -41,9 +46,21 @@ def estimate_dict(row: dict) -> dict:
     }
 
 
-def tiling_document(problem: Problem, chip, tiling: dict, row: dict, search: dict | None = None) -> dict:
-    """One `tiler.tiling/v1` object for (chip, op, problem)."""
-    op = get_operator(problem.OP, chip.family)
+def tiling_document(
+    problem: Problem,
+    chip,
+    tiling: dict,
+    row: dict,
+    search: dict | None = None,
+    target: str = ANY,
+    cand: dict | None = None,
+) -> dict:
+    """One `tiler.tiling/v1` object for (chip, op, problem). `target`: the export target the tiling was searched
+    for (its view only); `any`: the view of every target whose rules the tiling satisfies. `cand`: the tiling
+    as a one-row candidate table (default: parsed from `tiling`)."""
+    op = get_operator(problem.OP, chip.family, target)
+    if cand is None:
+        cand = load_space(problem.OP, chip.family).parse_tiling(tiling)
     return {
         "schema": TILING_SCHEMA,
         "tool": {"name": "tiler", "version": __version__},
@@ -57,9 +74,12 @@ def tiling_document(problem: Problem, chip, tiling: dict, row: dict, search: dic
         "problem": problem.to_dict(),
         "tiling": {**{k: _num(v) for k, v in tiling.items()}, **op.derived(problem, tiling, row)},
         "launch": op.launch(problem, tiling, row),
-        "estimate": estimate_dict(row),
-        "search": search or {"strategy": "given", "evaluated": 1, "seed": None, "proven_optimal": False},
-        "targets": op.views(problem, chip, tiling, row),
+        "estimate": estimate_dict(row, chip.family),
+        "search": {
+            **(search or {"strategy": "given", "evaluated": 1, "seed": None, "proven_optimal": False}),
+            "target": target,
+        },
+        "targets": op.views(problem, chip, tiling, row, cand),
     }
 
 
@@ -96,16 +116,21 @@ def validate(doc: dict) -> None:
         raise TilerError(f"schema: must be {TILING_SCHEMA} or {LIBRARY_SCHEMA}, got {doc.get('schema')!r}")
     _check(doc, load_schema(name), "")
     entries = doc["entries"] if name == "library_v1" else [doc]
-    schemas = get_operator(doc["op"], doc["chip"]["family"]).TARGETS
+    targets = get_operator(doc["op"], doc["chip"]["family"]).TARGETS
     for i, entry in enumerate(entries):
         where = f"entries/{i}/targets" if name == "library_v1" else "targets"
         for target, view in entry.get("targets", {}).items():
-            if target not in schemas:
-                known = ", ".join(schemas) or "none"
+            if target not in targets:
+                known = ", ".join(targets) or "none"
                 raise TilerError(
                     f"export: {where}: {target!r} is not a target of {doc['op']} (targets: {known})"
                 )
-            _check(view, schemas[target], f"{where}/{target}")
+            _check(view, targets[target].schema, f"{where}/{target}")
+
+
+def check_view(view, schema: dict, where: str) -> None:
+    """Raise TilerError (`export: <where>/<path>: <message>`) if one view does not match its target's schema."""
+    _check(view, schema, where)
 
 
 _VALIDATORS: dict[int, tuple[dict, object]] = {}  # id -> (schema, its validator): shipped and view schemas
@@ -123,6 +148,23 @@ def _check(doc: dict, schema: dict, prefix: str) -> None:
     if error is not None:
         where = "/".join([prefix] * bool(prefix) + list(map(str, error.absolute_path))) or "(top)"
         raise TilerError(f"export: {where}: {error.message}")
+
+
+def emit_code(doc: dict, target: str) -> str:
+    """The code a user pastes for one target's view of a tiling document (Target.emit)."""
+    validate(doc)
+    targets = get_operator(doc["op"], doc["chip"]["family"]).TARGETS
+    if target not in targets:
+        allowed = ", ".join(targets) or "none"
+        raise TilerError(
+            f"emit: must be one of {allowed} for {doc['op']} on {doc['chip']['family']}, got {target!r}"
+        )
+    if target not in doc["targets"]:
+        raise TilerError(f"emit: the tiling has no {target} view (search with --target {target})")
+    emit = targets[target].emit
+    if emit is None:
+        raise TilerError(f"emit: the {target} target has a view but no code to emit")
+    return emit(doc["targets"][target], doc)
 
 
 def write_json(doc: dict, path: str | Path) -> None:

@@ -11,8 +11,10 @@ Look-up rule (also in docs/sweep.md):
 2. Otherwise the nearest entry is returned with `exact: False`:
    a. only entries of the same dtype qualify (a tiling's block sizes depend on the element size); none ->
       LookupError naming the dtypes the library has;
-   b. among them, entries with the same value of every *matched* field (the problem class's MATCHED; matmul:
-      `batch`) are preferred; if none
+   b. a matched *choice* field (a word, the problem class's CHOICES; matmul: `layout`, `b_format`) must agree:
+      only entries with the query's value qualify (an entry written before the field existed has its default);
+      none -> LookupError naming the field. Among them, entries with the same value of every other *matched*
+      field (the problem class's MATCHED; matmul: `batch`) are preferred; if none
       has it, all entries of the dtype stay candidates and the matched fields join the distance below;
    c. distance = the sum over the size fields (matmul: M, N, K) of |log2(query / entry)|: being 2x off in one
       dimension costs the same as in any other, and 2x larger costs the same as 2x smaller;
@@ -28,7 +30,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -89,10 +91,16 @@ class Library:
             fields_.get("shape"), dict
         ):  # a problem dict as exported: {"shape": {...}, "dtype": ...}
             fields_ = {**fields_["shape"], "dtype": fields_.get("dtype")}
-        fields_ = {
-            k: v for k, v in fields_.items() if k not in ("layout", "name", "count")
-        }  # sweep-row extras
+        # sweep-row extras (name, count) and the keys of an exported problem that are not problem fields
+        names = {f.name for f in fields(problem_class(self.op))}
+        extras = {"name", "count", *self._frame_keys()}
+        fields_ = {k: v for k, v in fields_.items() if k in names or k not in extras}
         return parse_problem(self.op, fields_, dtype=dtype, strict=True)
+
+    def _frame_keys(self) -> set[str]:
+        """The keys of an exported problem (Problem.to_dict) besides its shape and dtype."""
+        cls = problem_class(self.op)
+        return set(parse_problem(self.op, cls.EXAMPLE).to_dict()) - {"shape", "dtype"}
 
     def get(self, key: str) -> dict | None:
         """The entry with exactly this problem key, or None."""
@@ -104,7 +112,8 @@ class Library:
     def lookup(self, query: Problem | dict | str, dtype: str | None = None) -> dict:
         """The entry for `query`: exact (`exact: True`), else the nearest by the module's rule (`exact: False`).
 
-        Raises ProblemError for a malformed query and LookupError when no entry has the query's dtype.
+        Raises ProblemError for a malformed query and LookupError when no entry has the query's dtype (or its
+        value of a matched choice field: a tiling of another layout is never handed out).
         """
         p = self.problem(query, dtype)
         key = p.key()
@@ -119,7 +128,18 @@ class Library:
                 f"dtype: no {p.dtype} entry in this library"  # type: ignore[attr-defined]
                 + (f" (it has {', '.join(have)})" if have else " (it is empty)")
             )
-        matched = [k for k in problem_class(self.op).MATCHED if k in want]
+        cls = problem_class(self.op)
+        matched = [k for k in cls.MATCHED if k in want and k not in cls.CHOICES]
+        words = [k for k in cls.MATCHED if k in want and k in cls.CHOICES]  # must agree: no distance for a word
+        for k in words:
+            agree = [e for e in same_dtype if e["problem"]["shape"].get(k, cls.OPTIONAL.get(k)) == want[k]]
+            if not agree:
+                have = sorted({str(e["problem"]["shape"].get(k, cls.OPTIONAL.get(k))) for e in same_dtype})
+                raise LookupError(
+                    f"{k}: no {p.dtype} entry with {k}={want[k]} in this library "  # type: ignore[attr-defined]
+                    f"(it has {', '.join(have)})"
+                )
+            same_dtype = agree
         same = [e for e in same_dtype if all(e["problem"]["shape"].get(k) == want[k] for k in matched)]
         pool, extra = (same, []) if same else (same_dtype, matched)
         names = _size_fields(self.op, want) + extra

@@ -21,11 +21,13 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from .errors import ConfigError, ProblemError, SpaceError, TilerError, closest
+from .target import ANY, Target
 
 if TYPE_CHECKING:
     from .hardware import Chip
@@ -63,10 +65,23 @@ class Operator(ABC):
     CONSTANTS: ClassVar[dict[str, float]] = {}
     # values of a measurement table's `impl` column that are this operator's kernel (other rows: a library)
     IMPLS: ClassVar[tuple[str, ...]] = ()
-    # the code generators `views()` writes a view for (export targets), each with the JSON Schema its view must
-    # match (tiler.export.validate checks every exported view), and the names `runner()` answers
-    TARGETS: ClassVar[dict[str, dict]] = {}
+    # the code generators a tiling can be exported to (tiler.target.Target: view, schema, the subspace and the
+    # compile-time rules of each), and the names `runner()` answers
+    TARGETS: ClassVar[dict[str, Target]] = {}
     RUNNERS: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, target: str = ANY) -> None:
+        """`target`: restrict the operator to what one export target can express (its rules join RULES, so
+        every search, check and rank sees them); `any` (default) is the whole space."""
+        if target != ANY and target not in self.TARGETS:
+            allowed = ", ".join([ANY, *self.TARGETS])
+            raise SpaceError(
+                f"target: must be one of {allowed} for {self.OP} on the {self.FAMILY} family, got {target!r}"
+            )
+        self.target: Target | None = self.TARGETS.get(target) if target != ANY else None
+        if self.target is not None:  # instance attributes: the class's tables stay the operator's own
+            self.RULES = {**type(self).RULES, **self.target.rules}
+            self.RULE_TEXT = {**type(self).RULE_TEXT, **self.target.rule_text}
 
     # ---------------------------------------------------------------- required
 
@@ -84,6 +99,22 @@ class Operator(ABC):
         """Raise ProblemError when the chip cannot run the problem at all (default: no matrix unit for the
         dtype). Called once before a search, never per candidate."""
         chip.require_dtype(p.dtype)
+
+    def admit(self, p: Problem, chip: Chip) -> None:
+        """`check`, then the target's own limits (its chips, dtypes, layouts): what the generic layers call."""
+        self.check(p, chip)
+        if self.target is not None:
+            why = self.target.why_not(chip, p)
+            if why:
+                raise ProblemError(f"target: {self.target.name} cannot run this: {why}")
+
+    def masks(self, p: Problem, chip: Chip, c: Candidates, rules=None) -> dict[str, np.ndarray]:
+        """`feasible` plus the target's rule masks: every generic layer filters candidates through this."""
+        own = None if rules is None else [r for r in rules if r in type(self).RULES]
+        out = self.feasible(p, chip, c, own) if own != [] else {}
+        if self.target is not None:
+            out.update(self.target.rule_masks(p, chip, c, rules))
+        return out
 
     def bound(
         self, p: Problem, chip: Chip, c: Candidates, schedules: dict | None = None
@@ -136,9 +167,17 @@ class Operator(ABC):
         )
         return out
 
-    def views(self, p: Problem, chip: Chip, tiling: dict, row: dict) -> dict[str, dict]:
-        """Code-generator views of a decoded tiling and its estimate row, keyed by target (TARGETS)."""
-        return {}
+    def views(self, p: Problem, chip: Chip, tiling: dict, row: dict, cand: Candidates) -> dict[str, dict]:
+        """Code-generator views of a tiling (decoded, and as the one-row candidate `cand`) and its estimate row,
+        keyed by target: the operator's target only, when it has one; else every target that runs on this chip
+        and whose rules and domains the tiling satisfies (an export never carries a view its target rejects)."""
+        chosen = [self.target] if self.target is not None else list(self.TARGETS.values())
+        out = {}
+        for t in chosen:
+            if t.why_not(chip, p) or not _expresses(t, p, chip, cand, self):
+                continue
+            out[t.name] = t.view(p, chip, tiling, row)
+        return out
 
     def derived(self, p: Problem, tiling: dict, row: dict) -> dict[str, Any]:
         """Values derived from the tiling that an exported `tiling` carries beside the knobs."""
@@ -186,6 +225,28 @@ def _rows(c: Candidates) -> int:
     return len(next(iter(c.values()))) if c else 0
 
 
+def _expresses(t: Target, p: Problem, chip: Chip, cand: Candidates, op: Operator) -> bool:
+    """Whether the one-row candidate is in the target's domains and passes the operator's and the target's rules."""
+    for knob, values in t.domains.items():
+        if knob in cand and int(cand[knob][0]) not in _codes(op, knob, values):
+            return False
+    masks = {**op.feasible(p, chip, cand), **t.rule_masks(p, chip, cand)}
+    return all(bool(np.asarray(m)[0]) for m in masks.values())
+
+
+def _codes(op: Operator, knob: str, values: tuple) -> set[int]:
+    """A target domain's values as knob codes (labels looked up in the shipped space)."""
+    kn = _builtin_space(op.OP, op.FAMILY).knobs[knob]
+    return {kn.codes[kn.labels.index(v)] if isinstance(v, str) else int(v) for v in values}
+
+
+@lru_cache(maxsize=16)
+def _builtin_space(op: str, family: str):
+    from .space import load_space
+
+    return load_space(op, family, builtin=True)
+
+
 # ------------------------------------------------------------------ registry
 
 _REGISTRY: dict[tuple[str, str], type[Operator]] = {}
@@ -209,6 +270,19 @@ def register(cls: type[Operator]) -> type[Operator]:
         unknown = [k for k in knobs if k not in cls.KNOBS]
         if unknown:
             raise ConfigError(f"{cls.__name__}: rule {rule!r} reads unknown knob(s) {unknown}")
+    for name, t in cls.TARGETS.items():
+        if name != t.name or name == ANY:
+            raise ConfigError(
+                f"{cls.__name__}: target {name!r} is registered under another name or as {ANY!r}"
+            )
+        for knob in [*t.domains, *(k for ks in t.rules.values() for k in ks)]:
+            if knob not in cls.KNOBS:
+                raise ConfigError(f"{cls.__name__}: target {name!r} reads unknown knob {knob!r}")
+        clash = set(t.rules) & set(cls.RULES)
+        if clash:
+            raise ConfigError(
+                f"{cls.__name__}: target {name!r} rule names clash with the operator's: {clash}"
+            )
     _REGISTRY[(cls.OP, cls.FAMILY)] = cls
     return cls
 
@@ -217,8 +291,9 @@ def _load_builtin() -> None:
     from . import ops  # noqa: F401  (importing the package registers the built-in operators)
 
 
-def get_operator(op: str, family: str) -> Operator:
-    """The operator for (op, family); an unknown pair names the known ones."""
+def get_operator(op: str, family: str, target: str = ANY) -> Operator:
+    """The operator for (op, family), restricted to `target` (tiler.target); an unknown pair names the known
+    ones, an unknown target the operator's targets."""
     _load_builtin()
     key = (op, family)
     if key not in _REGISTRY:
@@ -226,7 +301,7 @@ def get_operator(op: str, family: str) -> Operator:
         if op not in {o for o, _ in _REGISTRY}:
             raise ProblemError(f"op: unknown operator {op!r}; {closest(op, {o for o, _ in _REGISTRY})}")
         raise SpaceError(f"op: no {op!r} model for the {family!r} family; known: {', '.join(have)}")
-    return _REGISTRY[key]()
+    return _REGISTRY[key](target)
 
 
 def known_ops() -> list[tuple[str, str]]:

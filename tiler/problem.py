@@ -27,7 +27,12 @@ class Problem:
     OPTIONAL: ClassVar[dict[str, Any]] = {}
     # fields whose smallest allowed value is not 1 (a padding may be 0)
     MINIMUM: ClassVar[dict[str, int]] = {}
-    # fields that must agree for a library's nearest match (the others are size fields the distance compares)
+    # optional fields that take one of a few words instead of an integer: field -> its allowed values (its default,
+    # in OPTIONAL, is one of them). Matmul: layout nn|nt|tn|tt, b_format nd|nz. A value at its default stays out of
+    # key() and label(), so the keys of problems that existed before the field are unchanged.
+    CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {}
+    # fields that must agree for a library's nearest match (the others are size fields the distance compares); a
+    # choice field listed here must agree exactly (it cannot be a distance)
     MATCHED: ClassVar[tuple[str, ...]] = ()
     # a small, typical problem (`tiler ops` shows it as an example --shape; the conformance tests search it)
     EXAMPLE: ClassVar[dict[str, int]] = {}
@@ -40,25 +45,34 @@ class Problem:
     def out_bytes(self) -> int:
         return OUT_BYTES[self.dtype]  # type: ignore[attr-defined]
 
-    def shape(self) -> dict[str, int]:
-        """The problem fields without the dtype: the keys of `--shape` and of sweep CSV columns."""
+    def shape(self) -> dict[str, Any]:
+        """The problem fields without the dtype: the keys of `--shape` and of sweep CSV columns (integers, and the
+        words of CHOICES fields)."""
         return {k: v for k, v in asdict(self).items() if k != "dtype"}
 
     def key(self) -> str:
-        """A stable text key (library look-up, sweep resume)."""
-        parts = [f"{k}={v}" for k, v in self.shape().items()]
+        """A stable text key (library look-up, sweep resume). Choice fields at their default are left out, so a
+        problem that could be written before the field existed keeps its key."""
+        parts = [f"{k}={v}" for k, v in self.shape().items() if not self._default_choice(k, v)]
         return f"{self.OP}:{','.join(parts)}:{self.dtype}"  # type: ignore[attr-defined]
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"shape": self.shape(), "dtype": self.dtype, "layout": self.layout()}  # type: ignore[attr-defined]
+    def _default_choice(self, k: str, v: Any) -> bool:
+        return k in self.CHOICES and v == self.OPTIONAL.get(k)
 
-    def layout(self) -> str:
+    def to_dict(self) -> dict[str, Any]:
+        """The export's `problem`: shape, dtype and the operands' memory layout (memory_layout())."""
+        return dict(shape=self.shape(), dtype=self.dtype, layout=self.memory_layout())  # type: ignore[attr-defined]
+
+    def memory_layout(self) -> str:
+        """The operands' memory layout in one word (the export's problem.layout): row_major unless the problem
+        class says otherwise (matmul: its layout field, nn/nt/tn/tt)."""
         return "row_major"
 
     def label(self) -> str:
         """A short shape label (calibration's shape keys, `--fit-shapes`): the required fields joined by `x`,
         then `_<field><value>` for each optional field that differs from its default, then `:dtype` unless fp16
-        (matmul: 4096x4096x4096, 512x512x512_batch8:bf16; depthwise: 16x240x28x28x5x5_pad2)."""
+        (matmul: 4096x4096x4096, 512x512x512_batch8:bf16, 4096x4096x4096_layoutnt; depthwise:
+        16x240x28x28x5x5_pad2)."""
         shape = self.shape()
         text = "x".join(str(shape[k]) for k in self.FIELDS)
         text += "".join(f"_{k}{shape[k]}" for k, d in self.OPTIONAL.items() if shape[k] != d)
@@ -112,6 +126,14 @@ def _as_int(field: str, value: Any, minimum: int = 1) -> int:
     return int(f)
 
 
+def _as_choice(field: str, value: Any, allowed: tuple[str, ...]) -> str:
+    """A choice field: one of `allowed`, from text (case and surrounding blanks ignored)."""
+    text = value.strip().lower() if isinstance(value, str) else None
+    if text not in allowed:
+        raise ProblemError(f"{field}: must be one of {', '.join(allowed)}, got {value!r}")
+    return text
+
+
 def parse_problem(op: str, fields_: dict[str, Any], dtype: str | None = None, strict: bool = True) -> Problem:
     """Build a validated problem from string or numeric fields.
 
@@ -141,7 +163,11 @@ def parse_problem(op: str, fields_: dict[str, Any], dtype: str | None = None, st
             raise ProblemError(f"{name}: missing; {op} needs {', '.join(cls.FIELDS)}")
         kwargs[name] = _as_int(name, given[name], cls.MINIMUM.get(name, 1))
     for name, default in cls.OPTIONAL.items():
-        kwargs[name] = _as_int(name, given.get(name, default), cls.MINIMUM.get(name, 1))
+        value = given.get(name, default)
+        if name in cls.CHOICES:
+            kwargs[name] = _as_choice(name, value, cls.CHOICES[name])
+        else:
+            kwargs[name] = _as_int(name, value, cls.MINIMUM.get(name, 1))
     problem = cls(**kwargs)
     problem.validate()
     return problem

@@ -33,6 +33,12 @@ def select_rows(problem: Problem, df: pd.DataFrame, impls: tuple[str, ...] = ())
         for k, v in shape.items():
             if k not in out.columns:
                 continue
+            if k in problem.CHOICES:  # a word: compared as text, an empty cell meaning the default
+                text = out[k].astype(str).str.strip().str.lower()
+                empty = text.isin(("", "nan", "none"))
+                keep = (text == v) | (empty & (v == problem.OPTIONAL.get(k)))
+                out = out[keep]
+                continue
             col = pd.to_numeric(out[k], errors="coerce")
             # an optional field (batch) left empty means its default
             keep = (col == v) | (col.isna() & (k in problem.OPTIONAL) & (v == problem.OPTIONAL.get(k)))
@@ -99,13 +105,13 @@ def rank_candidates(
     """
     space = space or load_space(problem.OP, chip.family)
     model = get_operator(problem.OP, chip.family)
-    model.check(problem, chip)
+    model.admit(problem, chip)
     sel = select_rows(problem, df, model.IMPLS).reset_index(drop=True)
     cands, ok, why = parse_knobs(sel, space)
     rule = np.array(["domain" if w else "" for w in why], dtype=object)
     reason = np.array(why, dtype=object)
     if len(sel):
-        masks = model.feasible(problem, chip, cands)
+        masks = model.masks(problem, chip, cands)
         for r, m in masks.items():
             new = ok & ~m
             rule[new] = r

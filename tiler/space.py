@@ -62,6 +62,8 @@ class Space:
     op: str
     family: str
     knobs: dict[str, Knob]
+    # the export target the space is restricted to (tiler.target; `any`: the whole space)
+    target: str = "any"
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -90,6 +92,27 @@ class Space:
                 )
             knobs[name] = replace(knobs[name], values=(knobs[name].parse(text),))
         return replace(self, knobs=knobs)
+
+    def for_target(self, target: str) -> Space:
+        """The subspace one export target can express: each knob's values cut to the target's domain (after any
+        pins: a pinned value the target cannot express is an error naming both). The target's relational rules
+        are the operator's to check (`get_operator(op, family, target)`)."""
+        from .operator import get_operator
+
+        model = get_operator(self.op, self.family, target)
+        if model.target is None:
+            return replace(self, target=target)
+        knobs = dict(self.knobs)
+        for name, allowed in model.target.domains.items():
+            kn = knobs[name]
+            codes = {kn.codes[kn.labels.index(v)] if isinstance(v, str) else int(v) for v in allowed}
+            kept = tuple(v for v in kn.values if v in codes)
+            if not kept:
+                got = ", ".join(str(kn.label(v)) for v in kn.values)
+                can = ", ".join(str(kn.label(v)) for v in sorted(codes))
+                raise SpaceError(f"fix: {name}={got} cannot be expressed by target {target} (it takes {can})")
+            knobs[name] = replace(kn, values=kept)
+        return replace(self, knobs=knobs, target=target)
 
     def product(self, names) -> Candidates:
         """The cross product of the named knobs' domains as columns."""

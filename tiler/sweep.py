@@ -42,10 +42,11 @@ from typing import Any
 import click
 
 from .errors import InfeasibleError, TilerError, closest
-from .model.common import RECORD
+from .model.common import record, record_columns
 from .space import parse_fixes
 
-ESTIMATE_COLUMNS = RECORD  # the estimate record, one column per field (model/common.py)
+# the estimate columns are the estimate record's, one column per field, with the pipes of the chips' families
+# (model/common.py record(): msprof's names on Ascend, tensor/load/store... on a GPU; both with chips of both)
 SEARCH_COLUMNS = ("strategy", "seed", "evaluated", "proven_optimal")
 STATUS_COLUMNS = ("chip", "status", "error", "key")
 JOURNAL_SUFFIX = ".journal.db"
@@ -64,6 +65,7 @@ class SweepConfig:
     seed: int = 0
     trials: int | None = None
     fix: tuple[tuple[str, str], ...] = ()
+    target: str = "any"  # the export target every search is restricted to (tiler.target)
 
     def fix_text(self, space=None) -> str:
         """The pins as text; with a space, only those it has (a pin of another chip family's knob is not used)."""
@@ -133,6 +135,7 @@ def journal_key(chip, problem, cfg: SweepConfig, space) -> str:
             f"seed={cfg.seed}",
             f"trials={trials}",
             f"fix={cfg.fix_text(space)}",
+            *([f"target={cfg.target}"] if cfg.target != "any" else []),
             f"space={space_hash(space)}",
             f"profile={chip.profile_hash}",
         ]
@@ -571,7 +574,8 @@ def build_frame(
     import pandas as pd
 
     knobs = _knob_columns(spaces)
-    produced = list(STATUS_COLUMNS) + knobs + list(ESTIMATE_COLUMNS) + list(SEARCH_COLUMNS)
+    estimate_cols = list(record_columns(c.family for c in chips))
+    produced = list(STATUS_COLUMNS) + knobs + estimate_cols + list(SEARCH_COLUMNS)
     passthrough = [c for c in df_in.columns if c not in produced]
     records = []
     for r in rows:
@@ -591,7 +595,7 @@ def build_frame(
                 rec.update(status="ok", error=None)
                 for k in spaces[chip.id].names:
                     rec[k] = res["tiling"].get(k)
-                for k in ESTIMATE_COLUMNS:
+                for k in record(chip.family):
                     rec[k] = res["row"].get(k)
                 rec.update(
                     strategy=res["search"]["strategy"],
@@ -633,7 +637,7 @@ def write_libraries(
                 continue
             seen.add(task.problem.key())
             info = {k: res["search"][k] for k in ("strategy", "evaluated", "seed", "proven_optimal")}
-            doc = tiling_document(task.problem, chip, res["tiling"], res["row"], info)
+            doc = tiling_document(task.problem, chip, res["tiling"], res["row"], info, cfg.target)
             validate(doc)
             entries.append(
                 {
@@ -666,12 +670,13 @@ def _split_chips(chips) -> list[str]:
     return ids
 
 
-def _pinned_space(op: str, family: str, fix: tuple[tuple[str, str], ...]):
-    """The family's space with the pins it knows (with chips of two families, each takes its own knobs)."""
+def _pinned_space(op: str, family: str, fix: tuple[tuple[str, str], ...], target: str = "any"):
+    """The family's space with the pins it knows (with chips of two families, each takes its own knobs), cut to
+    what the export target can express."""
     from .space import load_space
 
     space = load_space(op, family)
-    return space.pin({k: v for k, v in fix if k in space.knobs})
+    return space.pin({k: v for k, v in fix if k in space.knobs}).for_target(target)
 
 
 def run_sweep(
@@ -692,6 +697,7 @@ def run_sweep(
     quiet: bool = True,
     hardware_dir=None,
     progress_stream=None,
+    target: str = "any",
 ) -> SweepReport:
     """Run a sweep and write its output (and library); returns the report. See the module docstring.
 
@@ -705,6 +711,8 @@ def run_sweep(
         dtype: the dtype of rows that give none (default fp16).
         scheduler: a Dask distributed scheduler address; the searches run on its workers.
         quiet: no progress line (it is drawn only on a TTY anyway).
+        target: restrict every search to what this export target can express (each chip's family must have it);
+            the library's entries then carry that target's view only.
     Raises TilerError for bad input (nothing has run then) and KeyboardInterrupt when interrupted (the journal
     keeps every finished search).
     """
@@ -726,17 +734,19 @@ def run_sweep(
         raise TilerError(f"--trials: must be >= 1, got {trials}")
     if dtype is not None and dtype not in DTYPES:
         raise TilerError(f"--dtype: must be one of {', '.join(DTYPES)}, got {dtype!r}")
-    cfg = SweepConfig(op, strategy, int(seed), trials, tuple(parse_fixes(fix).items()))
+    cfg = SweepConfig(op, strategy, int(seed), trials, tuple(parse_fixes(fix).items()), target)
     chip_ids = _split_chips(chips)
     chip_objs = [load_chip(c, hardware_dir) for c in chip_ids]
-    spaces = {c.id: _pinned_space(op, c.family, cfg.fix) for c in chip_objs}
+    spaces = {c.id: _pinned_space(op, c.family, cfg.fix, target) for c in chip_objs}
     unknown = [k for k, _ in cfg.fix if not any(k in sp.knobs for sp in spaces.values())]
     if unknown:  # pinning it on the first chip's space raises the SpaceError that names the known knobs
         load_space(op, chip_objs[0].family).pin({unknown[0]: "0"})
     from .operator import get_operator
 
     for c in chip_objs:
-        get_operator(op, c.family)  # no model for this family -> SpaceError now, not per row
+        get_operator(
+            op, c.family, target
+        )  # no model or target for this family -> SpaceError now, not per row
     out = Path(out) if out else default_out(op, [c.id for c in chip_objs])
     _check_writable_format(out)
     if scheduler:
@@ -764,6 +774,12 @@ def run_sweep(
     try:
         results = journal.load() if resume else {}
         results = {k: v for k, v in results.items() if k in tasks_by_key}
+        # a result journaled before the record changed (a GPU's pipes under msprof's names) is searched again
+        results = {
+            k: v
+            for k, v in results.items()
+            if v["status"] != "ok" or set(record(tasks_by_key[k].chip.family)) <= set(v["row"])
+        }
         todo = [t for t in tasks_by_key.values() if t.key not in results]
         reused = len(tasks_by_key) - len(todo)
         total = len(rows) * len(chip_objs)
@@ -881,6 +897,12 @@ def _resume_command(params: dict) -> str:
 @click.option("--scheduler", default=None, help="Dask distributed scheduler address (needs tiler[dask]).")
 @click.option("--quiet", is_flag=True, help="No progress line (it is drawn only on a terminal anyway).")
 @click.option(
+    "--target",
+    default="any",
+    show_default=True,
+    help="Search only what this code generator can run as exported (see tiler search --target).",
+)
+@click.option(
     "--hardware-dir",
     type=click.Path(file_okay=False),
     default=None,
@@ -903,6 +925,7 @@ def sweep_command(
     dtype,
     scheduler,
     quiet,
+    target,
     hardware_dir,
 ):
     """Search every row of a shape CSV on one or more chips; write one table (and a tiling library).
@@ -930,6 +953,7 @@ def sweep_command(
             scheduler=scheduler,
             quiet=quiet,
             hardware_dir=hardware_dir,
+            target=target,
         )
     except TilerError as exc:
         raise _InputError(str(exc)) from None

@@ -7,32 +7,89 @@ from __future__ import annotations
 
 import numpy as np
 
-# msprof's pipe names; a GPU model maps its units onto them (mac = tensor cores, mte2 = global->shared loads,
-# mte1 = shared->registers, fixpipe = epilogue stores, scalar = issue/index overhead, vec = CUDA-core math).
-PIPES = ("mac", "vec", "scalar", "mte1", "mte2", "mte3", "fixpipe")
-BOUND_OF_PIPE = {
-    "mac": "cube",
-    "vec": "vector",
-    "scalar": "scalar",
-    "mte1": "mte1",
-    "mte2": "mte2",
-    "mte3": "mte3",
-    "fixpipe": "fixpipe",
+# The pipes of the estimate record, per chip family, in the words of the family's profiler: Ascend keeps msprof's
+# names (what an msprof trace of the kernel shows); a GPU names its own units (what Nsight shows), not msprof's:
+# tensor = tensor-core MMA, alu = CUDA-core math, issue = instruction issue (index, loop and program overhead),
+# smem = shared memory -> registers, load = global -> shared, store = epilogue stores and atomics.
+PIPES_OF = {
+    "ascend": ("mac", "vec", "scalar", "mte1", "mte2", "mte3", "fixpipe"),
+    "cuda": ("tensor", "alu", "issue", "smem", "load", "store"),
 }
-BOUNDS = ("mte2", "mte1", "cube", "vector", "fixpipe", "mte3", "scalar", "latency")
-# The estimate record (DESIGN §4): scalar columns, one row per candidate; pipes are `<pipe>_us` columns.
-RECORD = (
-    "time_us",
-    "bound",
-    *(f"{p}_us" for p in PIPES),
-    "cores_used",
-    "waves",
-    "balance",
-    "l2_hit_rate",
-    "hbm_bytes",
-    "l2_bytes",
-    "roofline_us",
-)
+# The `bound` label a pipe gives when it is the bound (msprof calls the mac pipe's bound `cube`); every family adds
+# `latency` (no pipe saturated).
+BOUND_OF_PIPE_OF = {
+    "ascend": {
+        "mac": "cube",
+        "vec": "vector",
+        "scalar": "scalar",
+        "mte1": "mte1",
+        "mte2": "mte2",
+        "mte3": "mte3",
+        "fixpipe": "fixpipe",
+    },
+    "cuda": {p: p for p in PIPES_OF["cuda"]},
+}
+BOUNDS_OF = {
+    "ascend": ("mte2", "mte1", "cube", "vector", "fixpipe", "mte3", "scalar", "latency"),
+    "cuda": ("load", "smem", "tensor", "alu", "store", "issue", "latency"),
+}
+# The estimate record (DESIGN §4): scalar columns, one row per candidate; pipes are `<pipe>_us` columns, the
+# family's pipes (record(family)).
+RECORD_HEAD = ("time_us", "bound")
+RECORD_TAIL = ("cores_used", "waves", "balance", "l2_hit_rate", "hbm_bytes", "l2_bytes", "roofline_us")
+FAMILIES = tuple(PIPES_OF)
+# pipe -> (family, bound): the families' pipe names are disjoint, so a pipe name says its family
+_PIPE_INDEX = {p: (fam, b) for fam, table in BOUND_OF_PIPE_OF.items() for p, b in table.items()}
+
+
+def _family(family: str) -> str:
+    if family not in PIPES_OF:
+        raise ValueError(f"unknown chip family {family!r} (known: {', '.join(FAMILIES)})")
+    return family
+
+
+def pipes(family: str) -> tuple[str, ...]:
+    """The pipe names of a chip family's estimate record (`<pipe>_us` columns, `pipes_us` keys)."""
+    return PIPES_OF[_family(family)]
+
+
+def bounds(family: str) -> tuple[str, ...]:
+    """The `bound` labels a chip family's estimate may carry (its pipes' bounds and `latency`)."""
+    return BOUNDS_OF[_family(family)]
+
+
+def record(family: str) -> tuple[str, ...]:
+    """The estimate record's columns for a chip family, in order."""
+    return (*RECORD_HEAD, *(f"{p}_us" for p in pipes(family)), *RECORD_TAIL)
+
+
+def record_columns(families) -> tuple[str, ...]:
+    """The union of several families' record columns, in record order (a table over chips of two families)."""
+    fams = [_family(f) for f in dict.fromkeys(families)]
+    pipe_cols = [f"{p}_us" for f in fams for p in pipes(f)]
+    return (*RECORD_HEAD, *dict.fromkeys(pipe_cols), *RECORD_TAIL)
+
+
+def family_of_pipes(names) -> str:
+    """The family whose pipes `names` are; ValueError for an unknown name or names of two families."""
+    names = list(names)
+    unknown = [p for p in names if p not in _PIPE_INDEX]
+    if unknown:
+        raise ValueError(f"unknown pipe(s) {', '.join(unknown)} (known: {dict(PIPES_OF)})")
+    fams = {_PIPE_INDEX[p][0] for p in names}
+    if len(fams) != 1:
+        raise ValueError(f"pipes {', '.join(names)} mix the families {', '.join(sorted(fams))}")
+    return fams.pop()
+
+
+def pipes_of_row(row) -> dict[str, float]:
+    """A record row's pipes as {pipe: us}, with the names of the family whose `<pipe>_us` columns it has."""
+    present = [p for p in _PIPE_INDEX if f"{p}_us" in row]
+    if not present:
+        raise ValueError("the row has no `<pipe>_us` column of any family")
+    return {p: row[f"{p}_us"] for p in pipes(family_of_pipes(present))}
+
+
 # A pipe counts as the bound when it is busy for at least this share of the critical core's time; below it no
 # pipe is saturated and gaps, fill and drain dominate ("latency").
 SATURATED = 0.6
@@ -46,11 +103,16 @@ def roofline_us(
 
 
 def classify_bound(pipes_us: dict[str, np.ndarray], busy_us: np.ndarray) -> np.ndarray:
-    """Arg-max pipe, or `latency` when no pipe is busy for SATURATED of the core's time."""
+    """Arg-max pipe's bound, or `latency` when no pipe is busy for SATURATED of the core's time.
+
+    The labels come from the names given (all of one family: `mac` -> `cube` on Ascend, `load` -> `load` on a
+    GPU); a name of no family, or names of two, raise ValueError.
+    """
     names = list(pipes_us)
+    family_of_pipes(names)
     stack = np.stack([pipes_us[p] for p in names])
     top = stack.argmax(axis=0)
-    label = np.array([BOUND_OF_PIPE[p] for p in names], dtype=object)[top]
+    label = np.array([_PIPE_INDEX[p][1] for p in names], dtype=object)[top]
     saturated = stack.max(axis=0) >= SATURATED * np.maximum(busy_us, 1e-12)
     return np.where(saturated, label, "latency")
 

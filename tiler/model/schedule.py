@@ -251,6 +251,80 @@ def core_work(
     return core_work_many(tm, tn, splits, batch, cores, bool(edge_m), bool(edge_n), setting)[0]
 
 
+def block_grid(gm, gn, splits, cores):
+    """AscendC's multi-core split of a `gm x gn` tile grid (per split-K slice): each core takes one contiguous
+    block of `bm x bn` tiles (singleCoreM = bm tiles, singleCoreN = bn tiles), `um x un` blocks per slice, every
+    slice on its own cores (usedCoreNum = um*un*splits <= cores). The block shape minimises the most tiles one
+    core runs, then the GM reads of the blocks (each block row re-reads B, each block column re-reads A: about
+    un*gm + um*gn panel loads), then the cores used. Vectorised over candidates (arrays broadcast);
+    returns (um, un, bm, bn) as int64 arrays. Slices that do not fit (splits > cores) get one core each."""
+    gm, gn, splits = np.broadcast_arrays(*(np.asarray(x, dtype=np.int64) for x in (gm, gn, splits)))
+    per = np.maximum(cores // np.maximum(splits, 1), 1)[..., None]  # cores per slice
+    cm = np.arange(1, cores + 1, dtype=np.int64)  # candidate block rows, one column each
+    ok = cm <= np.minimum(gm[..., None], per)
+    cn = np.maximum(np.minimum(gn[..., None], per // cm), 1)
+    bm = -(-gm[..., None] // cm)
+    bn = -(-gn[..., None] // cn)
+    um = -(-gm[..., None] // bm)
+    un = -(-gn[..., None] // bn)
+    big = np.int64(1) << 40
+    # lexicographic key: most tiles per core, then panel loads, then cores (each term < 2**20 at these sizes)
+    loads = np.minimum(un * gm[..., None] + um * gn[..., None], (1 << 20) - 1)
+    key = np.where(ok, (bm * bn) * big + loads * (1 << 12) + um * un, np.iinfo(np.int64).max)
+    i = np.argmin(key, axis=-1)[..., None]
+    pick = lambda a: np.take_along_axis(a, i, axis=-1)[..., 0]  # noqa: E731
+    return pick(um), pick(un), pick(bm), pick(bn)
+
+
+def block_work(gm: int, gn: int, splits: int, batch: int, cores: int, edge_m: bool, edge_n: bool) -> CoreWork:
+    """What each core runs under AscendC's block split (block_grid): its block of tiles walked column by column
+    (all rows of a block column, then the next: a core's consecutive tiles share the B panel, the reuse types), once
+    per batch. The last block row (column) is shorter when the blocks do not divide the grid, and holds the edge
+    tile row (column) when there is one. Cached per grid."""
+    key = ("block", gm, gn, splits, batch, cores, edge_m, edge_n)
+    if key in _WORK:
+        return _WORK[key]
+    um, un, bm, bn = (int(x) for x in block_grid(gm, gn, splits, cores))
+    rows = [(bm, um - 1), (gm - (um - 1) * bm, 1)]  # (tile rows of a block, how many block rows have it)
+    cols = [(bn, un - 1), (gn - (un - 1) * bn, 1)]
+    vectors, counts = [], []
+    for ri, (r, nr) in enumerate(rows):
+        for ci, (q, nc) in enumerate(cols):
+            if nr == 0 or nc == 0:
+                continue
+            em = int(edge_m and ri == 1)
+            en = int(edge_n and ci == 1)
+            v = np.zeros(WORK_COLUMNS)
+            for en_c, ncol in ((0, q - en), (1, en)):
+                if ncol <= 0:
+                    continue
+                first = (
+                    2 * int(em and r == 1) + en_c
+                )  # the first row of a block column: the B panel is loaded
+                v[first] += ncol
+                if r > 1:
+                    v[en_c + 4] += (r - 1 - em) * ncol
+                    v[2 + en_c + 4] += em * ncol
+            # more slices than cores (AscendC cannot launch that; the walk deals them round-robin): a core runs
+            # ceil(splits / cores) whole slices in turn
+            v[:TILE_TYPES] *= batch * -(-splits // cores)
+            v[-1] = 1
+            vectors.append(v)
+            counts.append(nr * nc * splits)
+    vec = np.array(vectors)
+    size = 1 << int(np.ceil(np.log2(len(vec))))
+    padded = np.concatenate([vec, np.repeat(vec[:1], size - len(vec), axis=0)]).astype(np.float32)
+    total = (vec * np.array(counts)[:, None]).sum(axis=0)
+    if splits > cores:
+        total[:TILE_TYPES] /= -(-splits // cores)
+        total[-1] = cores
+    work = CoreWork(vec, total, min(um * un * splits, cores), padded)
+    if len(_WORK) > _CACHE_ROWS:
+        _WORK.clear()
+    _WORK[key] = work
+    return work
+
+
 def column_major_counts(gm: int, gn: int, cores: int, edge_m: bool, edge_n: bool) -> np.ndarray:
     """Tiles of each of the 8 types (TILE_TYPES: 2*edge_m + edge_n + 4*reuse) per core, (cores, 8), when the
     `gm x gn` grid is walked column by column (all rows of column 0, then column 1, ...; `core_work` with

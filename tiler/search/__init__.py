@@ -30,7 +30,7 @@ def search(
     """Run one strategy. `auto` is exhaustive (every shipped space is proven in seconds)."""
     if strategy not in STRATEGIES:
         raise SpaceError(f"strategy: must be one of {', '.join(STRATEGIES)}, got {strategy!r}")
-    get_operator(space.op, space.family).check(problem, chip)
+    get_operator(space.op, space.family, space.target).admit(problem, chip)
     if strategy in ("exhaustive", "auto"):
         return exhaustive(problem, chip, space, top=top)
     from . import bayes  # optuna is imported only here
@@ -40,10 +40,10 @@ def search(
 
 def evaluate(problem: Problem, chip, space: Space, tiling: dict) -> tuple[Candidates, dict, dict[str, bool]]:
     """Score one given tiling (explain, rank): its candidate row, estimate and the rules it breaks."""
-    model = get_operator(space.op, space.family)
-    model.check(problem, chip)
+    model = get_operator(space.op, space.family, space.target)
+    model.admit(problem, chip)
     cand = space.parse_tiling(tiling)
-    rules = model.feasible(problem, chip, cand)
+    rules = model.masks(problem, chip, cand)
     est = model.estimate(problem, chip, cand)
     return cand, est, {r: bool(m[0]) for r, m in rules.items()}
 

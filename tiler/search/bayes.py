@@ -206,7 +206,7 @@ class Objective:
         table = {k: np.full(n, v, dtype=np.int64) for k, v in {**self.assume, **row}.items()}
         table[knob] = np.asarray(kn.values, dtype=np.int64)
         try:
-            masks = self.model.feasible(self.problem, self.chip, table, rules)
+            masks = self.model.masks(self.problem, self.chip, table, rules)
         except KeyError:  # a rule needs a knob not sampled yet: the final check catches it
             masks = {}
         ok = (
@@ -269,7 +269,7 @@ class Objective:
 
     def feasible_rows(self, cand: Candidates) -> tuple[Candidates, list[str]]:
         """The rows that pass every rule, without provably dominated ones; if none, the rules that cut them."""
-        masks = self.model.feasible(self.problem, self.chip, cand)
+        masks = self.model.masks(self.problem, self.chip, cand)
         ok = np.logical_and.reduce([np.asarray(m, dtype=bool) for m in masks.values()]) if masks else None
         if ok is None:
             return cand, []
@@ -455,7 +455,7 @@ def run(
         raise TilerError(f"guided: must be >= 0, got {guided}")
     if measure_timeout is None or measure_timeout <= 0:
         raise TilerError(f"measure_timeout: must be > 0 seconds, got {measure_timeout!r}")
-    model = get_operator(space.op, space.family)
+    model = get_operator(space.op, space.family, space.target)
     measure_fn, measure_id = _measure_fn(measure, measure_timeout, model)
     measured = measure_fn is not None
     resolve = (not measured) if resolve is None else resolve

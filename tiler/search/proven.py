@@ -103,7 +103,7 @@ def _passing(problem, chip, model, t: Candidates, rows: int, rules: list[str], r
     """Rows of `t` (columns may be scalars) that pass the given rules whose knobs `t` has, and those rules;
     adds each rule's rejections to `rejected`."""
     ok = np.ones(rows, dtype=bool)
-    masks = model.feasible(problem, chip, t, rules)
+    masks = model.masks(problem, chip, t, rules)
     for r, m in masks.items():
         m = np.broadcast_to(m, rows)
         rejected[r] = rejected.get(r, 0) + int(rows - m.sum())
@@ -180,7 +180,7 @@ def exhaustive(problem: Problem, chip, space: Space, top: int = 5) -> SearchResu
     find an incumbent, then only those whose bound is below it; the rest cannot enter the top `top`.
     """
     t0 = time.perf_counter()
-    model = get_operator(space.op, space.family)
+    model = get_operator(space.op, space.family, space.target)
     sched_names = [k for k in model.SCHEDULE_KNOBS if k in space.knobs]
     sched = space.product(sched_names) if sched_names else {}
     n_sched = length(sched) if sched else 1

@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...model.common import (
-    PIPES,
+    PIPES_OF,
     ceil_div,
     classify_bound,
     group_rows,
@@ -38,6 +38,7 @@ from ...model.common import (
 from ...model.schedule import column_major_counts
 from ...operator import Operator, register
 from ...space import load_space
+from ...target import Target
 from . import views
 from .geometry import GROUP_LOOP, GROUP_OPT, VECTOR, input_elems, k0, packed_k, scheme_groups, useful_fraction
 from .problem import DepthwiseConv
@@ -209,6 +210,14 @@ def _expand_us(p: DepthwiseConv, chip, c: dict) -> np.ndarray:
     return np.where(per_call, write + chip["head_base_us"], 0.0)
 
 
+ASCENDC_CONV = Target(
+    name="ascendc_conv",
+    doc="an AscendC depthwise kernel: scheme, packing, tile and the on-chip buffers a tile fills",
+    schema=views.ASCENDC_CONV_SCHEMA,
+    view=lambda p, chip, t, row: views.ascendc_conv_view(p, t, row, _vector_units(chip)),
+)
+
+
 @register
 class DepthwiseConvAscend(Operator):
     OP = "depthwise_conv"
@@ -240,7 +249,7 @@ class DepthwiseConvAscend(Operator):
         ),
         "weight_expand": ("weight: expand the block-diagonal weight offline, once", (0,)),
     }
-    TARGETS = {"ascendc_conv": views.ASCENDC_CONV_SCHEMA}
+    TARGETS = {"ascendc_conv": ASCENDC_CONV}
 
     def advice(self, p: DepthwiseConv, chip, c: dict, est: dict, row: int) -> list[str]:
         """The scheme comparison (each other scheme's best packing at this tile) and the useful-MAC fraction."""
@@ -283,9 +292,6 @@ class DepthwiseConvAscend(Operator):
         return dict(
             scheme="group_opt", groups_per_op=16, tile_m=1024, double_buffer=1, weight_expand="offline"
         )
-
-    def views(self, p: DepthwiseConv, chip, tiling: dict, row: dict) -> dict[str, dict]:
-        return {"ascendc_conv": views.ascendc_conv_view(p, tiling, row, _vector_units(chip))}
 
     def check(self, p: DepthwiseConv, chip) -> None:
         """Some scheme must run the dtype: the cube when the matrix unit has it, else the vector unit."""
@@ -382,7 +388,7 @@ class DepthwiseConvAscend(Operator):
         head = chip["head_base_us"] + chip["head_per_core_us"] * used
         expand = _expand_us(p, chip, c)
         time_us = np.maximum(make, hbm_floor) * 1e6 + head + expand
-        pipes = {k: np.zeros(n) for k in PIPES}
+        pipes = {k: np.zeros(n) for k in PIPES_OF["ascend"]}
         for k in ("mac", "vec", "scalar", "mte1", "mte2", "mte3", "fixpipe"):
             pipes[k] = np.einsum("rt,rt->r", cost[k], crit) * 1e6
         # reads and write-outs share the core's GM port: together they are the transfer bound

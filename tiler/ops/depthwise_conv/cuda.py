@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...model.common import PIPES, ceil_div, classify_bound, roofline_us
+from ...model.common import ceil_div, classify_bound, roofline_us
 from ...operator import Operator, register
 from . import views
 from .geometry import VECTOR, input_elems, scheme_groups, useful_fraction
@@ -245,12 +245,17 @@ def timing(g: dict, chip, e: dict[str, float]) -> dict[str, np.ndarray]:
     sm_s = sm_cycles / f
     launch = chip["launch_us"]
     time_us = np.maximum(np.maximum(sm_s, hbm_s), l2_s) * 1e6 + launch
-    n = len(sm_s)
-    pipes = {k: np.zeros(n) for k in PIPES}
-    pipes["vec"] = issue / f * 1e6
-    pipes["mac"] = tensor / f * 1e6
-    pipes["mte2"] = np.maximum(hbm_s, l2_s) * 1e6
-    pipes["scalar"] = overhead / f * 1e6
+    # the GPU's pipes (common.PIPES_OF["cuda"]): the CUDA-core instructions (math, index, loads) on `alu`, the
+    # per-program overhead on `issue`; no shared-memory or separate store term (0)
+    zero = np.zeros(len(sm_s))
+    pipes = {
+        "tensor": tensor / f * 1e6,
+        "alu": issue / f * 1e6,
+        "issue": overhead / f * 1e6,
+        "smem": zero,
+        "load": np.maximum(hbm_s, l2_s) * 1e6,
+        "store": zero,
+    }
     busy = time_us - launch
     bound = classify_bound(pipes, busy)
     used = np.minimum(g["programs"], sms)
@@ -286,11 +291,11 @@ class DepthwiseConvCuda(Operator):
     SAMPLE_ORDER = ("scheme", "groups_per_op", "BLOCK_P", "BLOCK_K", "num_warps", "num_stages")
     GRID_KNOBS = ("scheme", "groups_per_op", "BLOCK_P")
     CHECKLIST = {
-        "vector": "issue bound (CUDA cores): fewer instructions per output: more channels per program share the "
-        "index math; or the tensor cores (group_opt) when the taps are many",
-        "cube": "tensor-core bound: the dot issues max(G,16) columns for G useful; G a multiple of 16",
-        "mte2": "memory bound: the kernel streams the input and output once; larger BLOCK_P cuts halo re-reads",
-        "scalar": "overhead bound: fewer, larger programs",
+        "alu": "CUDA-core bound: fewer instructions per output: more channels per program share the index "
+        "math; or the tensor cores (group_opt) when the taps are many",
+        "tensor": "tensor-core bound: the dot issues max(G,16) columns for G useful; G a multiple of 16",
+        "load": "memory bound: the kernel streams the input and output once; larger BLOCK_P cuts halo re-reads",
+        "issue": "issue bound (per-program overhead): fewer, larger programs",
         "latency": "no unit saturated: more resident warps (smaller tiles, fewer registers) or larger programs",
     }
     WHAT_IF = {
@@ -300,7 +305,7 @@ class DepthwiseConvCuda(Operator):
     FITTABLE = FITTABLE
     CONSTANTS = DEFAULTS
     IMPLS = ("triton",)
-    TARGETS = {"triton": views.TRITON_SCHEMA}
+    TARGETS = {"triton": views.TRITON}
     RUNNERS = ("triton",)
 
     def check(self, p: DepthwiseConv, chip) -> None:
@@ -362,9 +367,6 @@ class DepthwiseConvCuda(Operator):
         """The CUDA-core kernel with two channels and 128 pixels per program on two warps: within 10% of the best
         measured tiling on 12 of the 15 H200 shapes where the grid has it (0.94 geomean, bench/data/h200_dwconv.csv)."""
         return dict(scheme="vector", groups_per_op=2, BLOCK_P=128, BLOCK_K=16, num_warps=2, num_stages=1)
-
-    def views(self, p: DepthwiseConv, chip, tiling: dict, row: dict) -> dict[str, dict]:
-        return {"triton": views.triton_view(p, tiling)}
 
     def runner(self, name: str):
         """`--measure triton`: time the tiling with triton_kernels.run (needs a GPU, torch and triton)."""

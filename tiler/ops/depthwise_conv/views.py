@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 from ...model.common import round_up
+from ...target import Target
 from .geometry import packed_k
 from .problem import DepthwiseConv
 
@@ -47,7 +48,7 @@ def ascendc_conv_view(p: DepthwiseConv, tiling: dict, row: dict, vector_cores: i
     return view
 
 
-def triton_view(p: DepthwiseConv, tiling: dict) -> dict:
+def triton_view(p: DepthwiseConv, chip, tiling: dict, row: dict) -> dict:
     """The Triton launch: kernel (dot or vector), constexprs, launch options and the grid."""
     g, bp = int(tiling["groups_per_op"]), int(tiling["BLOCK_P"])
     scheme = tiling["scheme"]
@@ -105,3 +106,36 @@ TRITON_SCHEMA = {
         "grid": _SHAPE3,
     },
 }
+
+
+def check_triton(v: dict, chip, p: DepthwiseConv) -> list[str]:
+    """The launch a view describes must cover the output: the grid of its blocks, and the kernel of its scheme."""
+    bad = []
+    grid = [-(-(p.out_h * p.out_w) // v["BLOCK_P"]), -(-p.C // v["groups_per_op"]), p.N]
+    if list(v["grid"]) != grid:
+        bad.append(f"grid = [ceil(out_h*out_w/BLOCK_P), ceil(C/groups_per_op), N] = {grid}")
+    if (v["kernel"] == "_dw_vec_kernel") != (v["scheme"] == "vector"):
+        bad.append("the vector scheme runs _dw_vec_kernel, the cube schemes _dw_dot_kernel")
+    for k in ("BLOCK_P", "BLOCK_K"):
+        if v[k] & (v[k] - 1):
+            bad.append(f"{k} = {v[k]}: a power of two (tl.arange)")
+    return bad
+
+
+def emit_triton(v: dict, doc: dict) -> str:
+    """The kernel's constexprs and launch options as a `triton.Config`, after a comment naming kernel and grid."""
+    kwargs = ", ".join(f'"{k}": {v[k]}' for k in ("groups_per_op", "BLOCK_P", "BLOCK_K"))
+    return (
+        f"# tiler: {v['kernel']} ({v['scheme']}) of tiler/ops/depthwise_conv/triton_kernels.py, grid {tuple(v['grid'])}\n"
+        f"triton.Config({{{kwargs}}}, num_warps={v['num_warps']}, num_stages={v['num_stages']})\n"
+    )
+
+
+TRITON = Target(
+    name="triton",
+    doc="the project's Triton depthwise kernels (tiler/ops/depthwise_conv/triton_kernels.py)",
+    schema=TRITON_SCHEMA,
+    view=triton_view,
+    check=check_triton,
+    emit=emit_triton,
+)

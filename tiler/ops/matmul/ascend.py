@@ -12,11 +12,11 @@ from __future__ import annotations
 import numpy as np
 
 from ...model.common import (
-    PIPES,
     ceil_div,
     classify_bound,
     group_rows,
     mixed_bandwidth,
+    pipes,
     roofline_us,
     round_up,
     segment_efficiency,
@@ -24,6 +24,8 @@ from ...model.common import (
 )
 from ...model.schedule import (
     WORK_COLUMNS,
+    block_grid,
+    block_work,
     core_work_many,
     first_touch_only,
     max_b_reuse,
@@ -53,9 +55,10 @@ KNOBS = (
     "serpentine",
     "tail_split",
     "split_k",
+    "core_split",
 )
 # Knobs that only change which core runs which tile (and so L2 hits, balance): bound() holds for all of them.
-SCHEDULE_KNOBS = ("swizzle_offset", "swizzle_direction", "serpentine", "tail_split")
+SCHEDULE_KNOBS = ("swizzle_offset", "swizzle_direction", "serpentine", "tail_split", "core_split")
 # Knobs whose best value follows from the others in closed form (see resolve()); not enumerated unless pinned.
 RESOLVED = ("l0_pingpong", "l1_stages", "preload")
 REUSE_EXACT = 2048  # tile grids up to this size get the exact weight-reuse maximum in bound()
@@ -138,13 +141,109 @@ def _k_slice(p: Matmul, c: dict):
 
 
 def _l1_bytes(p: Matmul, c: dict, kc) -> np.ndarray:
-    """L1 in use: A chunks for all stages; B chunks for all stages, or one whole-K B panel when resident."""
-    b = p.in_bytes
-    bn = round_up(c["base_n"], _k0(p))  # B's N extent in L1 is padded to whole C0 fractals
-    a = c["l1_stages"] * c["base_m"] * c["step_m"] * c["base_k"] * c["step_ka"] * b
+    """L1 in use: A chunks for all stages; B chunks for all stages, or one whole-K B panel when resident.
+
+    TCubeTiling's sizes (research §3): an operand whose M or N side is the stored rows' contiguous axis (A `n`:
+    no, A `t`: M; B `n`: N, B `t`: no) has that side padded to whole C0 fractals in L1: AL1 = baseM·baseK (A `n`)
+    or ceil(baseM/C0)·C0·baseK (A `t`), BL1 = ceil(baseN/C0)·C0·baseK (B `n`) or baseN·baseK (B `t`), per block.
+    """
+    b, k0 = p.in_bytes, _k0(p)
+    am = round_up(c["base_m"], k0) if p.a_transposed else c["base_m"]
+    bn = c["base_n"] if p.b_transposed else round_up(c["base_n"], k0)
+    a = c["l1_stages"] * am * c["step_m"] * c["base_k"] * c["step_ka"] * b
     b_staged = c["l1_stages"] * bn * c["step_n"] * c["base_k"] * c["step_kb"] * b
     b_res = bn * c["step_n"] * round_up(kc, c["base_k"]) * b
     return a + np.where(c["weight_resident"] == 1, b_res, b_staged)
+
+
+def _row_strides(p: Matmul) -> tuple[int, int]:
+    """Row stride in GM, in bytes, of A and of B as stored: A `n` (M x K) K, A `t` (K x M) M; B `n` (K x N) N,
+    B `t` (N x K) K."""
+    b = p.in_bytes
+    return (p.M if p.a_transposed else p.K) * b, (p.K if p.b_transposed else p.N) * b
+
+
+def _segment_ceiling(contiguous_bytes, granule: int = 32) -> np.ndarray:
+    """The largest segment_efficiency of any row of at most `contiguous_bytes` (a floor for rows whose length
+    varies with the tile: edge tiles and re-cut sub-tiles are shorter). Equal to segment_efficiency at a whole
+    number of granules."""
+    x = np.maximum(np.asarray(contiguous_bytes, dtype=np.float64), 1.0)
+    j = np.ceil(x / granule)
+    return np.maximum(segment_efficiency(x, granule), (j - 1) / j)
+
+
+def _transfer_efficiency(p: Matmul, chip, c: dict, mt, nt, ka, kb) -> tuple:
+    """Share of the GM->L1 bandwidth the transfers of A and of B reach (docs/model.md, "Layouts").
+
+    ND operands: the row stride's alignment (stride_efficiency) times the row-segment overhead
+    (segment_efficiency) of the contiguous bytes per row of one transfer, along the axis the stored rows run:
+    A `n` K (MDL: the L1 chunk's ka, Norm: base_k), A `t` M (MDL: the tile's rows, Norm: base_m); B `n` N (the
+    tile's columns / base_n), B `t` K (kb / base_k). That is the cost of the ND->NZ conversion MTE2 does on the
+    way in. B in NZ (b_format nz) is already fractal: each 16 x C0 fractal is 512 contiguous, burst-aligned
+    bytes, moved as they are: full rate.
+    """
+    b = p.in_bytes
+    burst, mis = chip["gm_burst_bytes"], chip["gm_misaligned_efficiency"]
+    ml = c["multi_load"] == 1
+    stride_a, stride_b = _row_strides(p)
+    if p.a_transposed:
+        seg_a = np.where(ml, np.minimum(mt, c["base_m"] * c["step_m"]), c["base_m"])
+    else:
+        seg_a = np.where(ml, ka, c["base_k"])
+    if p.b_transposed:
+        seg_b = np.where(ml, kb, c["base_k"])
+    else:
+        seg_b = np.where(ml, np.minimum(nt, c["base_n"] * c["step_n"]), c["base_n"])
+    eff_a = stride_efficiency(stride_a, burst, mis) * segment_efficiency(seg_a * b)
+    eff_b = stride_efficiency(stride_b, burst, mis) * segment_efficiency(seg_b * b)
+    return eff_a, (np.ones_like(eff_b) if p.b_nz else eff_b)
+
+
+def _stride_floor(p: Matmul, chip) -> np.ndarray:
+    """The row-stride efficiencies of A and B (_transfer_efficiency's, the same for every tile), as [A, B]."""
+    stride = stride_efficiency(
+        np.array(_row_strides(p)), chip["gm_burst_bytes"], chip["gm_misaligned_efficiency"]
+    )
+    return np.array([stride[0], 1.0]) if p.b_nz else stride
+
+
+def _segment_floor(p: Matmul, c: dict, tm, tn, ka, kb) -> tuple:
+    """Row-segment efficiencies of A and B at least as high as every tile's in tile_cost (a floor's view): along
+    K the same for every tile (ka, kb or base_k); along M or N, MDL rows are at most the tile's `tm` (`tn`) and
+    shorter at the edges, so their best efficiency (_segment_ceiling) is taken; Norm's are base_m (base_n)."""
+    b = p.in_bytes
+    ml = c["multi_load"] == 1
+    if p.a_transposed:
+        seg_a = np.where(
+            ml,
+            _segment_ceiling(np.minimum(tm, c["base_m"] * c["step_m"]) * b),
+            segment_efficiency(c["base_m"] * b),
+        )
+    else:
+        seg_a = segment_efficiency(np.where(ml, ka, c["base_k"]) * b)
+    if p.b_nz:
+        seg_b = np.ones(np.shape(seg_a))
+    elif p.b_transposed:
+        seg_b = segment_efficiency(np.where(ml, kb, c["base_k"]) * b)
+    else:
+        seg_b = np.where(
+            ml,
+            _segment_ceiling(np.minimum(tn, c["base_n"] * c["step_n"]) * b),
+            segment_efficiency(c["base_n"] * b),
+        )
+    return seg_a, seg_b
+
+
+def _b_elems(p: Matmul, nt, k):
+    """Elements a transfer of B's `nt` columns over `k` rows of K moves: ND moves just those; NZ moves whole
+    fractals, 16 rows by C0 columns of the stored matrix (B `n`: K rounded up to 16 and N to C0; B `t`: N to 16,
+    K to C0; the format stores that padding)."""
+    if not p.b_nz:
+        return nt * k
+    k0 = _k0(p)
+    if p.b_transposed:
+        return round_up(nt, 16) * round_up(k, k0)
+    return round_up(nt, k0) * round_up(k, 16)
 
 
 def _chip_rates(p: Matmul, chip) -> dict:
@@ -185,15 +284,12 @@ def tile_cost(p: Matmul, chip, c: dict, mt, nt, kc, hit_a, hit_b, b_resident, ac
     # --- MTE2: GM -> L1. First pass of each panel comes from L2 (hit) or HBM; re-streams are L2 hits.
     a_first = mt * kc * b
     a_bytes = a_first * np.where(res_a, 1, nbn)
-    b_first = np.where(b_resident, 0.0, nt * kc * b)
+    b_first = np.where(b_resident, 0.0, _b_elems(p, nt, kc) * b)
     b_bytes = b_first * np.where(res_b, 1, nbm)
     hbm_share, l2_share = r["hbm"] / active, r["l2"] / active
-    eff_a = stride_efficiency(p.K * b, chip["gm_burst_bytes"], chip["gm_misaligned_efficiency"])
-    eff_b = stride_efficiency(p.N * b, chip["gm_burst_bytes"], chip["gm_misaligned_efficiency"])
+    # stride and row-segment efficiency along the axis each operand's stored rows run (the layout)
+    eff_a, eff_b = _transfer_efficiency(p, chip, c, mt, nt, ka, kb)
     ml = c["multi_load"] == 1
-    # contiguous bytes per row of one transfer: A rows run along K, B rows along N
-    eff_a = eff_a * segment_efficiency(np.where(ml, ka, bk) * b)
-    eff_b = eff_b * segment_efficiency(np.where(ml, np.minimum(nt, bn * c["step_n"]), bn) * b)
     hit_a_all = np.where(a_bytes > 0, (a_first * hit_a + (a_bytes - a_first)) / np.maximum(a_bytes, 1), 1.0)
     hit_b_all = np.where(b_bytes > 0, (b_first * hit_b + (b_bytes - b_first)) / np.maximum(b_bytes, 1), 1.0)
     bw_a = np.minimum(r["core_gm"], mixed_bandwidth(hit_a_all, l2_share, hbm_share)) * eff_a
@@ -245,7 +341,7 @@ def tile_cost(p: Matmul, chip, c: dict, mt, nt, kc, hit_a, hit_b, b_resident, ac
     k_first = np.minimum(np.minimum(ka, kb), kc)
     l_chunk = (
         mt * ka * b / bw_a
-        + np.where(b_resident, 0.0, nt * kb * b / bw_b)
+        + np.where(b_resident, 0.0, _b_elems(p, nt, kb) * b / bw_b)
         + (per_chunk_a + np.where(b_resident, 0, per_chunk_b)) * r["lat"] / stages
     )
     step_mac = (mt16 // 16) * (nt16 // 16) * (bk / k0) * r["mac_cycle"] / f
@@ -392,6 +488,7 @@ WARM_START = dict(
     serpentine=1,
     tail_split="auto",
     split_k=1,
+    core_split="walk",
 )
 
 
@@ -444,17 +541,21 @@ class MatmulAscend(Operator):
         "weight_resident": ("memory: keep the B panel resident in L1 (no reload per tile)", (0, 1)),
         "split_k": ("multi-core: split K across cores", (1, 2, 4, 8, 16)),
     }
-    TARGETS = {"ascendc_tcube_tiling": views.TCUBE_SCHEMA, "catlass": views.CATLASS_SCHEMA}
+    TARGETS = {"catlass": views.CATLASS, "ascendc": views.ASCENDC}
 
     def warm_start(self, p: Matmul, chip) -> dict:
         """CATLASS's default, its swizzle direction along the longer output side."""
         return dict(WARM_START, swizzle_direction=1 if p.M < p.N else 0)
 
     def advice(self, p: Matmul, chip, c: dict, est: dict, row: int) -> list[str]:
-        """The shared multi-core facts, plus row strides that are not GM-burst aligned (full-rate transfers)."""
+        """The shared multi-core facts, plus row strides that are not GM-burst aligned (full-rate transfers):
+        A's (K, or M when A is stored transposed) and B's (N, or K when stored transposed; none in NZ)."""
         out = super().advice(p, chip, c, est, row)
         burst = chip["gm_burst_bytes"]
-        for name, elems in (("K", p.K), ("N", p.N)):
+        rows = [("M", p.M) if p.a_transposed else ("K", p.K)]
+        if not p.b_nz:
+            rows.append(("K", p.K) if p.b_transposed else ("N", p.N))
+        for name, elems in dict(rows).items():
             stride = elems * p.in_bytes
             if stride % burst:
                 pad = -(-stride // burst) * burst // p.in_bytes
@@ -464,12 +565,6 @@ class MatmulAscend(Operator):
                     f"padding {name} to {pad} restores full-rate transfers",
                 )
         return out
-
-    def views(self, p: Matmul, chip, tiling: dict, row: dict) -> dict[str, dict]:
-        return {
-            "ascendc_tcube_tiling": views.tcube_view(p, chip, tiling, row),
-            "catlass": views.catlass_view(p, tiling),
-        }
 
     def derived(self, p: Matmul, tiling: dict, row: dict) -> dict:
         """The tail re-split's sub-block sizes, when the last round is re-cut."""
@@ -559,7 +654,14 @@ class MatmulAscend(Operator):
         )
         last, pieces = _tail(g, cores)
         no_recut = (last == 0) | (pieces < 2)
-        return out | ((0 in domains["tail_split"]) & no_recut & (c["tail_split"] == 1))
+        out = out | ((0 in domains["tail_split"]) & no_recut & (c["tail_split"] == 1))
+        # the block split ignores the walk knobs and the re-cut: one setting of them is kept (the smallest
+        # offset, direction, serpentine and tail_split in their domains)
+        block = c["core_split"] == 1
+        canonical = np.ones(len(block), dtype=bool)
+        for k in ("swizzle_offset", "swizzle_direction", "serpentine", "tail_split"):
+            canonical &= c[k] == min(domains[k])
+        return np.where(block, ~canonical, out)
 
     def resolve(self, p: Matmul, chip, c: dict, domains: dict[str, tuple]) -> dict:
         """Fill the RESOLVED knobs with their best feasible value from `domains` (which may be pinned).
@@ -586,6 +688,29 @@ class MatmulAscend(Operator):
         c["l1_stages"] = st_dom[np.maximum(np.searchsorted(st_dom, fit, side="right") - 1, 0)]
         pre_dom = np.array(sorted(domains["preload"]))
         c["preload"] = pre_dom[np.maximum(np.searchsorted(pre_dom, c["l1_stages"], side="left") - 1, 0)]
+        return self._settle(p, chip, c, domains, fit)
+
+    def _settle(self, p: Matmul, chip, c: dict, domains: dict, fit: np.ndarray) -> dict:
+        """The target's kernel fixes some resolved knobs: the best values it can express (the largest that fit
+        and that it takes, by the same dominance argument as resolve()).
+
+        catlass, split_k > 1: the split-K kernel's pingpong block has exactly 2 L1 and L0 stages and no preload.
+        ascendc: doMTE2Preload needs MDL, double-buffered L1 and the preloaded operand whole along K; elsewhere
+        the preload is 0."""
+        name = self.target.name if self.target is not None else None
+        if name == "catlass":
+            split = c["split_k"] > 1
+            if 2 in domains["l1_stages"]:
+                c["l1_stages"] = np.where(split & (fit >= 2), 2, c["l1_stages"])
+            if 0 in domains["preload"]:
+                c["preload"] = np.where(split, 0, c["preload"])
+            if 1 in domains["l0_pingpong"]:
+                one = {**c, "l0_pingpong": np.ones_like(c["l0_pingpong"])}
+                ok = self.feasible(p, chip, one, ["l0a", "l0b"])
+                c["l0_pingpong"] = np.where(split & ok["l0a"] & ok["l0b"], 1, c["l0_pingpong"])
+        elif name == "ascendc" and 0 in domains["preload"]:
+            ok = views.ascendc_masks(p, chip, c, ["ascendc_preload"])["ascendc_preload"]
+            c["preload"] = np.where(ok, c["preload"], 0)
         return c
 
     # ------------------------------------------------------------------ estimate
@@ -635,17 +760,26 @@ class MatmulAscend(Operator):
         gm_min, gn_min = ceil_div(p.M, bm * step_m), ceil_div(p.N, bn * step_n)
         b_passes = 1 if 1 in domains["weight_resident"] else gm_min
         active = np.minimum(cores, gm_min * gn_min * s)
+        if 1 in domains.get("core_split", (0,)):  # the block split may launch as few as one core per slice
+            active = np.minimum(active, c["split_k"])
         port = np.minimum(r["core_gm"], r["l2"] / active)
-        eff = stride_efficiency(
-            np.array([p.K * b, p.N * b]), chip["gm_burst_bytes"], chip["gm_misaligned_efficiency"]
-        )
-        # MDL moves ka = min(base_k*step_ka, kc) per row, Norm one whole base_k block (quick_bound's segments)
+        eff = _stride_floor(p, chip)
+        # the best row segment of any completion (quick_bound's segments): along K, MDL moves
+        # ka = min(base_k*step_ka, kc) per row and Norm one whole base_k block; along M or N, rows of at most
+        # base_m (base_n) times the largest step
+        along_k = [segment_efficiency(bk * b)]
         seg_a = np.max(
-            [segment_efficiency(bk * b)]
-            + [segment_efficiency(np.minimum(bk * v, kc) * b) for v in domains["step_ka"]],
-            axis=0,
+            along_k + [segment_efficiency(np.minimum(bk * v, kc) * b) for v in domains["step_ka"]], axis=0
         )
-        seg_b = np.max([segment_efficiency(bn * v * b) for v in (1, *domains["step_n"])], axis=0)
+        seg_b = np.max(
+            along_k + [segment_efficiency(np.minimum(bk * v, kc) * b) for v in domains["step_kb"]], axis=0
+        )
+        if p.a_transposed:
+            seg_a = _segment_ceiling(bm * max(1, *domains["step_m"]) * b)
+        if not p.b_transposed:
+            seg_b = _segment_ceiling(bn * max(1, *domains["step_n"]) * b)
+        if p.b_nz:
+            seg_b = np.ones_like(seg_b)
         t_bytes = p.M * kc * b * s * gn_min / (port * eff[0] * seg_a) + p.N * kc * b * s * b_passes / (
             port * eff[1] * seg_b
         )
@@ -654,11 +788,30 @@ class MatmulAscend(Operator):
         make = np.maximum(np.maximum(mac, t_bytes + _write_floor(p, chip, c, active)), scalar) / cores
         return make * 1e6 + _head_us(chip, active) + _reduction_us(p, chip, c)
 
+    def _fewest_active(self, chip, g: dict, schedules: dict | None = None) -> np.ndarray:
+        """The fewest cores any allowed schedule keeps loading at once (each gets the largest share of HBM and L2)
+        and launches (the head): the walk fills min(cores, tiles); the block split (when the target or
+        `schedules` allows it) only its blocks, block_grid's um*un per slice."""
+        walk = np.minimum(chip.cores, g["tiles"])
+        if not self._block_allowed(schedules):
+            return walk
+        gm, gn, sk = (np.asarray(g[k], dtype=np.int64) for k in ("gm", "gn", "splits"))
+        first, inv = group_rows([gm, gn, sk])
+        um, un, _, _ = block_grid(gm[first], gn[first], sk[first], chip.cores)
+        return np.minimum(walk, np.minimum(um * un * sk[first], chip.cores)[inv])
+
+    def _block_allowed(self, schedules: dict | None) -> bool:
+        """Whether some allowed schedule is the block split (the target's domain and `schedules`' values)."""
+        allowed = set((schedules or {}).get("core_split", (0, 1)))
+        if self.target is not None and "core_split" in self.target.domains:
+            allowed &= {1 if v == "block" else 0 for v in self.target.domains["core_split"]}
+        return 1 in allowed
+
     def _floors(self, p: Matmul, chip, c: dict) -> dict:
         """quick_bound's whole-kernel floors (core-seconds summed over the chip): MAC; MTE2 bytes over the best
         bandwidth and the transfers' latency; scalar issue; and the head (us)."""
         r = _chip_rates(p, chip)
-        f, b, k0, cores = r["f"], p.in_bytes, _k0(p), chip.cores
+        f, b, k0 = r["f"], p.in_bytes, _k0(p)
         g = _geometry(p, c)
         bm, bn, bk = c["base_m"], c["base_n"], c["base_k"]
         s = g["splits"] * p.batch
@@ -672,14 +825,11 @@ class MatmulAscend(Operator):
         res = c["weight_resident"] == 1
         a_bytes = p.M * kc * b * s * np.where(ka >= kc, g["gn"], nbn_sum)
         b_bytes = p.N * kc * b * s * np.where(res, 1, np.where(kb >= kc, g["gm"], nbm_sum))
-        active = np.minimum(cores, g["tiles"])
+        active = self._fewest_active(chip, g)
         port = np.minimum(r["core_gm"], r["l2"] / active)  # the best one core's MTE2 can see
-        eff = stride_efficiency(
-            np.array([p.K * b, p.N * b]), chip["gm_burst_bytes"], chip["gm_misaligned_efficiency"]
-        )
+        eff = _stride_floor(p, chip)
         ml = c["multi_load"] == 1
-        seg_a = segment_efficiency(np.where(ml, ka, bk) * b)
-        seg_b = segment_efficiency(np.where(ml, np.minimum(g["tn"], bn * c["step_n"]), bn) * b)
+        seg_a, seg_b = _segment_floor(p, c, g["tm"], g["tn"], ka, kb)
         t_bytes = a_bytes / (port * eff[0] * seg_a) + b_bytes / (port * eff[1] * seg_b)
         # transfers issued (B's at least once per panel when resident), each waiting one latency; count them
         # with every tile at its smallest (edge) block count, a valid floor
@@ -702,7 +852,7 @@ class MatmulAscend(Operator):
             "writes": _write_floor(p, chip, c, active),
             "latency": xfers * r["lat"],
             "scalar": mmads * (3 * chip["scalar_cycles_per_instr"] + chip["scalar_cycles_per_loop"]) / f,
-            "head_us": _head_us(chip, np.minimum(cores, tiles)),
+            "head_us": _head_us(chip, active),
         }
 
     def bound(self, p: Matmul, chip, c: dict, schedules: dict | None = None) -> np.ndarray:
@@ -722,7 +872,7 @@ class MatmulAscend(Operator):
         cores = chip.cores
         hit_a = 1.0 - 1.0 / g["gn"]
         hit_b = 1.0 - 1.0 / g["gm"]
-        active = np.minimum(cores, g["tiles"])
+        active = self._fewest_active(chip, g, schedules)
         res = c["weight_resident"] == 1
         n = len(c["base_m"])
         counts = np.stack(_type_counts(g, p.batch), axis=1)  # (n, 4)
@@ -744,6 +894,10 @@ class MatmulAscend(Operator):
                         for a, b, s in zip(*(g[k][small][first] for k in ("gm", "gn", "splits")), strict=True)
                     ]
                 )
+                if self._block_allowed(schedules):  # the block split reuses all but each block column's first
+                    gm, gn, sk = (g[k][small][first].astype(np.int64) for k in ("gm", "gn", "splits"))
+                    um = block_grid(gm, gn, sk, cores)[0]
+                    best = np.maximum(best, p.batch * sk * gn * (gm - um))
                 reuse_max[small] = best[inv]
         must_load = np.maximum(g["tiles"] - reuse_max, 0)
         # the tile types present (type 0 always: it gives the fill) side by side; with residency also each type
@@ -782,11 +936,11 @@ class MatmulAscend(Operator):
         sharing = np.where(last > 0, np.minimum(cores, (g["tiles"] - last) + last * pieces), cores)
         make = np.maximum(work / sharing, (g["tiles"] // cores) * cheapest)
         return (
-            (make + fill0) * 1e6 + _head_us(chip, np.minimum(cores, g["tiles"])) + _reduction_us(p, chip, c)
+            (make + fill0) * 1e6 + _head_us(chip, active) + _reduction_us(p, chip, c)
         )
 
     def estimate(self, p: Matmul, chip, c: dict) -> dict[str, np.ndarray]:
-        """The estimate record (common.RECORD) plus tail-split sub-block sizes, one row per candidate.
+        """The estimate record (common.record("ascend")) plus tail-split sub-block sizes, one row per candidate.
 
         Work is shared where the physics allows: each distinct schedule is simulated once (cached), each distinct
         (tiling, hit rates, re-cut) gets its tile costs once, and a core's time is its work vector (tiles per
@@ -799,11 +953,14 @@ class MatmulAscend(Operator):
         tm, tn, kc = (g[k].astype(np.int64) for k in ("tm", "tn", "kc"))
         splits = np.asarray(g["splits"]).astype(np.int64)
         tiles = g["tiles"]
+        # AscendC's block split (core_split=block): each core one contiguous block of tiles; the walk knobs and
+        # the tail re-cut do not apply to it
+        block = c["core_split"] == 1
         # tail re-split: a partial last round's tiles are cut into `pieces` along their longer side
         last, pieces = _tail(g, cores)
-        pieces = np.where((c["tail_split"] == 1) & (last > 0), np.maximum(pieces, 1), 1).astype(np.int64)
-        sched = (c["swizzle_offset"], c["swizzle_direction"], c["serpentine"])
-        first, gi = group_rows([tm, tn, splits, *sched, pieces])
+        pieces = np.where((c["tail_split"] == 1) & (last > 0) & ~block, np.maximum(pieces, 1), 1).astype(np.int64)
+        sched = tuple(np.where(block, 0, c[k]) for k in ("swizzle_offset", "swizzle_direction", "serpentine"))
+        first, gi = group_rows([tm, tn, splits, *sched, pieces, block])
         gm, gn = g["gm"].astype(np.int64), g["gn"].astype(np.int64)
         setting = np.stack([*sched, pieces], axis=1)  # (offset, direction, serpentine, pieces) per row
         work = [None] * first.size
@@ -811,8 +968,12 @@ class MatmulAscend(Operator):
             i = first[rows[0]]
             edges = (bool(p.M % tm[i]), bool(p.N % tn[i]))
             grid = (int(gm[i]), int(gn[i]), int(splits[i]), p.batch, cores, *edges)
-            for j, w in zip(rows, core_work_many(*grid, setting[first[rows]]), strict=True):
+            walked = [j for j in rows if not block[first[j]]]
+            for j, w in zip(walked, core_work_many(*grid, setting[first[walked]]), strict=True):
                 work[j] = w
+            for j in rows:
+                if block[first[j]]:
+                    work[j] = block_work(*grid)
         used = np.array([w.cores_used for w in work], dtype=np.float64)
         present = np.logical_or.reduce([w.total[:-1] > 0 for w in work])
         cols = np.flatnonzero(present | (np.arange(WORK_COLUMNS - 1) == 0))  # type 0 gives the fill
@@ -820,7 +981,16 @@ class MatmulAscend(Operator):
         # K slice (the panel bytes)
         a_panel, b_panel = tm * kc * p.in_bytes, tn * kc * p.in_bytes
         hit_a, hit_b = 1.0 - 1.0 / gn, 1.0 - 1.0 / gm
-        walk = ~first_touch_only(tiles, cores, (gm * a_panel + gn * b_panel) * splits * p.batch, cap)
+        walk = ~first_touch_only(tiles, cores, (gm * a_panel + gn * b_panel) * splits * p.batch, cap) & ~block
+        um, un, bm_t, bn_t = block_grid(gm, gn, splits, cores)
+        if block.any():
+            # block split: every core works through its block in step with the others, so a B panel is loaded
+            # from HBM once for all the block rows (first touch); an A panel row is revisited at each of the
+            # block's column steps and misses each time unless all of A's panels (and the B panels in use) stay
+            # in L2 between the visits
+            fits = gm * a_panel + un * b_panel <= cap
+            hit_a = np.where(block, 1.0 - np.where(fits, 1.0, bn_t) / gn, hit_a)
+            hit_b = np.where(block, 1.0 - 1.0 / gm, hit_b)
         hit_key = np.zeros(n, dtype=np.int64)
         if walk.any():
             rows = np.flatnonzero(walk)
@@ -836,7 +1006,7 @@ class MatmulAscend(Operator):
             hit_key[rows] = 1 + wi
         # tile costs once per distinct (tiling, hit rates, pieces): the schedule reaches the tile only there
         tiling = [c[k] for k in KNOBS if k not in SCHEDULE_KNOBS and k in c]
-        ufirst, ui = group_rows([*tiling, hit_key, pieces])
+        ufirst, ui = group_rows([*tiling, hit_key, pieces, block])
         cu = {k: v[ufirst] for k, v in c.items()}
         gu = {k: v[ufirst] if np.ndim(v) else v for k, v in g.items()}
         ms, ns = (np.stack(x, axis=1) for x in _sizes(gu))  # (U, 4)
@@ -845,6 +1015,8 @@ class MatmulAscend(Operator):
         sub_m = np.where(along_m, np.minimum(round_up(ceil_div(ms, pu), 16), ms), ms)
         sub_n = np.where(along_m, ns, np.minimum(round_up(ceil_div(ns, pu), 16), ns))
         kind, q = cols // 4, cols % 4  # 0: tile, 1: tile after a B-panel reuse, 2: re-cut sub-tile
+        # cores loading at once (sharing HBM and L2): the walk fills every core it can; the block split its blocks
+        active = np.where(block, np.minimum(um * un * splits, cores), np.minimum(cores, tiles))
         cost = tile_cost(
             p,
             chip,
@@ -855,7 +1027,7 @@ class MatmulAscend(Operator):
             hit_a[ufirst, None],
             hit_b[ufirst, None],
             (cu["weight_resident"] == 1)[:, None] & (kind == 1),
-            np.where(kind == 2, cores, np.minimum(cores, gu["tiles"])[:, None]),
+            np.where(kind == 2, cores, active[ufirst][:, None]),
         )
         # per row: the busiest core of its schedule, plus the pipeline fill every working core pays once
         out = _per_core(cost, ui, gi, work, cols)
@@ -866,7 +1038,7 @@ class MatmulAscend(Operator):
         head = _head_us(chip, cores_used)
         red = _reduction_us(p, chip, c)
         time_us = make * 1e6 + head + red
-        pipes_us = {p_: np.zeros(n) for p_ in PIPES}
+        pipes_us = {p_: np.zeros(n) for p_ in pipes("ascend")}
         for k in ("mac", "scalar", "mte1", "fixpipe"):
             pipes_us[k] = out[k] * 1e6
         pipes_us["mte2"] = out["mte2_bw"] * 1e6  # busy moving bytes; waiting on latency is not busy
@@ -899,4 +1071,7 @@ class MatmulAscend(Operator):
             "tail_sub_m": np.where(need_sub, sub_tm, 0).astype(np.int64),
             "tail_sub_n": np.where(need_sub, sub_tn, 0).astype(np.int64),
             "tail_sub_count": np.where(need_sub, pieces, 0).astype(np.int64),
+            # the block split's per-core share (AscendC singleCoreM/N); 0 for the walk
+            "single_core_m": np.where(block, np.minimum(bm_t * tm, p.M), 0).astype(np.int64),
+            "single_core_n": np.where(block, np.minimum(bn_t * tn, p.N), 0).astype(np.int64),
         }

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...errors import ConfigError
+from ...errors import ConfigError, ProblemError
 from ...model.common import ceil_div, classify_bound, roofline_us
 from ...model.schedule import panel_hits
 from ...operator import Operator, register
@@ -111,9 +111,15 @@ def efficiency(chip) -> dict[str, float]:
     return out
 
 
+def contiguous_lengths(p: Matmul) -> tuple[int, int]:
+    """The length, in elements, of the axis A and B are contiguous along as stored, which is also their row
+    stride: A `n` (M x K) K, A `t` (K x M) M; B `n` (K x N) N, B `t` (N x K) K (docs/model_cuda.md, "Layouts")."""
+    return (p.M if p.a_transposed else p.K), (p.K if p.b_transposed else p.N)
+
+
 def synchronous_loads(p: Matmul) -> bool:
     """True when a row stride is not a multiple of 16 elements: A or B loads take the synchronous 1-element path."""
-    return bool(p.K % 16 or p.N % 16)
+    return any(n % 16 for n in contiguous_lengths(p))
 
 
 def order_code(p: Matmul, c: dict, effective: bool = True) -> np.ndarray:
@@ -193,7 +199,7 @@ def _vector_elems(stride: int, contiguous_ok: bool, b: int, chip) -> int:
     return 1
 
 
-def _registers(c: dict, b: int, v3, wm, wn, vec_a: int, vec_b: int):
+def _registers(c: dict, b: int, v3, wm, wn, vec_a: int, vec_b: int, b_rows_along_k: bool = False):
     """Estimated registers per thread (before the launch cap) and the accumulator's share.
 
     Accumulator: BLOCK_M*BLOCK_N fp32 values over the threads. mma.sync keeps a warp's A and B fragments of the
@@ -203,6 +209,8 @@ def _registers(c: dict, b: int, v3, wm, wn, vec_a: int, vec_b: int):
     one 64-bit base address per tile row the thread touches (offsets along the row are immediates); for A it keeps
     a 64-bit address per element (3 registers per element), as ptxas' counts show (bench/data/h200_registers.csv:
     with 2 per A row instead, the estimate ran a median 22 registers low on misaligned A rows; now 10 high).
+    `b_rows_along_k`: B is stored transposed (N x K), so its tile rows are BLOCK_N rows of BLOCK_K elements
+    (an estimate: ptxas' counts were measured on row-major B only).
     """
     bm, bn, bk, w = _i(c, "BLOCK_M"), _i(c, "BLOCK_N"), _i(c, "BLOCK_K"), _i(c, "num_warps")
     threads = 32 * w
@@ -212,7 +220,9 @@ def _registers(c: dict, b: int, v3, wm, wn, vec_a: int, vec_b: int):
     lb = bk * bn / threads
     addr = 2.0 * ((la / vec_a if vec_a > 1 else 0.0) + (lb / vec_b if vec_b > 1 else 0.0))
     # synchronous path: values + addresses (A: one per element; B: one per row, BLOCK_K rows over the warps)
-    rows_b = np.maximum(bk * np.minimum(bn, 32) / threads, 1.0)
+    rows_b = np.maximum(
+        (bn * np.minimum(bk, 32) if b_rows_along_k else bk * np.minimum(bn, 32)) / threads, 1.0
+    )
     staged = (3.0 * la if vec_a == 1 else 0.0) + (lb + 2.0 * rows_b if vec_b == 1 else 0.0)
     return acc + frag + addr + staged + _BASE_REGS, acc
 
@@ -267,11 +277,13 @@ def prepare(p: Matmul, chip, c: dict) -> dict[str, np.ndarray]:
     # shared-memory traffic per K step: cp.async writes + tensor-core operand reads
     smem_rd = np.where(v3, bk * (bm * wn + bn * np.maximum(bm // 64, 1)), bk * (bm * wn + bn * wm) * rep) * b
     smem_traffic = smem_rd + (bm + bn) * bk * b
-    # --- alignment (A rows are K apart and masked along K; B and C rows are N apart)
-    vec_a = _vector_elems(p.K, p.K % 16 == 0, b, chip)
-    vec_b = _vector_elems(p.N, True, b, chip)
+    # --- alignment: each operand is contiguous along one axis, whose length is its row stride (A `n`: K, `t`: M;
+    # B `n`: N, `t`: K; C rows are N apart); the K mask varies inside a vector when that axis is K and K % 16 != 0
+    len_a, len_b = contiguous_lengths(p)
+    vec_a = _vector_elems(len_a, p.a_transposed or p.K % 16 == 0, b, chip)
+    vec_b = _vector_elems(len_b, not p.b_transposed or p.K % 16 == 0, b, chip)
     vec_c = _vector_elems(p.N, True, ob, chip)
-    regs, acc = _registers(c, b, v3, wm, wn, vec_a, vec_b)
+    regs, acc = _registers(c, b, v3, wm, wn, vec_a, vec_b, p.b_transposed)
     cap = _reg_cap(chip, w)
     occ = occupancy(p, chip, c, regs)
     occ_eff = np.maximum(occ, 1)
@@ -317,10 +329,14 @@ def prepare(p: Matmul, chip, c: dict) -> dict[str, np.ndarray]:
     a_step = (bm * bk * b).astype(np.float64)
     b_step = (bk * bn * b).astype(np.float64)
     # cache lines per K step: the SM's L1/TEX path handles one line (up to 128 B) per cycle, so a tile row of
-    # fewer than 128 B (A rows are BLOCK_K*bytes, B rows BLOCK_N*bytes) costs a whole line slot
+    # fewer than 128 B costs a whole line slot. A tile's rows run along the operand's contiguous axis: A `n`
+    # BLOCK_M rows of BLOCK_K elements, A `t` BLOCK_K rows of BLOCK_M; B `n` BLOCK_K rows of BLOCK_N, B `t`
+    # BLOCK_N rows of BLOCK_K
     line = int(chip.get("cache_line_bytes", 128))
-    a_lines = (bm * np.maximum(ceil_div(bk * b, line), 1)).astype(np.float64)
-    b_lines = (bk * np.maximum(ceil_div(bn * b, line), 1)).astype(np.float64)
+    a_rows, a_len = (bk, bm) if p.a_transposed else (bm, bk)
+    b_rows, b_len = (bn, bk) if p.b_transposed else (bk, bn)
+    a_lines = (a_rows * np.maximum(ceil_div(a_len * b, line), 1)).astype(np.float64)
+    b_lines = (b_rows * np.maximum(ceil_div(b_len * b, line), 1)).astype(np.float64)
     # wrapped A rows (M < BLOCK_M) re-read lines another warp just fetched: they count as hits
     a_hit_req = 1.0 - (1.0 - a_hit) * rows_a / bm
     hit = (a_step * a_hit_req + b_step * b_hit) / (a_step + b_step)
@@ -470,17 +486,18 @@ def timing(g: dict, chip, e: dict[str, float]) -> dict[str, np.ndarray]:
     )
     launch = float(chip["launch_us"])
     time_us = (body + extra) * 1e6 + launch
+    # the GPU's pipes (common.PIPES_OF["cuda"]): tensor cores, CUDA-core math (split-K's extra kernels), issue
+    # overhead, shared -> registers, global -> shared, epilogue stores / atomics
     pipes = {
-        "mac": (r_full * steps * mac_f + steps * mac_l) * 1e6,
-        "vec": extra * 1e6,
-        "scalar": (r_full * steps * sc_f + steps * sc_l + g["rounds"] * prog_ovh) * 1e6,
-        "mte1": (r_full * steps * mte1_f + steps * mte1_l) * 1e6,
-        "mte2": (r_full * steps * mte2_f + steps * mte2_l) * 1e6,
-        "mte3": np.zeros_like(main),
-        "fixpipe": (r_full * (epi_f - lat) + epi_l - lat) * 1e6,
+        "tensor": (r_full * steps * mac_f + steps * mac_l) * 1e6,
+        "alu": extra * 1e6,
+        "issue": (r_full * steps * sc_f + steps * sc_l + g["rounds"] * prog_ovh) * 1e6,
+        "smem": (r_full * steps * mte1_f + steps * mte1_l) * 1e6,
+        "load": (r_full * steps * mte2_f + steps * mte2_l) * 1e6,
+        "store": (r_full * (epi_f - lat) + epi_l - lat) * 1e6,
     }
-    bound = classify_bound({k: pipes[k] for k in ("mac", "mte2", "mte1", "fixpipe", "scalar")}, body * 1e6)
-    bound = np.where(hbm_t >= main, "mte2", bound)
+    bound = classify_bound({k: pipes[k] for k in ("tensor", "load", "smem", "store", "issue")}, body * 1e6)
+    bound = np.where(hbm_t >= main, "load", bound)
     roof = roofline_us(g["flops"], g["compulsory"], g["peak"], chip["hbm_gbps"] * 1e9, launch)
     return {
         "time_us": time_us,
@@ -523,14 +540,15 @@ class MatmulCuda(Operator):
     GRID_KNOBS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "SPLIT_K")
     SAMPLE_ORDER = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "SPLIT_K", "num_stages", "num_warps")
     CHECKLIST = {
-        "mte2": "memory bound (global -> shared): larger tiles raise reuse, GROUP_M raises L2 hits, 16-B aligned "
+        "load": "memory bound (global -> shared): larger tiles raise reuse, GROUP_M raises L2 hits, 16-B aligned "
         "rows keep cp.async",
-        "mte1": "shared-memory bound: wider wgmma tiles (BLOCK_N 128-256) read shared memory less per MMA",
-        "cube": "compute bound: keep the tensor cores busy: wgmma (BLOCK_M % 64 == 0, warps in groups of 4), "
+        "smem": "shared-memory bound: wider wgmma tiles (BLOCK_N 128-256) read shared memory less per MMA",
+        "tensor": "tensor-core bound: keep the tensor cores busy: wgmma (BLOCK_M % 64 == 0, warps in groups of 4), "
         "wide instructions, no split-K you do not need",
-        "vector": "split-K's extra kernels (zero fill, cast) dominate: fewer slices",
-        "fixpipe": "epilogue bound: fewer split-K atomics, a larger K per output tile",
-        "scalar": "overhead bound: fewer programs and K steps (larger BLOCK_K and tiles)",
+        "alu": "CUDA-core bound: split-K's extra kernels (zero fill, cast) dominate: fewer slices",
+        "store": "store bound (epilogue): fewer split-K atomics, a larger K per output tile",
+        "issue": "issue bound (per-step and per-program overhead): fewer programs and K steps (larger BLOCK_K and "
+        "tiles)",
         "latency": "no unit saturated: more num_stages or more resident programs hide the load latency",
     }
     WHAT_IF = {
@@ -543,8 +561,14 @@ class MatmulCuda(Operator):
     FITTABLE = FITTABLE
     CONSTANTS = DEFAULTS
     IMPLS = ("triton",)
-    TARGETS = {"triton": views.TRITON_SCHEMA}
+    TARGETS = {"triton": views.TRITON}
     RUNNERS = ("triton",)
+
+    def check(self, p: Matmul, chip) -> None:
+        """B in a format the GPU kernel reads (NZ fractals are Ascend's), and tensor cores for the dtype."""
+        if p.b_nz:
+            raise ProblemError("b_format: nz is an Ascend (NZ fractal) format; the cuda family takes nd")
+        super().check(p, chip)
 
     def feasible(self, p: Matmul, chip, c: dict, rules=None) -> dict[str, np.ndarray]:
         """One boolean mask per rule (True = allowed), for the rules whose knobs are all present."""
@@ -611,9 +635,6 @@ class MatmulCuda(Operator):
             BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, num_stages=3, num_warps=8, GROUP_M=8, ORDER=1, SPLIT_K=1
         )
 
-    def views(self, p: Matmul, chip, tiling: dict, row: dict) -> dict[str, dict]:
-        return {"triton": views.triton_view(p, tiling)}
-
     def runner(self, name: str):
         """`--measure triton`: time the tiling in this process with the Triton kernel (triton_runner)."""
         if name not in self.RUNNERS:
@@ -645,8 +666,14 @@ class MatmulCuda(Operator):
         val = {k: int(np.asarray(c[k])[row]) for k in KNOBS}
         g = {k: np.asarray(v)[row] for k, v in est.items()}
         bound = str(g["bound"])
-        if p.K % 16 or p.N % 16:
-            which = " and ".join(x for x, bad in (("A (K)", p.K % 16), ("B/C (N)", p.N % 16)) if bad)
+        len_a, len_b = contiguous_lengths(p)
+        bad_rows = [(f"A ({'M' if p.a_transposed else 'K'})", len_a % 16)]
+        if p.b_transposed:
+            bad_rows += [("B (K)", len_b % 16), ("C (N)", p.N % 16)]
+        else:
+            bad_rows += [("B/C (N)", p.N % 16)]
+        if any(bad for _, bad in bad_rows):
+            which = " and ".join(x for x, bad in bad_rows if bad)
             out.append(
                 f"alignment: row stride of {which} is not a multiple of 16 elements, so Triton cannot prove "
                 "16-B alignment: loads are 1 element wide and synchronous (no cp.async pipelining); "
@@ -673,7 +700,7 @@ class MatmulCuda(Operator):
             )
         if bound == "latency" and val["num_stages"] <= 2:
             out.append("latency: loads are not hidden; more num_stages (preload) or more resident programs")
-        if bound == "mte2":
+        if bound == "load":
             out.append(
                 "memory: global->shared traffic dominates; larger tiles raise reuse, GROUP_M raises L2 hits"
             )
@@ -682,7 +709,7 @@ class MatmulCuda(Operator):
                 f"split-K: {val['SPLIT_K']} slices add {p.M * p.N * val['SPLIT_K']:,} fp32 atomic adds and two "
                 "extra kernels (zero, cast)"
             )
-        if int(g["occupancy"]) == 1 and bound in ("latency", "mte2"):
+        if int(g["occupancy"]) == 1 and bound in ("latency", "load"):
             out.append(
                 "occupancy: one program per SM; fewer stages or a smaller tile would let two share an SM"
             )

@@ -1,6 +1,8 @@
 """Run and time one GEMM tiling on an NVIDIA GPU with a Triton kernel.
 
-C[M, N] = A[M, K] @ B[K, N]; A, B, C row-major fp16 or bf16, fp32 accumulation. One program of the
+C[M, N] = A[M, K] @ B[K, N]; fp16 or bf16, fp32 accumulation; C row-major. The kernel takes A's and B's strides,
+so every layout of the problem runs it: `nn` (A M x K, B K x N row-major), `nt` (B stored N x K and passed as
+its transposed view, stride 1 along K: a torch nn.Linear weight), `tn` (A stored K x M), `tt`. One program of the
 kernel computes one BLOCK_M x BLOCK_N tile of C, stepping BLOCK_K along K. The knobs:
 
 * ``ORDER`` maps the 1-D program id to a tile: 0 row-major, 1 grouped (``GROUP_M`` tile-rows walked
@@ -39,6 +41,7 @@ DTYPES = {
 }
 MAX_REL_ERR = 1e-2
 TILING_SCHEMA = "tiler.tiling/v1"
+LAYOUTS = ("nn", "nt", "tn", "tt")  # A then B: n as the product is written, t stored transposed
 
 # --- the kernel (defined only where triton imports) --------------------------------------------------
 
@@ -298,24 +301,56 @@ def matmul(a, b, config: dict, out=None):
     return fn()
 
 
-def precompile(M: int, N: int, K: int, config: dict, dtype="fp16"):
+def check_layout(layout: str) -> str:
+    """One of LAYOUTS (case and blanks ignored); TilerError otherwise."""
+    text = str(layout).strip().lower()
+    if text not in LAYOUTS:
+        raise TilerError(f"layout: must be one of {', '.join(LAYOUTS)}, got {layout!r}")
+    return text
+
+
+def layout_strides(M: int, N: int, K: int, layout: str = "nn") -> tuple[int, int, int, int]:
+    """(stride_am, stride_ak, stride_bk, stride_bn) of A (M x K) and B (K x N) as views of their stored
+    tensors: A `n` stored M x K (K, 1), `t` stored K x M (1, M); B `n` stored K x N (N, 1), `t` N x K (1, K)."""
+    lay = check_layout(layout)
+    a = (1, M) if lay[0] == "t" else (K, 1)
+    b = (1, K) if lay[1] == "t" else (N, 1)
+    return (*a, *b)
+
+
+def operands(torch, M: int, N: int, K: int, layout: str = "nn", gen=None, device="cuda", dtype=None):
+    """A (M x K) and B (K x N) as the product reads them, random normal, each a view of a tensor stored as
+    `layout` says: `t` stores the transpose contiguously and passes `.T` (a view, no copy)."""
+    lay = check_layout(layout)
+    dt = dtype or torch.float16
+
+    def randn(rows, cols):
+        return torch.randn((rows, cols), generator=gen, device=device, dtype=torch.float32).to(dt)
+
+    a = randn(K, M).T if lay[0] == "t" else randn(M, K)
+    b = randn(N, K).T if lay[1] == "t" else randn(K, N)
+    return a, b
+
+
+def precompile(M: int, N: int, K: int, config: dict, dtype="fp16", layout: str = "nn"):
     """Compile (into Triton's on-disk cache) the kernel that a contiguous MxNxK problem would launch.
 
-    Uses tiny tensors and the real sizes/strides, so the specialisation (which ints are multiples of
-    16) is the one the timed run gets. Nothing is launched, so shared-memory limits are not checked.
-    Returns Triton's compiled kernel (registers, spills and shared memory are read from it by
-    bench/gpu_registers.py).
+    Uses tiny tensors and the real sizes/strides (of `layout`), so the specialisation (which ints are
+    multiples of 16, which strides are 1) is the one the timed run gets. Nothing is launched, so
+    shared-memory limits are not checked. Returns Triton's compiled kernel (registers, spills and shared
+    memory are read from it by bench/gpu_registers.py).
     """
     torch, triton = _gpu_stack()
     cfg = check_config(config)
     dt = _torch_dtype(torch, dtype)
+    strides = layout_strides(M, N, K, layout)
     dev = "cuda"
     a = torch.empty(16, dtype=dt, device=dev)
     b = torch.empty(16, dtype=dt, device=dev)
     c = torch.empty(16, dtype=torch.float32 if cfg["SPLIT_K"] > 1 else dt, device=dev)
     try:
         return _gemm_tile_kernel.warmup(
-            a, b, c, M, N, K, K, 1, N, 1, N, 1, grid=_grid(M, N, cfg), **_kernel_kwargs(cfg)
+            a, b, c, M, N, K, *strides, N, 1, grid=_grid(M, N, cfg), **_kernel_kwargs(cfg)
         )
     except triton.TritonError as e:
         raise TilerError(f"config {cfg} does not compile: {type(e).__name__}: {e}") from e
@@ -325,7 +360,11 @@ def precompile(M: int, N: int, K: int, config: dict, dtype="fp16"):
 
 
 class Problem:
-    """Fresh random-normal operands of one shape on the GPU and their fp32 reference product."""
+    """Fresh random-normal operands of one shape and layout on the GPU and their fp32 reference product.
+
+    `layout` (nn, nt, tn, tt): A and B are stored as the layout says and the product reads them through
+    transposed views (`a = torch.randn(K, M).T` for a `t` A), so the kernel sees the strides a real caller's
+    tensors have."""
 
     def __init__(
         self,
@@ -336,6 +375,7 @@ class Problem:
         seed: int = 0,
         reference: bool = True,
         device: str = "cuda",
+        layout: str = "nn",
     ):
         torch, _ = _gpu_stack()
         if device == "cuda" and not torch.cuda.is_available():
@@ -344,12 +384,12 @@ class Problem:
         if min(M, N, K) < 1:
             raise TilerError(f"empty problem M={M} N={N} K={K}")
         self.M, self.N, self.K = M, N, K
+        self.layout = check_layout(layout)
         self.dtype = _torch_dtype(torch, dtype)
         self.device = device
         gen = torch.Generator(device=device)
         gen.manual_seed(seed)
-        self.a = torch.randn((M, K), generator=gen, device=device, dtype=torch.float32).to(self.dtype)
-        self.b = torch.randn((K, N), generator=gen, device=device, dtype=torch.float32).to(self.dtype)
+        self.a, self.b = operands(torch, M, N, K, self.layout, gen, device, self.dtype)
         self.ref = None
         if reference:
             # plain fp32 product of the rounded operands (TF32 off unless the caller turned it on)
@@ -402,9 +442,16 @@ class Problem:
 
 
 def time_config(
-    M: int, N: int, K: int, config: dict, dtype="fp16", seed: int = 0, check: bool = True
+    M: int,
+    N: int,
+    K: int,
+    config: dict,
+    dtype="fp16",
+    seed: int = 0,
+    check: bool = True,
+    layout: str = "nn",
 ) -> dict:
-    """Median latency of one config on fresh random inputs.
+    """Median latency of one config on fresh random inputs stored as `layout` says (nn, nt, tn, tt).
 
     Returns {'ms': median of triton.testing.do_bench (warmup=25, rep=100; L2 flushed before each run),
     'tflops': 2MNK / time, 'rel_err': ||C - ref|| / ||ref|| vs an fp32 reference (None if check=False)}.
@@ -412,7 +459,7 @@ def time_config(
     """
     _gpu_stack()
     cfg = check_config(config)
-    problem = Problem(M, N, K, dtype=dtype, seed=seed, reference=check)
+    problem = Problem(M, N, K, dtype=dtype, seed=seed, reference=check, layout=layout)
     return problem.measure(cfg, check=check)
 
 
@@ -454,14 +501,29 @@ def tiling_from_doc(path_or_dict) -> tuple[int, int, int, str, dict]:
         ) from e
     if not isinstance(target, dict):
         raise TilerError("targets.triton must be an object with the Triton config")
-    config = {k: target[k] for k in CONFIG_KEYS if k in target}
+    # the view is {"kwargs": {...}, "num_warps": w, "num_stages": s, "grid": [...]}; a flat dict of the same
+    # keys (older exports, hand-written files) reads the same
+    flat = {**target.get("kwargs", {}), **{k: v for k, v in target.items() if k not in ("kwargs", "grid")}}
+    config = {k: flat[k] for k in CONFIG_KEYS if k in flat}
     return M, N, K, dtype, check_config(config)
 
 
+def layout_from_doc(path_or_dict) -> str:
+    """The problem's layout (problem.shape.layout, default nn) of a tiling document; TilerError for a B format
+    the kernel cannot read (NZ fractals are Ascend's) or an unknown layout."""
+    doc = _load_doc(path_or_dict)
+    shape = (doc.get("problem") or {}).get("shape") or {}
+    if str(shape.get("b_format", "nd")).strip().lower() != "nd":
+        raise TilerError(f"b_format: the Triton runner reads nd operands, got {shape['b_format']!r}")
+    return check_layout(shape.get("layout", "nn"))
+
+
 def run_tiling_json(path_or_dict, check: bool = True) -> dict:
-    """Time an exported tiling (schema tiler.tiling/v1); returns time_config's dict."""
-    M, N, K, dtype, config = tiling_from_doc(path_or_dict)
-    return time_config(M, N, K, config, dtype=dtype, check=check)
+    """Time an exported tiling (schema tiler.tiling/v1) on operands of its problem's layout; returns
+    time_config's dict."""
+    doc = _load_doc(path_or_dict)
+    M, N, K, dtype, config = tiling_from_doc(doc)
+    return time_config(M, N, K, config, dtype=dtype, check=check, layout=layout_from_doc(doc))
 
 
 def measure_document(doc: dict) -> float:
@@ -491,11 +553,13 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     try:
         M, N, K, dtype, config = tiling_from_doc(args.tiling)
+        layout = layout_from_doc(args.tiling)
         res = run_tiling_json(args.tiling, check=not args.no_check)
     except TilerError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    print(json.dumps({"M": M, "N": N, "K": K, "dtype": dtype, "config": config, **res}), file=sys.stderr)
+    info = {"M": M, "N": N, "K": K, "dtype": dtype, "layout": layout, "config": config, **res}
+    print(json.dumps(info), file=sys.stderr)
     print(f"{res['ms'] * 1e3:.3f}")
     return 0
 

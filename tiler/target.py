@@ -1,0 +1,82 @@
+"""Export targets: a code generator a tiling is exported to, as a constraint on the search space.
+
+A target is owned by an operator (`Operator.TARGETS`): it says which chips it runs on, which knob values it can
+express (`domains`, the space is pinned to them), which relations between knobs its compile-time rules need
+(`rules`, checked in the search beside the operator's capacity rules, so the optimum found is the optimum of what
+the target can run), how a tiling becomes its view (`view`), the view's JSON Schema, the same rules run on a view
+alone (`check`, what `tiler check` runs on an exported file) and the code a user pastes (`emit`).
+
+`any` is not a target: it is the whole space, and its export carries the view of every target the tiling
+satisfies (an export never carries a view that its target cannot run).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from .hardware import Chip
+    from .problem import Problem
+
+ANY = "any"
+
+
+@dataclass(frozen=True)
+class Target:
+    """One code generator of one operator on one chip family.
+
+    name: the target's name (`--target`, the key of the export's `targets`).
+    doc: one line: what consumes the view.
+    schema: JSON Schema the view must match (checked on every export and by `tiler check`).
+    view: (problem, chip, tiling, estimate row) -> the view (JSON-able dict); tiling is knob -> value or label.
+    domains: knob -> the values (codes or labels) the target can express; the search space is pinned to them.
+    rules: rule name -> the knobs it reads; `masks` computes them (True = expressible), like Operator.feasible.
+    rule_text: rule name -> what it says, in the target's own words.
+    masks: (problem, chip, candidates, rule names) -> {rule: bool mask}.
+    check: (view, chip, problem) -> the rules the view breaks, each as one line (empty: the target accepts it).
+    emit: (view, document) -> the text a user pastes (C++ fragment, Python expression).
+    supports: (chip, problem) -> None when the target runs there, else why not (one line).
+    """
+
+    name: str
+    doc: str
+    schema: dict
+    view: Callable[[Problem, Chip, dict, dict], dict]
+    domains: dict[str, tuple] = field(default_factory=dict)
+    rules: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    rule_text: dict[str, str] = field(default_factory=dict)
+    masks: Callable[..., dict[str, np.ndarray]] | None = None
+    check: Callable[[dict, Chip, Problem], list[str]] | None = None
+    emit: Callable[[dict, dict], str] | None = None
+    supports: Callable[[Chip, Problem], str | None] | None = None
+
+    def why_not(self, chip: Chip, problem: Problem) -> str | None:
+        """None when the target can run `problem` on `chip`, else the reason (one line)."""
+        return self.supports(chip, problem) if self.supports else None
+
+    def rule_masks(
+        self, p: Problem, chip: Chip, c: dict[str, np.ndarray], names=None
+    ) -> dict[str, np.ndarray]:
+        """The target's rule masks for the rules whose knobs are all in `c` (and in `names`, when given)."""
+        wanted = [r for r in (names or self.rules) if r in self.rules and all(k in c for k in self.rules[r])]
+        if not wanted or self.masks is None:
+            return {}
+        return self.masks(p, chip, c, wanted)
+
+    def broken(self, view: dict, chip: Chip, problem: Problem) -> list[str]:
+        """The rules a view breaks (the schema first: a view of the wrong form breaks nothing else)."""
+        from .errors import TilerError
+        from .export import check_view
+
+        try:
+            check_view(view, self.schema, self.name)
+        except TilerError as exc:
+            return [str(exc).removeprefix("export: ")]
+        return list(self.check(view, chip, problem)) if self.check else []
+
+
+__all__ = ["ANY", "Target"]
