@@ -554,7 +554,7 @@ def triton_view(p: Problem, chip, t: dict, row: dict) -> dict:
         "kwargs": kwargs,
         "num_warps": int(t["num_warps"]),
         "num_stages": int(t["num_stages"]),
-        "grid": [tiles, kwargs["SPLIT_K"], p.batch],
+        "grid": [tiles, kwargs["SPLIT_K"]],
     }
 
 
@@ -574,10 +574,8 @@ def check_triton(v: dict, chip, p: Problem) -> list[str]:
             f"{chip['smem_bytes_per_block']} B per block"
         )
     tiles = -(-p.M // kw["BLOCK_M"]) * -(-p.N // kw["BLOCK_N"])
-    if list(v["grid"]) != [tiles, kw["SPLIT_K"], p.batch]:
-        bad.append(
-            f"grid = [ceil(M/BLOCK_M)*ceil(N/BLOCK_N), SPLIT_K, batch] = [{tiles}, {kw['SPLIT_K']}, {p.batch}]"
-        )
+    if list(v["grid"]) != [tiles, kw["SPLIT_K"]]:
+        bad.append(f"grid = [ceil(M/BLOCK_M)*ceil(N/BLOCK_N), SPLIT_K] = [{tiles}, {kw['SPLIT_K']}]")
     if kw["ORDER"] not in (0, 1, 2) or kw["GROUP_M"] < 1 or kw["SPLIT_K"] < 1:
         bad.append("ORDER 0, 1 or 2; GROUP_M >= 1; SPLIT_K >= 1")
     return bad
@@ -732,7 +730,7 @@ TRITON_SCHEMA = {
         },
         "num_warps": _INT,
         "num_stages": _INT,
-        "grid": {"type": "array", "items": _INT, "minItems": 3, "maxItems": 3},
+        "grid": {"type": "array", "items": _INT, "minItems": 2, "maxItems": 2},
     },
     "additionalProperties": False,
 }
@@ -764,6 +762,12 @@ ASCENDC = Target(
     check=check_tcube,
     emit=emit_ascendc,
 )
+def triton_supports(chip, p: Problem) -> str | None:
+    if p.batch != 1:
+        return "the project's Triton kernel has no batch axis: launch it once per product (batch must be 1)"
+    return None
+
+
 TRITON = Target(
     name="triton",
     doc="the project's Triton matmul kernel (tiler/ops/matmul/triton_runner.py): a triton.Config and the grid",
@@ -771,4 +775,5 @@ TRITON = Target(
     view=triton_view,
     check=check_triton,
     emit=emit_triton,
+    supports=triton_supports,
 )
