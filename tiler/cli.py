@@ -327,15 +327,21 @@ def search(
     "--tiling", required=True, help="JSON object of knob -> value, or a file (an exported document works)."
 )
 @click.option("--format", "fmt", type=FORMATS, default="table")
+@click.option(
+    "--target",
+    default="any",
+    show_default=True,
+    help="Judge the tiling(s) by this code generator's rules too (see tiler search --target).",
+)
 @click.pass_obj
-def explain(obj, op, chip_id, shape, dtype, tiling, fmt):
+def explain(obj, op, chip_id, shape, dtype, tiling, fmt, target):
     """Break down one given tiling: pipes, bound, waves and balance, L2, roofline, advice."""
     from .advice import advice
     from .export import tiling_document
     from .operator import get_operator
     from .search import evaluate
 
-    chip, problem, space = _setup(op, chip_id, shape, dtype, obj["hardware_dir"])
+    chip, problem, space = _setup(op, chip_id, shape, dtype, obj["hardware_dir"], target=target)
     cand, est, rules = evaluate(problem, chip, space, _load_tiling(tiling))
     broken = [r for r, ok in rules.items() if not ok]
     if broken:
@@ -346,7 +352,7 @@ def explain(obj, op, chip_id, shape, dtype, tiling, fmt):
     row = {k: (v[0].item() if hasattr(v[0], "item") else v[0]) for k, v in est.items()}
     lines = advice(problem, chip, space, cand, est)
     if fmt == "json":
-        doc = tiling_document(problem, chip, space.decode(cand, 0), row)
+        doc = tiling_document(problem, chip, space.decode(cand, 0), row, target=target, cand=cand)
         doc["advice"] = lines
         click.echo(json.dumps(doc, indent=2))
         return
@@ -365,19 +371,25 @@ def explain(obj, op, chip_id, shape, dtype, tiling, fmt):
     "--candidates", required=True, type=click.Path(dir_okay=False), help="CSV of tilings (one per row)."
 )
 @click.option("--format", "fmt", type=click.Choice(["csv", "json", "table"]), default="csv")
+@click.option(
+    "--target",
+    default="any",
+    show_default=True,
+    help="Judge the tiling(s) by this code generator's rules too (see tiler search --target).",
+)
 @click.pass_obj
-def rank(obj, op, chip_id, shape, dtype, candidates, fmt):
+def rank(obj, op, chip_id, shape, dtype, candidates, fmt, target):
     """Score a CSV of tilings for one problem: adds predicted_us and rank; infeasible rows are reported."""
     import pandas as pd
 
     from .rank import rank_candidates
 
-    chip, problem, _ = _setup(op, chip_id, shape, dtype, obj["hardware_dir"])
+    chip, problem, space = _setup(op, chip_id, shape, dtype, obj["hardware_dir"], target=target)
     try:
         df = pd.read_csv(candidates)
     except (OSError, ValueError) as exc:
         raise TilerError(f"--candidates: cannot read {candidates}: {exc}") from None
-    ranked, rejected = rank_candidates(problem, chip, df)
+    ranked, rejected = rank_candidates(problem, chip, df, space)
     for _, r in rejected.iterrows():
         click.echo(f"row {r.get('row', '?')}: infeasible: {r.get('reason', '')}", err=True)
     if fmt == "csv":

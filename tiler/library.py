@@ -130,7 +130,8 @@ class Library:
             )
         cls = problem_class(self.op)
         matched = [k for k in cls.MATCHED if k in want and k not in cls.CHOICES]
-        words = [k for k in cls.MATCHED if k in want and k in cls.CHOICES]  # must agree: no distance for a word
+        # a matched word must agree exactly (a log distance between words means nothing)
+        words = [k for k in cls.MATCHED if k in want and k in cls.CHOICES]
         for k in words:
             agree = [e for e in same_dtype if e["problem"]["shape"].get(k, cls.OPTIONAL.get(k)) == want[k]]
             if not agree:

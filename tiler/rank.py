@@ -104,7 +104,7 @@ def rank_candidates(
     a capacity or domain rule rejects, with `rule` and `reason`. Both keep the input columns and `row`.
     """
     space = space or load_space(problem.OP, chip.family)
-    model = get_operator(problem.OP, chip.family)
+    model = get_operator(problem.OP, chip.family, space.target)
     model.admit(problem, chip)
     sel = select_rows(problem, df, model.IMPLS).reset_index(drop=True)
     cands, ok, why = parse_knobs(sel, space)
