@@ -59,11 +59,20 @@ def emit() -> None:
             shape = f"M={M},N={N},K={K}" + (f",layout={lay}" if layouts else "")
             out = io.StringIO()
             with redirect_stdout(out):
-                code = main(["search", "--op", "matmul", "--chip", "h200", "--shape", shape, "--emit", "triton"])
+                code = main(
+                    ["search", "--op", "matmul", "--chip", "h200", "--shape", shape, "--emit", "triton"]
+                )
             if code:
                 sys.exit(f"search failed for {shape}: exit {code}")
             predicted = float(re.search(r"predicted ([0-9.]+) us", out.getvalue()).group(1))
-            row = {"M": M, "N": N, "K": K, "layout": lay, "emitted": out.getvalue(), "predicted_us": predicted}
+            row = {
+                "M": M,
+                "N": N,
+                "K": K,
+                "layout": lay,
+                "emitted": out.getvalue(),
+                "predicted_us": predicted,
+            }
             f.write(json.dumps(row) + "\n")
             print(f"{shape}: {out.getvalue().splitlines()[-1]}  (predicted {predicted:.1f} us)")
     print(f"wrote {CONFIGS}")
@@ -81,59 +90,73 @@ def run(out_dir: Path) -> None:
     results = []
     torch.manual_seed(0)
     for r in rows:
-        M, N, K, layout = r["M"], r["N"], r["K"], r["layout"]
-        pasted = [s for s in r["emitted"].splitlines() if s.startswith("triton.Config(")][0]
-        config = eval(pasted, {"triton": triton})  # the paste: the emitted line, verbatim
-        kernel = triton.autotune(configs=[config], key=["M", "N", "K"])(_gemm_tile_kernel)
-        a = torch.randn(K, M, device="cuda", dtype=torch.float16).T if layout[0] == "t" else torch.randn(
-            M, K, device="cuda", dtype=torch.float16
+        res = _check_one(r, torch, triton, do_bench, _gemm_tile_kernel)
+        results.append(res)
+        print(
+            f"{res['M']}x{res['N']}x{res['K']} {res['layout']}: {res['status']} err={res['rel_err']:.2e} "
+            f"{res['measured_us']:.1f} us (model {res['predicted_us']:.1f}, torch {res['torch_us']:.1f})"
         )
-        b = torch.randn(N, K, device="cuda", dtype=torch.float16).T if layout[1] == "t" else torch.randn(
-            K, N, device="cuda", dtype=torch.float16
-        )
-        split = config.kwargs["SPLIT_K"]
-        c = torch.empty((M, N), device="cuda", dtype=torch.float32 if split > 1 else torch.float16)
-
-        def grid(meta):
-            return (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]), meta["SPLIT_K"])
-
-        def launch():
-            if split > 1:
-                c.zero_()
-            kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1))
-            return c
-
-        status, err, us, torch_us = "ok", math.nan, math.nan, math.nan
-        try:
-            got = launch().float()
-            ref = (a.float() @ b.float())
-            err = float(torch.linalg.norm(got - ref) / torch.linalg.norm(ref))
-            status = "ok" if err <= 1e-2 else "wrong"
-            us = do_bench(launch, warmup=25, rep=100, return_mode="median") * 1e3
-            torch_us = do_bench(lambda: a @ b, warmup=25, rep=100, return_mode="median") * 1e3
-        except Exception as exc:  # a config that does not compile or launch is the failure this checks for
-            status = f"failed: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
-        results.append(
-            {
-                "M": M,
-                "N": N,
-                "K": K,
-                "layout": layout,
-                "config": pasted,
-                "status": status,
-                "rel_err": err,
-                "measured_us": us,
-                "predicted_us": r["predicted_us"],
-                "torch_us": torch_us,
-            }
-        )
-        print(f"{M}x{N}x{K} {layout}: {status} err={err:.2e} {us:.1f} us (model {r['predicted_us']:.1f}, torch {torch_us:.1f})")
     with (out_dir / "h200_triton_emit.csv").open("w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(results[0]))
         w.writeheader()
         w.writerows(results)
     meta = {"torch": torch.__version__, "triton": triton.__version__, "device": torch.cuda.get_device_name()}
     (out_dir / "h200_triton_emit.meta.json").write_text(json.dumps(meta, indent=2) + "\n")
+
+
+def _check_one(r: dict, torch, triton, do_bench, base_kernel) -> dict:
+    """Paste one emitted config into a one-config autotuner over the kernel; run, check and time it."""
+    M, N, K, layout = r["M"], r["N"], r["K"], r["layout"]
+    pasted = [s for s in r["emitted"].splitlines() if s.startswith("triton.Config(")][0]
+    config = eval(pasted, {"triton": triton})  # the paste: the emitted line, verbatim
+    kernel = triton.autotune(configs=[config], key=["M", "N", "K"])(base_kernel)
+    f16 = torch.float16
+    a = (
+        torch.randn(K, M, device="cuda", dtype=f16).T
+        if layout[0] == "t"
+        else torch.randn(M, K, device="cuda", dtype=f16)
+    )
+    b = (
+        torch.randn(N, K, device="cuda", dtype=f16).T
+        if layout[1] == "t"
+        else torch.randn(K, N, device="cuda", dtype=f16)
+    )
+    split = config.kwargs["SPLIT_K"]
+    c = torch.empty((M, N), device="cuda", dtype=torch.float32 if split > 1 else f16)
+
+    def grid(meta):
+        return (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]), meta["SPLIT_K"])
+
+    def launch():
+        if split > 1:
+            c.zero_()
+        kernel[grid](
+            a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1)
+        )
+        return c
+
+    status, err, us, torch_us = "ok", math.nan, math.nan, math.nan
+    try:
+        got = launch().float()
+        ref = a.float() @ b.float()
+        err = float(torch.linalg.norm(got - ref) / torch.linalg.norm(ref))
+        status = "ok" if err <= 1e-2 else "wrong"
+        us = do_bench(launch, warmup=25, rep=100, return_mode="median") * 1e3
+        torch_us = do_bench(lambda: a @ b, warmup=25, rep=100, return_mode="median") * 1e3
+    except Exception as exc:  # a config that does not compile or launch is the failure this checks for
+        status = f"failed: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
+    return {
+        "M": M,
+        "N": N,
+        "K": K,
+        "layout": layout,
+        "config": pasted,
+        "status": status,
+        "rel_err": err,
+        "measured_us": us,
+        "predicted_us": r["predicted_us"],
+        "torch_us": torch_us,
+    }
 
 
 if __name__ == "__main__":

@@ -39,12 +39,19 @@ def check_document(doc, hardware_dir=None, only: str | None = None) -> tuple[int
             f"target: must be one of {allowed} for {doc['op']} on {doc['chip']['family']}, got {only!r}"
         )
     chip = load_chip(doc["chip"]["id"], hardware_dir)
+    if chip.family != doc["chip"]["family"]:
+        raise TilerError(
+            f"chip: the document says family {doc['chip']['family']!r} but {chip.id} is a {chip.family!r} chip"
+        )
     library = doc["schema"] == LIBRARY_SCHEMA
     entries = doc["entries"] if library else [doc]
     checked, findings = 0, []
     for i, entry in enumerate(entries):
         prefix = f"entries/{i}/targets" if library else "targets"
         problem = parse_problem(doc["op"], entry["problem"]["shape"], entry["problem"]["dtype"])
+        # a problem the chip family cannot run at all (dtype, layout, format) is an input error (exit 2); a view
+        # for a chip or problem its target does not run is a finding (exit 1)
+        model.check(problem, chip)
         for name, view in entry["targets"].items():
             if only is not None and name != only:
                 continue

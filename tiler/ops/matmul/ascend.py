@@ -587,9 +587,12 @@ class MatmulAscend(Operator):
                     & (c["base_k"] % k0 == 0)
                 )
             elif r == "fix_split":
+                # no block larger than the smallest legal block that covers the dimension: 16 rows (AscendC's
+                # SetFixSplit); CATLASS's tile extents must be 32-byte multiples, so 32 for int8 there
+                mn = 16 if self.target is None or self.target.name != "catlass" else max(16, 32 // b)
                 out[r] = (
-                    (c["base_m"] <= round_up(p.M, 16))
-                    & (c["base_n"] <= round_up(p.N, 16))
+                    (c["base_m"] <= round_up(p.M, mn))
+                    & (c["base_n"] <= round_up(p.N, mn))
                     & (c["base_k"] <= round_up(p.K, max(k0, 16)))
                 )
             elif r == "split_k":

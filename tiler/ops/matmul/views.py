@@ -356,6 +356,7 @@ ASCENDC_DOMAINS = {
 ASCENDC_RULES = {
     "ascendc_cores": ("split_k",),
     "ascendc_preload": (
+        "weight_resident",
         "preload",
         "multi_load",
         "l1_stages",
@@ -368,8 +369,8 @@ ASCENDC_RULES = {
 }
 ASCENDC_TEXT = {
     "ascendc_cores": "usedCoreNum <= the chip's cores: each split-K slice needs at least one core of its own",
-    "ascendc_preload": "doMTE2Preload needs MDL (multi_load), L1 double buffering and the preloaded operand "
-    "(A when iterating along M, B along N) fully loaded along K",
+    "ascendc_preload": "doMTE2Preload needs MDL (multi_load), L1 double buffering of the preloaded operand "
+    "(A when iterating along M, B along N; a resident B panel is single-buffered) and that operand whole along K",
 }
 
 
@@ -381,7 +382,8 @@ def ascendc_masks(p: Problem, chip, c: dict, names) -> dict:
         kc = np.minimum(ceil_div(ceil_div(p.K, c["base_k"]), c["split_k"]) * c["base_k"], p.K)
         full_a = c["base_k"] * c["step_ka"] >= kc
         full_b = c["base_k"] * c["step_kb"] >= kc
-        full = np.where(c["iterate_order"] == 0, full_a, full_b)
+        # a resident B panel is one L1 buffer (depthB1 = stepN*stepKb): B cannot be the double-buffered preload
+        full = np.where(c["iterate_order"] == 0, full_a, full_b & (c["weight_resident"] == 0))
         out["ascendc_preload"] = (c["preload"] == 0) | ((c["multi_load"] == 1) & (c["l1_stages"] == 2) & full)
     return out
 
@@ -762,6 +764,8 @@ ASCENDC = Target(
     check=check_tcube,
     emit=emit_ascendc,
 )
+
+
 def triton_supports(chip, p: Problem) -> str | None:
     if p.batch != 1:
         return "the project's Triton kernel has no batch axis: launch it once per product (batch must be 1)"
