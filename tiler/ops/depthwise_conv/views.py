@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 from ...model.common import round_up
-from ...target import Target
+from ...target import Target, triton_config
 from .geometry import packed_k
 from .problem import DepthwiseConv
 
@@ -124,11 +124,11 @@ def check_triton(v: dict, chip, p: DepthwiseConv) -> list[str]:
 
 def emit_triton(v: dict, doc: dict) -> str:
     """The kernel's constexprs and launch options as a `triton.Config`, after a comment naming kernel and grid."""
-    kwargs = ", ".join(f'"{k}": {v[k]}' for k in ("groups_per_op", "BLOCK_P", "BLOCK_K"))
-    return (
-        f"# tiler: {v['kernel']} ({v['scheme']}) of tiler/ops/depthwise_conv/triton_kernels.py, grid {tuple(v['grid'])}\n"
-        f"triton.Config({{{kwargs}}}, num_warps={v['num_warps']}, num_stages={v['num_stages']})\n"
+    config = triton_config(
+        {k: v[k] for k in ("groups_per_op", "BLOCK_P", "BLOCK_K")}, v["num_warps"], v["num_stages"]
     )
+    where = f"{v['kernel']} ({v['scheme']}) of tiler/ops/depthwise_conv/triton_kernels.py"
+    return f"# tiler: {where}, grid {tuple(v['grid'])}\n{config}\n"
 
 
 TRITON = Target(

@@ -16,7 +16,7 @@ import numpy as np
 
 from ... import __version__
 from ...model.common import ceil_div
-from ...target import Target
+from ...target import Target, triton_config
 from .problem import Matmul as Problem
 
 # ----------------------------------------------------------------------------------------------------- shared
@@ -585,11 +585,8 @@ def check_triton(v: dict, chip, p: Problem) -> list[str]:
 
 def emit_triton(v: dict, doc: dict) -> str:
     """A `triton.Config` for the project's kernel (one line), after a comment naming the problem."""
-    kwargs = ", ".join(f'"{k}": {val}' for k, val in v["kwargs"].items())
-    return (
-        f"# {_header(doc)}; grid {tuple(v['grid'])}\n"
-        f"triton.Config({{{kwargs}}}, num_warps={v['num_warps']}, num_stages={v['num_stages']})\n"
-    )
+    config = triton_config(v["kwargs"], v["num_warps"], v["num_stages"])
+    return f"# {_header(doc)}; grid {tuple(v['grid'])}\n{config}\n"
 
 
 # ------------------------------------------------------------------------------------------ JSON Schemas
