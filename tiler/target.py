@@ -79,10 +79,4 @@ class Target:
         return list(self.check(view, chip, problem)) if self.check else []
 
 
-def triton_config(kwargs: dict, num_warps: int, num_stages: int) -> str:
-    """One `triton.Config(...)` expression, as a user pastes it into `@triton.autotune(configs=[...])`."""
-    args = ", ".join(f'"{k}": {v}' for k, v in kwargs.items())
-    return f"triton.Config({{{args}}}, num_warps={num_warps}, num_stages={num_stages})"
-
-
-__all__ = ["ANY", "Target", "triton_config"]
+__all__ = ["ANY", "Target"]

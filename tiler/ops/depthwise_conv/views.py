@@ -7,7 +7,8 @@
 from __future__ import annotations
 
 from ...model.common import round_up
-from ...target import Target, triton_config
+from ...target import Target
+from ..triton_config import triton_config
 from .geometry import packed_k
 from .problem import DepthwiseConv
 

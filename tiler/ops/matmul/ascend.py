@@ -938,9 +938,7 @@ class MatmulAscend(Operator):
             pieces = np.ones_like(pieces)
         sharing = np.where(last > 0, np.minimum(cores, (g["tiles"] - last) + last * pieces), cores)
         make = np.maximum(work / sharing, (g["tiles"] // cores) * cheapest)
-        return (
-            (make + fill0) * 1e6 + _head_us(chip, active) + _reduction_us(p, chip, c)
-        )
+        return (make + fill0) * 1e6 + _head_us(chip, active) + _reduction_us(p, chip, c)
 
     def estimate(self, p: Matmul, chip, c: dict) -> dict[str, np.ndarray]:
         """The estimate record (common.record("ascend")) plus tail-split sub-block sizes, one row per candidate.
@@ -961,7 +959,9 @@ class MatmulAscend(Operator):
         block = c["core_split"] == 1
         # tail re-split: a partial last round's tiles are cut into `pieces` along their longer side
         last, pieces = _tail(g, cores)
-        pieces = np.where((c["tail_split"] == 1) & (last > 0) & ~block, np.maximum(pieces, 1), 1).astype(np.int64)
+        pieces = np.where((c["tail_split"] == 1) & (last > 0) & ~block, np.maximum(pieces, 1), 1).astype(
+            np.int64
+        )
         sched = tuple(np.where(block, 0, c[k]) for k in ("swizzle_offset", "swizzle_direction", "serpentine"))
         first, gi = group_rows([tm, tn, splits, *sched, pieces, block])
         gm, gn = g["gm"].astype(np.int64), g["gn"].astype(np.int64)

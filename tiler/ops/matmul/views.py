@@ -16,7 +16,8 @@ import numpy as np
 
 from ... import __version__
 from ...model.common import ceil_div
-from ...target import Target, triton_config
+from ...target import Target
+from ..triton_config import triton_config
 from .problem import Matmul as Problem
 
 # ----------------------------------------------------------------------------------------------------- shared

@@ -1,0 +1,9 @@
+"""What the Triton targets of every operator emit: the `triton.Config` a user pastes."""
+
+from __future__ import annotations
+
+
+def triton_config(kwargs: dict, num_warps: int, num_stages: int) -> str:
+    """One `triton.Config(...)` expression, as a user pastes it into `@triton.autotune(configs=[...])`."""
+    args = ", ".join(f'"{k}": {v}' for k, v in kwargs.items())
+    return f"triton.Config({{{args}}}, num_warps={num_warps}, num_stages={num_stages})"
