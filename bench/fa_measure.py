@@ -21,8 +21,25 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent.parent
-COLUMNS = ["set", "B", "heads", "kv_heads", "S1", "S2", "D", "causal", "impl", "BLOCK_M", "BLOCK_N", "num_stages",
-           "num_warps", "ORDER", "ms", "tflops", "max_abs_err"]
+COLUMNS = [
+    "set",
+    "B",
+    "heads",
+    "kv_heads",
+    "S1",
+    "S2",
+    "D",
+    "causal",
+    "impl",
+    "BLOCK_M",
+    "BLOCK_N",
+    "num_stages",
+    "num_warps",
+    "ORDER",
+    "ms",
+    "tflops",
+    "max_abs_err",
+]
 # held-out attention shapes (none of shared/data/h200_fa_cal.csv's six): GQA and MHA, D 64/128, causal and not,
 # chunked prefill (S1 < S2), short S1, ragged S and heads
 HELD = [
@@ -40,7 +57,9 @@ HELD = [
 
 
 def load_kernels():
-    spec = importlib.util.spec_from_file_location("fa_kernels", HERE / "tiler/ops/flash_attention/triton_kernels.py")
+    spec = importlib.util.spec_from_file_location(
+        "fa_kernels", HERE / "tiler/ops/flash_attention/triton_kernels.py"
+    )
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
@@ -73,7 +92,9 @@ def main() -> None:
     t0 = time.time()
     args.out.mkdir(parents=True, exist_ok=True)
     props = torch.cuda.get_device_properties(0)
-    print(f"device {props.name} sms={props.multi_processor_count} triton={triton.__version__} torch={torch.__version__}")
+    print(
+        f"device {props.name} sms={props.multi_processor_count} triton={triton.__version__} torch={torch.__version__}"
+    )
     with (args.out / "h200_fa_measured.csv").open("w", newline="") as f:
         w = csv.writer(f)
         w.writerow(COLUMNS)
@@ -84,8 +105,11 @@ def main() -> None:
             shape = dict(B=B, heads=H, kv_heads=KVH, S1=S1, S2=S2, D=D, causal=causal)
             flop = 4.0 * B * H * pairs(S1, S2, causal) * D
             q, k, v = tk.inputs(B, H, KVH, S1, S2, D)
-            ms = triton.testing.do_bench(lambda: tk.reference(q, k, v, bool(causal)), warmup=10, rep=40,
-                                         return_mode="median")
+
+            def sdpa(q=q, k=k, v=v, causal=causal):
+                return tk.reference(q, k, v, bool(causal))
+
+            ms = triton.testing.do_bench(sdpa, warmup=10, rep=40, return_mode="median")
             base = ["held", B, H, KVH, S1, S2, D, causal]
             w.writerow([*base, "torch_sdpa", "", "", "", "", "", f"{ms:.5f}", f"{flop / ms / 1e9:.2f}", ""])
             best = (float("inf"), None)
@@ -99,12 +123,23 @@ def main() -> None:
                     print(f"FAIL {shape} {cfg}: {type(exc).__name__}: {str(exc).splitlines()[0][:120]}")
                     w.writerow([*base, "triton", *knobs, "", "", "fail"])
                     continue
-                w.writerow([*base, "triton", *knobs, f"{res['ms']:.5f}", f"{flop / res['ms'] / 1e9:.2f}",
-                            f"{res['max_abs_err']:.2e}"])
+                w.writerow(
+                    [
+                        *base,
+                        "triton",
+                        *knobs,
+                        f"{res['ms']:.5f}",
+                        f"{flop / res['ms'] / 1e9:.2f}",
+                        f"{res['max_abs_err']:.2e}",
+                    ]
+                )
                 if res["ms"] < best[0]:
                     best = (res["ms"], cfg)
             f.flush()
-            print(f"[{time.time() - t0:6.1f}s] {shape}: sdpa {ms:.4f} ms, best {best[0]:.4f} ms {best[1]}", flush=True)
+            print(
+                f"[{time.time() - t0:6.1f}s] {shape}: sdpa {ms:.4f} ms, best {best[0]:.4f} ms {best[1]}",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

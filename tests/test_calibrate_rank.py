@@ -187,15 +187,19 @@ def test_replace_section_appends_when_missing():
 
 def test_shipped_h200_profile_is_calibrated_on_part_of_the_shared_data(chip):
     """Every fitted constant of the shipped profile is one an operator declares, fitted on measured data with
-    part of it held out: matmul's on the shared matmul data, depthwise_conv's on the depthwise runs."""
+    part of it held out: matmul's on the shared matmul data, depthwise_conv's on the depthwise runs, flash attention's
+    on the shared attention table."""
     from tiler.ops.depthwise_conv import cuda as dw
+    from tiler.ops.flash_attention import cuda as fa
 
     fitted = [k for k, t in chip.tags.items() if t == "fitted"]
-    assert set(fitted) == set(mc.FITTABLE) | set(mc.TIE_KEYS) | set(dw.FITTABLE)
+    assert set(fitted) == set(mc.FITTABLE) | set(mc.TIE_KEYS) | set(dw.FITTABLE) | set(fa.FITTABLE)
     src = chip.sources["mma_efficiency_v3"]
     assert "h200_matmul_cal.csv" in src and "held out" in src
     src = chip.sources["dw_tap_lanes"]
     assert "h200_dwconv.csv" in src and "held out" in src
+    src = chip.sources["fa_softmax_lanes"]
+    assert "h200_fa_cal.csv" in src and "held out" in src
 
 
 # ---------------------------------------------------------------- launch order of exact ties

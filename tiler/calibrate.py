@@ -43,7 +43,7 @@ class Measured:
     shape_of: np.ndarray  # row -> index into shapes
     seconds: np.ndarray  # measured time per row
     prepared: dict  # Operator.prepare() columns, all rows
-    rows: pd.DataFrame  # the rows used (input columns + `row`)
+    table: pd.DataFrame  # the rows used (input columns + `row`)
 
     def take(self, keep_shapes) -> Measured:
         idx = [self.shapes.index(s) for s in keep_shapes]
@@ -56,7 +56,7 @@ class Measured:
             np.array([remap[i] for i in self.shape_of[m]]),
             self.seconds[m],
             {k: v[m] for k, v in self.prepared.items()},
-            self.rows[m].reset_index(drop=True),
+            self.table[m].reset_index(drop=True),
         )
 
 
@@ -304,7 +304,7 @@ def calibrate(
                     {
                         "fold": j,
                         "shape": s,
-                        "rows": int(m.sum()),
+                        "measured_rows": int(m.sum()),
                         "err_before": q0["err"],
                         "err_after": q["err"],
                         "top1_before": q0["top1"],

@@ -85,6 +85,8 @@ SCHEMA: dict[str, dict[str, dict[str, tuple]]] = {
             "hbm_efficiency": (_NUM, 0, True),
             "l2_efficiency": (_NUM, 0, True),
             "l2_usable_fraction": (_NUM, 0, True),
+            # the operators' own constants (fa_, sm_, dw_ ...): each operator checks the ones it reads
+            _OPEN: (_NUM, None, False),
         },
     },
     "cuda": {

@@ -33,7 +33,7 @@ class Progress:
     def __init__(
         self,
         total: int,
-        label: str = "rows",
+        label: str = "items",
         done: int = 0,
         stream: TextIO | None = None,
         enabled: bool | None = None,

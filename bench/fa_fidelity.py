@@ -1,0 +1,90 @@
+"""How well the flash-attention model picks tilings on H200 shapes it was not fitted on.
+
+    python3 bench/fa_fidelity.py [--fit cal|profile]
+
+Fits the `fa_` constants on the six shapes of bench/data/h200_fa_cal.csv (`tiler.calibrate`, the same code as
+`tiler calibrate`), then scores the ten held-out shapes of bench/data/h200_fa_measured.csv (the project's kernel,
+measured by bench/fa_measure.py) that no fit has seen. Per shape: the measured time of the model's top-1 pick over
+the best measured tiling, the best of its top 4, Spearman over the grid, whether it picks the faster ORDER (causal
+shapes), and beside it a fixed tiling (the one best on average over the fit shapes) and torch's SDPA.
+`--fit profile` scores the profile's constants as shipped instead of refitting.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from tiler.calibrate import calibrate, load_measurements, shape_quality
+from tiler.hardware import load_chip
+from tiler.operator import get_operator
+
+DATA = Path(__file__).resolve().parent / "data"
+FIELDS = ["B", "heads", "kv_heads", "S1", "S2", "D", "causal"]
+KNOBS = ["BLOCK_M", "BLOCK_N", "num_stages", "num_warps", "ORDER"]
+
+
+def fixed_best(cal: pd.DataFrame) -> tuple:
+    """The tiling with the best geomean of (shape's best / its time) over the fit shapes where it ran."""
+    tri = cal[(cal.impl == "triton") & cal.ms.notna()].copy()
+    tri["eff"] = tri.groupby(FIELDS).ms.transform("min") / tri.ms
+    g = tri.groupby(KNOBS).eff.agg(["count", lambda s: float(np.exp(np.log(s).mean()))])
+    g = g[g["count"] == g["count"].max()]
+    return tuple(int(v) for v in g.iloc[:, 1].idxmax())
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--fit", choices=["cal", "profile"], default="cal")
+    args = ap.parse_args()
+    t0 = time.perf_counter()
+    cal = pd.read_csv(DATA / "h200_fa_cal.csv")
+    held = pd.read_csv(DATA / "h200_fa_measured.csv")
+    chip = load_chip("h200")
+    model = get_operator("flash_attention", "cuda")
+    if args.fit == "cal":
+        res = calibrate(chip, "flash_attention", cal, folds=6, data_name="h200_fa_cal.csv")
+        print(res.summary())
+        chip = res.chip
+    data = load_measurements(chip, "flash_attention", held)
+    pred = model.timing(data.prepared, chip, model.constants(chip))["time_us"]
+    fixed = fixed_best(cal)
+    rows = []
+    for i, (label, p) in enumerate(zip(data.shapes, data.problems, strict=True)):
+        m = data.shape_of == i
+        q = shape_quality(pred[m], data.seconds[m])
+        sub = data.table[m].reset_index(drop=True)
+        meas = data.seconds[m]
+        pick = int(np.argmin(pred[m]))
+        row = {"shape": label, "top1": q["top1"], "top4": q["top4"], "spearman": q["spearman"]}
+        if p.causal:  # for the picked blocks, is the model's ORDER the faster one measured?
+            same = np.flatnonzero((sub[KNOBS[:4]] == sub.loc[pick, KNOBS[:4]]).all(axis=1).to_numpy())
+            if same.size == 2:
+                faster = same[np.argmin(meas[same])]
+                row["order_ok"] = bool(sub.loc[pick, "ORDER"] == sub.loc[faster, "ORDER"])
+        fx = (sub[KNOBS].astype(int).apply(tuple, axis=1) == fixed).to_numpy()
+        row["fixed"] = float(meas.min() / meas[fx][0]) if fx.any() else float("nan")
+        sdpa = held[
+            (held[FIELDS] == pd.Series(p.shape())[FIELDS].values).all(axis=1) & (held.impl == "torch_sdpa")
+        ]
+        row["sdpa"] = float(sdpa.ms.iloc[0] * 1e-3 / meas.min()) if len(sdpa) else float("nan")
+        rows.append(row)
+    out = pd.DataFrame(rows)
+    print(out.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    g = lambda s: float(np.exp(np.log(s.dropna()).mean()))  # noqa: E731
+    causal = out.dropna(subset=["order_ok"]) if "order_ok" in out else out.iloc[:0]
+    print(
+        f"held-out {len(out)} shapes: top-1 geomean {g(out.top1):.3f} (min {out.top1.min():.3f}), best-of-top-4 "
+        f"{g(out.top4):.3f}, Spearman mean {out.spearman.mean():.3f}; faster ORDER picked on "
+        f"{int(causal.order_ok.sum())}/{len(causal)} causal shapes; fixed tiling {fixed} {g(out.fixed):.3f}; "
+        f"torch SDPA time over the best measured tiling {g(out.sdpa):.3f} (>1: the kernel beats SDPA)"
+    )
+    print(f"({time.perf_counter() - t0:.1f} s)")
+
+
+if __name__ == "__main__":
+    main()

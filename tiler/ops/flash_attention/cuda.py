@@ -1,0 +1,401 @@
+"""Flash attention forward on NVIDIA GPUs: the Triton kernel of triton_kernels.py, one program per query block.
+
+A program owns BLOCK_M query rows of one (batch, head): it loads its Q block once, then walks the keys in steps of
+BLOCK_N. Each step loads a K and a V block (`num_stages` steps in flight), computes the BLOCK_M x BLOCK_N scores
+(QKᵀ on the tensor cores), the online softmax on them (scale, mask, row max, exp2, row sum: CUDA cores and the
+SFU), rescales the BLOCK_M x D accumulator and adds P·V (tensor cores). Under the causal mask a program stops at
+its last visible key, so the programs of one head differ in length: the last query blocks are the heaviest.
+
+Programs go to SM slots (SMs x resident programs) as slots free up, in launch order: ORDER 0 walks the query blocks
+of each head in order (light to heavy), ORDER 1 launches the heaviest blocks of every head first. `prepare()`
+deals the programs to the slots once per candidate (greedy, in waves of one per slot) and keeps, per candidate, the
+slots that can finish last as (programs, steps) pairs; `timing()` prices a program and a step with the
+[efficiency] constants and takes the busiest slot. docs/model_cuda.md, "Flash attention", gives the equations.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...errors import ProblemError
+from ...model.common import ceil_div, classify_bound, group_rows, roofline_us
+from ...operator import Operator, register
+from . import views
+from .problem import FlashAttention
+
+KNOBS = ("BLOCK_M", "BLOCK_N", "num_stages", "num_warps", "ORDER")
+RULES = {
+    "pow2": ("BLOCK_M", "BLOCK_N"),
+    "threads": ("num_warps",),
+    "smem": ("BLOCK_M", "BLOCK_N", "num_stages", "num_warps"),
+    "occupancy": ("BLOCK_M", "BLOCK_N", "num_stages", "num_warps"),
+    "rows": ("BLOCK_M", "num_warps"),
+}
+RULE_TEXT = {
+    "pow2": "BLOCK_M, BLOCK_N powers of two >= 16 (tl.arange, tl.dot)",
+    "threads": "32*num_warps <= 1024 threads per block",
+    "smem": "K and V blocks for every pipeline stage (and Q, P for wgmma) <= shared memory per block",
+    "occupancy": "one program fits an SM (threads, shared memory)",
+    "rows": "BLOCK_M >= 16*num_warps/4: every warp owns at least 16 query rows of the dot",
+}
+# The [efficiency] constants, with the values before calibration (counted instructions of the kernel's loop and
+# rough latencies: guesses until `tiler calibrate` fits them to bench/data/h200_fa*.csv) and their fit boxes.
+DEFAULTS = {
+    "fa_mma_efficiency": 0.7,  # share of the SM's tensor-core peak a wide wgmma reaches
+    "fa_mma_n_half": 16.0,  # instruction N at which an MMA reaches half of that (a fixed cost per instruction)
+    "fa_mma_sync_efficiency": 0.6,  # share of the peak mma.sync reaches (no wgmma: BLOCK_M < 64 or < 4 warps)
+    "fa_softmax_lanes": 10.0,  # CUDA-core instructions per score element: scale, mask, max, exp2, sum, convert
+    "fa_rescale_lanes": 2.0,  # per accumulator element per step: the alpha rescale
+    "fa_step_cycles": 300.0,  # per step of one warpgroup: barriers, waits, loop
+    "fa_row_lanes": 20.0,  # per query row per step: the row max and sum reductions across lanes, alpha's exp2
+    "fa_load_latency_cycles": 800.0,  # a K/V block's L2 round trip; num_stages - 1 blocks are in flight
+    "fa_sync_cycles": 200.0,  # per step and extra warpgroup of a program: the barrier on the shared K/V stage
+    "fa_program_cycles": 2000.0,  # per program: start, Q load, index math, final divide and O store
+    "fa_overlap_power": 3.0,  # p of the soft max (sum x^p)^(1/p) joining the resident programs' pipes
+    "fa_spill_cycles_per_reg": 40.0,  # cycles per step per register a thread spills to local memory
+    "fa_l2_efficiency": 0.8,  # share of the profile's L2 bandwidth the K/V re-reads reach
+}
+FITTABLE = {
+    "fa_mma_efficiency": (0.1, 1.0),
+    "fa_mma_n_half": (0.5, 256.0),
+    "fa_mma_sync_efficiency": (0.05, 1.0),
+    "fa_softmax_lanes": (1.0, 64.0),
+    "fa_rescale_lanes": (0.1, 32.0),
+    "fa_step_cycles": (10.0, 5000.0),
+    "fa_row_lanes": (0.1, 500.0),
+    "fa_load_latency_cycles": (10.0, 1e4),
+    "fa_sync_cycles": (1.0, 1e4),
+    "fa_program_cycles": (10.0, 1e5),
+    "fa_overlap_power": (1.0, 16.0),
+    "fa_spill_cycles_per_reg": (0.1, 1000.0),
+    "fa_l2_efficiency": (0.2, 3.0),
+}
+# prepare() keeps this many (programs, steps) pairs per candidate: the slots on the upper hull of all slots' pairs
+HULL = 8
+_BASE_REGS = 40  # per-thread registers besides the tiles: pointers, offsets, loop state, row max and sum
+
+
+def _i(c: dict, k: str) -> np.ndarray:
+    return np.asarray(c[k], dtype=np.int64)
+
+
+def _wgmma(c: dict) -> np.ndarray:
+    """Hopper's warpgroup MMA when a warpgroup (4 warps) owns 64 query rows or more; else mma.sync."""
+    return (_i(c, "BLOCK_M") >= 64) & (_i(c, "num_warps") >= 4)
+
+
+def smem_bytes(p: FlashAttention, c: dict) -> np.ndarray:
+    """Shared memory of one program: K and V blocks per pipeline stage, plus the Q block wgmma reads from shared
+    memory; mma.sync keeps one stage fewer in shared memory (the last one in registers). Checked against the
+    compile failures of shared/data/h200_fa_cal.csv (D=128, BLOCK_N=128, 4 stages fail for BLOCK_M >= 64 only)."""
+    bm, bn, st = _i(c, "BLOCK_M"), _i(c, "BLOCK_N"), _i(c, "num_stages")
+    b = p.in_bytes
+    kv = 2 * bn * p.D * b
+    return np.where(_wgmma(c), st * kv + bm * p.D * b, np.maximum(st - 1, 1) * kv)
+
+
+def registers(p: FlashAttention, c: dict) -> np.ndarray:
+    """Registers per thread: the fp32 accumulator (BLOCK_M x D) and score tile (BLOCK_M x BLOCK_N), the fp16 P tile
+    and the Q block kept as the first dot's register operand (two fp16 per register), over the program's threads."""
+    bm, bn, w = _i(c, "BLOCK_M"), _i(c, "BLOCK_N"), _i(c, "num_warps")
+    threads = 32 * w
+    return _BASE_REGS + (bm * p.D + bm * bn * 1.5) / threads
+
+
+def occupancy(p: FlashAttention, chip, c: dict) -> np.ndarray:
+    """Programs one SM holds: threads, blocks, shared memory (+1 KB reserved per block) and registers."""
+    threads = 32 * _i(c, "num_warps")
+    alloc = np.minimum(np.ceil(registers(p, c) / 8) * 8, 256)
+    by_regs = chip["regs_per_sm"] // (alloc * threads)
+    by_threads = chip["max_threads_per_sm"] // threads
+    by_smem = chip["smem_bytes_per_sm"] // (smem_bytes(p, c) + 1024)
+    return np.minimum(np.minimum(np.minimum(by_regs, by_threads), by_smem), chip["max_blocks_per_sm"])
+
+
+def program_steps(p: FlashAttention, bm: int, bn: int) -> np.ndarray:
+    """K steps of each query block of one head (block i's last row is (i+1)*bm - 1)."""
+    n_m = -(-p.S1 // bm)
+    # the kernel runs to its last visible key: under the mask, row r sees keys <= r + shift (a padded last block
+    # runs as far as its padded rows would)
+    keys = p.visible_keys((np.arange(n_m) + 1) * bm)
+    return -(-keys // bn)
+
+
+def launch_order(p: FlashAttention, steps: np.ndarray, order: int) -> np.ndarray:
+    """Steps of every program in launch order: ORDER 0, grid (query blocks, batch*heads) with the query block
+    fastest; ORDER 1, grid (batch*heads, query blocks) with the heads fastest and the last query block first."""
+    heads = p.B * p.heads
+    if order == 0:
+        return np.tile(steps, heads)
+    return np.repeat(steps[::-1], heads)
+
+
+def deal(durations: np.ndarray, slots: int) -> tuple[np.ndarray, np.ndarray]:
+    """Greedy list scheduling of jobs in launch order onto `slots` identical slots, in waves: each wave of
+    `slots` jobs goes to the slots in order of when they free up (the k-th job to the k-th earliest). Exact when
+    no job of a wave ends before the wave's last one starts (jobs of similar length, as here). Returns per slot
+    the jobs it ran and their summed durations."""
+    free = np.zeros(slots)
+    count = np.zeros(slots)
+    for start in range(0, durations.size, slots):
+        jobs = durations[start : start + slots]
+        to = np.argsort(free, kind="stable")[: jobs.size]
+        free[to] += jobs
+        count[to] += 1
+    return count, free
+
+
+def hull(count: np.ndarray, steps: np.ndarray, k: int = HULL) -> np.ndarray:
+    """The (count, steps) pairs that can be the busiest slot for some positive per-program and per-step costs
+    (the upper-right convex hull), at most k of them (the extremes first), padded by repeating the first."""
+    pts = np.unique(np.stack([count, steps], axis=1), axis=0)
+    # Pareto front: for each count the most steps, then drop points dominated by a larger count with more steps
+    order = np.lexsort((-pts[:, 1], -pts[:, 0]))
+    pts = pts[order]
+    front = pts[np.r_[True, pts[1:, 1] > np.maximum.accumulate(pts[:-1, 1])]]
+    if len(front) > k:  # keep the extremes and evenly spaced points between them
+        front = front[np.unique(np.linspace(0, len(front) - 1, k).round().astype(int))]
+    out = np.repeat(front[:1], k, axis=0)
+    out[: len(front)] = front
+    return out
+
+
+def prepare(p: FlashAttention, chip, c: dict) -> dict[str, np.ndarray]:
+    """Per candidate, what the constants do not change: per-step MACs, score and accumulator elements, bytes,
+    occupancy, registers, and the busiest slots' (programs, steps) from dealing the programs (cached per grid)."""
+    bm, bn, w, order = (_i(c, k) for k in ("BLOCK_M", "BLOCK_N", "num_warps", "ORDER"))
+    occ = np.maximum(occupancy(p, chip, c), 1)
+    n = bm.size
+    pairs = np.zeros((n, HULL, 2))
+    total_steps = np.zeros(n)
+    programs = np.zeros(n)
+    first, inv = group_rows([bm, bn, order, occ])
+    for j, i in enumerate(first):
+        steps = program_steps(p, int(bm[i]), int(bn[i]))
+        seq = launch_order(p, steps, int(order[i]))
+        count, load = deal(seq + 1.0, int(occ[i]) * chip.cores)  # nominal cost: one step per program start
+        got = hull(count, load - count)
+        rows = inv == j
+        pairs[rows] = got
+        total_steps[rows] = seq.sum()
+        programs[rows] = seq.size
+    b = p.in_bytes
+    threads = 32 * w
+    regs = registers(p, c)
+    # K/V from HBM: ORDER 0 runs a head's query blocks together, so each K/V block comes from HBM once; ORDER 1
+    # walks every head for one query block before the next, so a K/V block is read again by the next query block
+    # from L2 only if all heads' K/V (the visible part) stay in L2 between the passes
+    kv_touched = total_steps / np.maximum(programs, 1) * (2.0 * bn * p.D * b) * p.B * p.kv_heads  # one pass
+    kv_once = 2.0 * p.B * p.kv_heads * p.S2 * p.D * b
+    n_m = ceil_div(p.S1, bm)
+    fits = kv_touched <= chip["l2_bytes"] * chip.get("l2_usable_fraction", 0.8)
+    kv_hbm = np.where((order == 1) & ~fits, np.maximum(kv_once, n_m * kv_touched), kv_once)
+    return {
+        "macs_step": (2.0 * bm * bn * p.D).astype(np.float64),
+        # the two MMAs' instruction N: QKᵀ is BLOCK_M x BLOCK_N (N = BLOCK_N), PV is BLOCK_M x D (N = D)
+        "n_qk": bn.astype(np.float64),
+        "n_pv": np.full(n, float(p.D)),
+        "score_elems": (bm * bn).astype(np.float64),
+        "rows": bm.astype(np.float64),
+        "warpgroups": np.maximum(w / 4.0, 1.0),
+        "acc_elems": (bm * p.D).astype(np.float64),
+        "kv_bytes_step": (2.0 * bn * p.D * b).astype(np.float64),
+        "threads": threads.astype(np.float64),
+        "occupancy": occ.astype(np.float64),
+        "spill": np.maximum(regs - 255, 0).astype(np.float64),
+        "wgmma": _wgmma(c).astype(np.float64),
+        "stages": _i(c, "num_stages").astype(np.float64),
+        **{f"slot_programs_{k}": pairs[:, k, 0] for k in range(HULL)},
+        **{f"slot_steps_{k}": pairs[:, k, 1] for k in range(HULL)},
+        "total_steps": total_steps,
+        "programs": programs,
+        "flops": np.full(n, p.flops),
+        "compulsory": np.full(n, p.compulsory_bytes),
+        "io_bytes_program": (2.0 * bm * p.D * b).astype(np.float64),
+        "kv_hbm_bytes": kv_hbm.astype(np.float64),
+        "kv_once": np.full(n, kv_once),
+    }
+
+
+def _smax(terms, pw):
+    """Soft maximum (sum x^p)^(1/p): the pipes overlap, but not perfectly."""
+    big = np.maximum.reduce(terms)
+    big = np.maximum(big, 1e-30)
+    return big * np.sum([(t / big) ** pw for t in terms], axis=0) ** (1.0 / pw)
+
+
+def timing(g: dict, chip, e: dict[str, float]) -> dict[str, np.ndarray]:
+    """The estimate record from prepared columns and the constants (see the module docstring)."""
+    f = chip.clock_hz
+    sms = chip.cores
+    occ = g["occupancy"]
+    # the SM's rates, shared by its `occ` resident programs when all run
+    mma_rate = chip.macs_per_cycle("fp16") * e["fa_mma_efficiency"]
+    lanes_rate = 128.0  # 4 schedulers x 32 lanes per cycle
+    l2_per_sm = chip["l2_gbps"] * 1e9 * e["fa_l2_efficiency"] / f / sms  # bytes per cycle and SM
+    # each of the two MMAs (half the MACs) at the efficiency of its instruction N; mma.sync at its own share
+    width = 0.5 / (g["n_qk"] / (g["n_qk"] + e["fa_mma_n_half"])) + 0.5 / (
+        g["n_pv"] / (g["n_pv"] + e["fa_mma_n_half"])
+    )
+    sync_share = np.where(g["wgmma"] > 0, 1.0, e["fa_mma_sync_efficiency"] / e["fa_mma_efficiency"])
+    mma = g["macs_step"] * width / (mma_rate * sync_share)
+    alu = (
+        g["score_elems"] * e["fa_softmax_lanes"]
+        + g["acc_elems"] * e["fa_rescale_lanes"]
+        + g["rows"] * e["fa_row_lanes"]
+    ) / lanes_rate
+    # the K/V stream's bandwidth: L2 for the re-reads, HBM for the share that misses (time adds: harmonic mix)
+    kv_all = np.maximum(g["total_steps"] * g["kv_bytes_step"], 1.0)
+    miss = np.clip(g["kv_hbm_bytes"] / kv_all, 0.0, 1.0)
+    hbm_per_sm = chip["hbm_gbps"] * 1e9 * chip.get("hbm_efficiency", 0.92) / f / sms
+    load = g["kv_bytes_step"] * ((1.0 - miss) / l2_per_sm + miss / hbm_per_sm)
+    spill = e["fa_spill_cycles_per_reg"] * g["spill"]
+    wg = g["warpgroups"]
+    # one step of the SM's resident programs together (throughput: the tensor cores, the CUDA cores and the L2
+    # port overlap across programs), or one warpgroup's dependent chain: its share of the MMAs, then its softmax
+    # (the simple kernel does not overlap its own MMAs and softmax), the loop and barrier, the wait for its
+    # warpgroups to meet at the shared K/V stage, and the K/V latency the num_stages - 1 blocks in flight do not
+    # hide
+    shared = _smax([mma * occ, alu * occ, load * occ], e["fa_overlap_power"])
+    in_flight = np.maximum(g["stages"] - 1.0, 0.5)
+    chain = (
+        (mma + alu) / wg
+        + spill
+        + e["fa_step_cycles"]
+        + e["fa_sync_cycles"] * (wg - 1.0)
+        + e["fa_load_latency_cycles"] / in_flight
+    )
+    step = np.maximum(shared, chain)
+    program = e["fa_program_cycles"] + g["io_bytes_program"] / l2_per_sm
+    slots = np.stack([g[f"slot_programs_{k}"] * program + g[f"slot_steps_{k}"] * step for k in range(HULL)])
+    make = slots.max(axis=0)
+    launch = chip["launch_us"]
+    hbm_bytes = g["compulsory"] - g["kv_once"] + g["kv_hbm_bytes"] if "kv_once" in g else g["compulsory"]
+    hbm_s = hbm_bytes / (chip["hbm_gbps"] * 1e9 * chip.get("hbm_efficiency", 0.92))
+    time_us = np.maximum(make / f, hbm_s) * 1e6 + launch
+    per_sm_steps = g["total_steps"] / sms
+    pipes = {
+        "tensor": per_sm_steps * mma / f * 1e6,
+        "alu": per_sm_steps * alu / f * 1e6,
+        "issue": (per_sm_steps * (e["fa_step_cycles"] + spill) + g["programs"] / sms * e["fa_program_cycles"])
+        / f
+        * 1e6,
+        "smem": np.zeros_like(make),
+        "load": np.maximum(per_sm_steps * load / f, hbm_s) * 1e6,
+        "store": np.zeros_like(make),
+    }
+    busy = time_us - launch
+    mean = (g["programs"] * program + g["total_steps"] * step) / (sms * occ)
+    l2_bytes = g["total_steps"] * g["kv_bytes_step"] + g["programs"] * g["io_bytes_program"]
+    return {
+        "time_us": time_us,
+        "bound": classify_bound(pipes, busy),
+        **{f"{k}_us": v for k, v in pipes.items()},
+        "cores_used": np.minimum(g["programs"], sms).astype(np.int64),
+        "waves": np.ceil(g["programs"] / (sms * occ)).astype(np.int64),
+        "balance": np.clip(mean / np.maximum(make, 1e-30), 0.0, 1.0),
+        "l2_hit_rate": 1.0 - np.minimum(g["compulsory"], l2_bytes) / np.maximum(l2_bytes, 1.0),
+        "hbm_bytes": hbm_bytes,
+        "l2_bytes": l2_bytes,
+        "roofline_us": roofline_us(
+            g["flops"], g["compulsory"], chip.peak_tflops("fp16") * 1e12, chip["hbm_gbps"] * 1e9, launch
+        ),
+        "tiles": g["programs"].astype(np.int64),
+        "occupancy": occ.astype(np.int64),
+    }
+
+
+@register
+class FlashAttentionCuda(Operator):
+    OP = "flash_attention"
+    FAMILY = "cuda"
+    PROBLEM = FlashAttention
+    KNOBS = KNOBS
+    RULES = RULES
+    RULE_TEXT = RULE_TEXT
+    GRID_KNOBS = ("BLOCK_M", "BLOCK_N")
+    SAMPLE_ORDER = ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "ORDER")
+    CHECKLIST = {
+        "tensor": "tensor-core bound: larger blocks keep the MMAs fed; the softmax already overlaps",
+        "alu": "CUDA-core bound (the softmax): larger BLOCK_N amortises the row reductions; exp2 on the SFU",
+        "issue": "issue bound (per-step and per-program overhead): fewer, larger steps and programs",
+        "load": "memory bound: K and V re-read per query block; larger BLOCK_M re-reads them less",
+        "latency": "no unit saturated: more resident programs (fewer registers per thread) or more stages",
+    }
+    WHAT_IF = {
+        "ORDER": ("multi-core: launch the heaviest query blocks first (causal)", (0, 1)),
+        "num_stages": ("latency: K/V loads in flight", (1, 2, 3, 4)),
+    }
+    FITTABLE = FITTABLE
+    CONSTANTS = DEFAULTS
+    IMPLS = ("triton",)
+    TARGETS = {"triton": views.TRITON}
+    RUNNERS = ("triton",)
+
+    def check(self, p: FlashAttention, chip) -> None:
+        if p.dtype not in ("fp16", "bf16"):
+            raise ProblemError(f"dtype: the Triton flash-attention kernel runs fp16 or bf16, got {p.dtype!r}")
+        if p.D & (p.D - 1) or p.D < 16:
+            raise ProblemError(f"D: the Triton kernel needs a power of two >= 16 (tl.arange), got {p.D}")
+
+    def feasible(self, p: FlashAttention, chip, c: dict, rules=None) -> dict[str, np.ndarray]:
+        names = [r for r in (rules or RULES) if all(k in c for k in RULES[r])]
+        out = {}
+        for r in names:
+            if r == "pow2":
+                bm, bn = _i(c, "BLOCK_M"), _i(c, "BLOCK_N")
+                out[r] = (bm >= 16) & (bn >= 16) & ((bm & (bm - 1)) == 0) & ((bn & (bn - 1)) == 0)
+            elif r == "threads":
+                out[r] = 32 * _i(c, "num_warps") <= 1024
+            elif r == "smem":
+                out[r] = smem_bytes(p, c) <= chip["smem_bytes_per_block"]
+            elif r == "occupancy":
+                out[r] = occupancy(p, chip, c) >= 1
+            elif r == "rows":
+                out[r] = _i(c, "BLOCK_M") >= 4 * _i(c, "num_warps")
+        return out
+
+    def dominated(self, p: FlashAttention, chip, c: dict, domains: dict | None = None) -> np.ndarray:
+        """Without the causal mask every program has the same length, and with one query block per head both
+        grids launch the same order: there ORDER=heavy_first is dropped for natural (when natural is in the domain)."""
+        domains = domains or {}
+        out = super().dominated(p, chip, c, domains)
+        if "ORDER" in c and 0 in domains.get("ORDER", (0,)):
+            # one query block per head: both grids launch the same programs in the same order
+            moot = (
+                (not p.causal) | (ceil_div(p.S1, _i(c, "BLOCK_M")) == 1) if "BLOCK_M" in c else (not p.causal)
+            )
+            out = out | (moot & (_i(c, "ORDER") == 1))
+        return out
+
+    def estimate(self, p: FlashAttention, chip, c: dict) -> dict[str, np.ndarray]:
+        return timing(prepare(p, chip, c), chip, self.constants(chip))
+
+    def prepare(self, p: FlashAttention, chip, c: dict) -> dict[str, np.ndarray]:
+        return prepare(p, chip, c)
+
+    def timing(self, prepared: dict, chip, constants: dict[str, float]) -> dict[str, np.ndarray]:
+        return timing(prepared, chip, constants)
+
+    def advice(self, p: FlashAttention, chip, c: dict, est: dict, row: int) -> list[str]:
+        out = [
+            f"occupancy: {int(est['occupancy'][row])} program(s) per SM, {int(est['tiles'][row])} programs "
+            f"({int(est['waves'][row])} waves)"
+        ]
+        if p.causal:
+            out.append(
+                "causal: query blocks differ in length (the last see every key); ORDER=heavy_first launches them "
+                "first so the short ones fill the tail"
+            )
+        return out + super().advice(p, chip, c, est, row)
+
+    def warm_start(self, p: FlashAttention, chip) -> dict:
+        return dict(BLOCK_M=128, BLOCK_N=64, num_stages=3, num_warps=8, ORDER=1 if p.causal else 0)
+
+    def runner(self, name: str):
+        """`--measure triton`: time the tiling with triton_kernels.run (needs a GPU, torch and triton)."""
+        if name not in self.RUNNERS:
+            return super().runner(name)
+        from .triton_runner import measure_document
+
+        return measure_document
