@@ -80,18 +80,21 @@ def _i(c: dict, k: str) -> np.ndarray:
 
 
 def _wgmma(c: dict) -> np.ndarray:
-    """Hopper's warpgroup MMA when a warpgroup (4 warps) owns 64 query rows or more; else mma.sync."""
-    return (_i(c, "BLOCK_M") >= 64) & (_i(c, "num_warps") >= 4)
+    """Hopper's warpgroup MMA when every warpgroup (4 warps) owns 64 query rows (BLOCK_M >= 16*num_warps);
+    else mma.sync (BLOCK_M = 64 on 8 warps measures like mma.sync: 0.45-0.55 of the best, bench/data/h200_fa*)."""
+    w = _i(c, "num_warps")
+    return (w >= 4) & (_i(c, "BLOCK_M") >= 16 * w)
 
 
 def smem_bytes(p: FlashAttention, c: dict) -> np.ndarray:
-    """Shared memory of one program: K and V blocks per pipeline stage, plus the Q block wgmma reads from shared
-    memory; mma.sync keeps one stage fewer in shared memory (the last one in registers). Checked against the
-    compile failures of shared/data/h200_fa_cal.csv (D=128, BLOCK_N=128, 4 stages fail for BLOCK_M >= 64 only)."""
+    """Shared memory of one program: K and V blocks per pipeline stage, plus the Q block, when BLOCK_M >= 64 on 4
+    warps or more; smaller blocks keep one stage fewer in shared memory. An estimate that reproduces the compile
+    failures of shared/data/h200_fa_cal.csv (D=128, BLOCK_N=128, 4 stages fail for BLOCK_M >= 64 only)."""
     bm, bn, st = _i(c, "BLOCK_M"), _i(c, "BLOCK_N"), _i(c, "num_stages")
     b = p.in_bytes
     kv = 2 * bn * p.D * b
-    return np.where(_wgmma(c), st * kv + bm * p.D * b, np.maximum(st - 1, 1) * kv)
+    staged = (bm >= 64) & (_i(c, "num_warps") >= 4)  # Q staged in shared memory with every K/V stage
+    return np.where(staged, st * kv + bm * p.D * b, np.maximum(st - 1, 1) * kv)
 
 
 def registers(p: FlashAttention, c: dict) -> np.ndarray:
