@@ -44,6 +44,9 @@ class Measured:
     seconds: np.ndarray  # measured time per row
     prepared: dict  # Operator.prepare() columns, all rows
     table: pd.DataFrame  # the rows used (input columns + `row`)
+    # measured busy time per pipe (seconds, NaN where not measured): a profiler's pipe columns (`<pipe>_us`, msprof's
+    # aic_mte2_time(us) ... once tiler.msprof has read them), each fitted against the model's pipe of that name
+    pipes: dict = field(default_factory=dict)
 
     def take(self, keep_shapes) -> Measured:
         idx = [self.shapes.index(s) for s in keep_shapes]
@@ -57,6 +60,7 @@ class Measured:
             self.seconds[m],
             {k: v[m] for k, v in self.prepared.items()},
             self.table[m].reset_index(drop=True),
+            {k: v[m] for k, v in self.pipes.items()},
         )
 
 
@@ -90,7 +94,24 @@ class CalibrationResult:
                 f"{s['cv_spearman_before']:.3f} -> {s['cv_spearman']:.3f}; top-1 geomean {s['cv_top1_before']:.3f} -> "
                 f"{s['cv_top1_geomean']:.3f} (min {s['cv_top1_min']:.3f}); best-of-top-4 {s['cv_top4_geomean']:.3f}"
             )
-        lines += [f"  {k} = {v:.4g} (was {self.start[k]:.4g})" for k, v in self.values.items()]
+        per_pipe = [
+            k[len("cv_pipe_") : -len("_after")]
+            for k in s
+            if k.startswith("cv_pipe_") and k.endswith("_after")
+        ]
+        if per_pipe:
+            lines.append(
+                "  held-out median |log ratio| per pipe (uncalibrated -> calibrated): "
+                + ", ".join(
+                    f"{pp} {s[f'cv_pipe_{pp}_before']:.3f} -> {s[f'cv_pipe_{pp}_after']:.3f}"
+                    for pp in per_pipe
+                )
+            )
+        moved = [k for k, v in self.values.items() if abs(np.log(v / self.start[k])) > 0.01]
+        lines += [
+            f"  {k} = {v:.4g} (was {self.start[k]:.4g}){' moved' if k in moved else ''}"
+            for k, v in self.values.items()
+        ]
         lines += [f"  {t}" for t in self.choices]
         return "\n".join(lines)
 
@@ -127,7 +148,11 @@ def load_measurements(chip: Chip, op: str, df: pd.DataFrame) -> Measured:
     base = df.copy()
     if "impl" in base.columns and model.IMPLS:
         base = base[base["impl"].astype(str).str.strip().str.lower().isin(model.IMPLS)]
+    from .model.common import pipes as family_pipes
+
+    pipe_cols = {pp: f"{pp}_us" for pp in family_pipes(chip.family) if f"{pp}_us" in df.columns}
     shapes, problems, cand_list, shape_of, secs, parts, rows = [], [], [], [], [], [], []
+    pipe_secs: dict[str, list] = {pp: [] for pp in pipe_cols}
     for vals, _ in base.groupby(keys, sort=True, dropna=False):
         fields = dict(zip(keys, vals if isinstance(vals, tuple) else (vals,), strict=True))
         p = parse_problem(
@@ -155,6 +180,9 @@ def load_measurements(chip: Chip, op: str, df: pd.DataFrame) -> Measured:
         secs.append(t[ok])
         parts.append(model.prepare(p, chip, kept))
         rows.append(sel[ok])
+        for pp, col in pipe_cols.items():
+            vals = pd.to_numeric(sel[col], errors="coerce").to_numpy()[ok] * 1e-6
+            pipe_secs[pp].append(np.where(vals > 0, vals, np.nan))
     if not shapes:
         raise TilerError(f"measurements: no feasible rows of {', '.join(model.IMPLS) or 'the kernel'} to fit")
     return Measured(
@@ -165,11 +193,29 @@ def load_measurements(chip: Chip, op: str, df: pd.DataFrame) -> Measured:
         np.concatenate(secs),
         {k: np.concatenate([p_[k] for p_ in parts]) for k in parts[0]},
         pd.concat(rows, ignore_index=True),
+        {pp: np.concatenate(v) for pp, v in pipe_secs.items() if np.isfinite(np.concatenate(v)).any()},
     )
 
 
 def _predict(model: Operator, chip, data: Measured, e: dict) -> np.ndarray:
     return model.timing(data.prepared, chip, e)["time_us"] * 1e-6
+
+
+def _predict_all(model: Operator, chip, data: Measured, e: dict) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """Predicted total time and the measured pipes' predicted busy times (seconds)."""
+    rec = model.timing(data.prepared, chip, e)
+    return rec["time_us"] * 1e-6, {pp: rec[f"{pp}_us"] * 1e-6 for pp in data.pipes}
+
+
+def pipe_errors(model: Operator, chip, data: Measured, e: dict) -> dict[str, float]:
+    """Median |log(predicted / measured)| of the total time and of every measured pipe."""
+    total, pipes = _predict_all(model, chip, data, e)
+    out = {"total": float(np.median(np.abs(np.log(total / data.seconds))))}
+    for pp, pred in pipes.items():
+        ok = np.isfinite(data.pipes[pp]) & (pred > 0)
+        if ok.any():
+            out[pp] = float(np.median(np.abs(np.log(pred[ok] / data.pipes[pp][ok]))))
+    return out
 
 
 def _fit(model: Operator, chip, data: Measured, start: dict, names: list[str], iters: int = 40) -> dict:
@@ -183,13 +229,25 @@ def _fit(model: Operator, chip, data: Measured, start: dict, names: list[str], i
     best = np.array([data.seconds[data.shape_of == i].min() for i in range(len(data.shapes))])[data.shape_of]
     near = np.sqrt(1.0 / (1.0 + (np.log(data.seconds / best) / NEAR_BEST) ** 2))
 
+    # each measured pipe adds a residual per row where it was measured (and the model has that pipe busy)
+    pipe_y = {pp: np.log(v) for pp, v in data.pipes.items()}
+    pipe_ok = {pp: np.isfinite(v) for pp, v in pipe_y.items()}
+
     def resid(uu):
         e = dict(start, **{k: float(np.exp(v)) for k, v in zip(names, uu, strict=True)})
-        return np.log(_predict(model, chip, data, e)) - y
+        if not pipe_y:
+            return np.log(_predict(model, chip, data, e)) - y
+        total, pipes = _predict_all(model, chip, data, e)
+        parts = [np.log(total) - y]
+        for pp, yy in pipe_y.items():
+            ok = pipe_ok[pp]
+            parts.append(np.where(ok, np.log(np.maximum(pipes[pp], 1e-15)) - np.where(ok, yy, 0.0), 0.0))
+        return np.concatenate(parts)
 
     def weights(r):
         return near / np.sqrt(np.sqrt(1.0 + (r / SOFT_L1) ** 2))  # sqrt of the soft-L1 IRLS weight
 
+    near = np.tile(near, 1 + len(pipe_y))
     r = resid(u)
     w = weights(r)
     cost = float(np.sum((w * r) ** 2))
@@ -290,12 +348,17 @@ def calibrate(
         data = data.take(fit_shapes)
     start = model.constants(chip)
     rows = []
+    pipe_folds: list[
+        tuple[dict, dict]
+    ] = []  # per fold: held-out median |log ratio| per pipe, before and after
     if folds and folds > 1 and len(data.shapes) >= 2:
         for j, held in enumerate(_folds(data.shapes, folds, seed)):
             train = data.take([s for s in data.shapes if s not in held])
             test = data.take(held)
             e = _fit(model, chip, train, start, names)
             before, after = _predict(model, chip, test, start), _predict(model, chip, test, e)
+            if test.pipes:
+                pipe_folds.append((pipe_errors(model, chip, test, start), pipe_errors(model, chip, test, e)))
             for i, s in enumerate(test.shapes):
                 m = test.shape_of == i
                 q = shape_quality(after[m], test.seconds[m])
@@ -336,6 +399,13 @@ def calibrate(
             "cv_top1_before": float(np.exp(np.log(fold_df.top1_before).mean())),
             "cv_top4_geomean": float(np.exp(np.log(fold_df.top4).mean())),
         }
+        for name_ in sorted({k for _, after_ in pipe_folds for k in after_}):
+            metrics[f"cv_pipe_{name_}_before"] = float(
+                np.median([b[name_] for b, a in pipe_folds if name_ in a])
+            )
+            metrics[f"cv_pipe_{name_}_after"] = float(
+                np.median([a[name_] for b, a in pipe_folds if name_ in a])
+            )
     choice_source = f"chosen by tiler calibrate: the value measured fastest {basis}"
     fitted_chip = chip.with_values(values, tag="fitted", source=source).with_values(
         {c.key: c.value for c in choices}, tag="fitted", source=choice_source
@@ -360,26 +430,32 @@ _SECTION = re.compile(r"^\[([^\]]+)\]\s*$")
 
 def write_profile(result: CalibrationResult, path: str | Path) -> Path:
     """Write the calibrated profile. An existing profile of the same chip keeps its text (comments, order): only
-    its [efficiency] section is rewritten; otherwise the whole profile is written from the schema."""
+    the sections holding a fitted value ([efficiency], and [bandwidth] or [overhead] when an Ascend fit moved a
+    rate there) are rewritten; otherwise the whole profile is written from the schema."""
+    from .hardware import _section_of
+
     path = Path(path)
     chip = result.chip
     if path.is_file():
         text = path.read_text()
         if re.search(rf'^id\s*=\s*"{re.escape(chip.id)}"', text, re.MULTILINE):
-            path.write_text(replace_section(text, "efficiency", efficiency_lines(chip)))
+            sections = {"efficiency"} | {_section_of(chip, k) for k in result.values}
+            for section in sorted(sections):
+                text = replace_section(text, section, efficiency_lines(chip, section))
+            path.write_text(text)
             return path
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(dump_profile(chip))
     return path
 
 
-def efficiency_lines(chip: Chip) -> list[str]:
-    """The [efficiency] entries of a profile, one TOML line each."""
+def efficiency_lines(chip: Chip, section: str = "efficiency") -> list[str]:
+    """The entries of one section of a profile ([efficiency] by default), one TOML line each."""
     from .hardware import _section_of
 
     out = []
     for key in chip.values:
-        if _section_of(chip, key) != "efficiency":
+        if _section_of(chip, key) != section:
             continue
         v = chip.values[key]
         src = chip.sources.get(key, "").replace('"', "'")

@@ -198,6 +198,13 @@ def _common(f):
     "operator's targets; matmul: catlass, ascendc on Ascend, triton on CUDA); any: the whole space.",
 )
 @click.option(
+    "--manifest",
+    "manifest_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Append the best tiling to this manifest (its launch name, problem, tiling) for tiler calibrate on msprof.",
+)
+@click.option(
     "--emit",
     default=None,
     help="Print the best tiling as code for this target instead of the report (catlass: C++ aliases; ascendc: "
@@ -224,6 +231,7 @@ def search(
     warm_start,
     guided,
     target,
+    manifest_path,
     emit,
 ):
     """Find the best tiling for one problem on one chip."""
@@ -268,6 +276,12 @@ def search(
     if export_path:
         write_json(doc, export_path)
         click.echo(f"wrote {export_path}", err=True)
+    if manifest_path:
+        from .msprof import append_manifest, manifest_row
+
+        line = manifest_row(problem.OP, chip.id, problem, {k: doc["tiling"][k] for k in space.knobs})
+        append_manifest(manifest_path, line)
+        click.echo(f"manifest {manifest_path}: launch this tiling as {line['op_name']}", err=True)
     if emit is not None:
         for note in res.notes:
             click.echo(note, err=True)
@@ -415,20 +429,39 @@ def rank(obj, op, chip_id, shape, dtype, candidates, fmt, target):
 @click.option(
     "--note", default="", help="Appended to the source of every fitted value (e.g. what was held out)."
 )
+@click.option(
+    "--manifest",
+    type=click.Path(dir_okay=False, exists=True),
+    default=None,
+    help="With an msprof op_summary: the manifest of exported tilings (tiler search --manifest) to match Op Name.",
+)
 @click.pass_obj
-def calibrate(obj, chip_id, op, measurements, out_path, folds, seed, fit_shapes, note):
-    """Fit the profile's efficiency constants to measured latencies; report held-out error and ranking."""
+def calibrate(obj, chip_id, op, measurements, out_path, folds, seed, fit_shapes, note, manifest):
+    """Fit the profile's constants to measured latencies (tiler's table, or an msprof op_summary whose pipe columns
+    are fitted per pipe); report held-out error per pipe and ranking."""
     import pandas as pd
 
+    from . import msprof
     from .calibrate import calibrate as fit
     from .calibrate import write_profile
 
     chip = _chip(chip_id, obj["hardware_dir"])
     shapes = [s.strip() for s in fit_shapes.split(";") if s.strip()] if fit_shapes else None
-    try:
-        data = pd.read_csv(measurements)
-    except (OSError, ValueError) as exc:
-        raise TilerError(f"--measurements: cannot read {measurements}: {exc}") from None
+    raw = msprof.read_table(measurements)
+    if msprof.is_op_summary(raw):
+        got = msprof.ingest(raw, op, msprof.read_manifest(manifest) if manifest else None)
+        if got.unmatched:
+            click.echo(got.report(), err=True)
+        data = got.table
+    elif manifest:
+        raise TilerError(
+            "--manifest: only an msprof op_summary (with 'Op Name', 'Task Duration(us)') uses it"
+        )
+    else:
+        try:
+            data = pd.read_csv(measurements)
+        except (OSError, ValueError) as exc:
+            raise TilerError(f"--measurements: cannot read {measurements}: {exc}") from None
     result = fit(
         chip,
         op,

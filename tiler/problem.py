@@ -78,6 +78,12 @@ class Problem:
         text += "".join(f"_{k}{shape[k]}" for k, d in self.OPTIONAL.items() if shape[k] != d)
         return text + ("" if self.dtype == "fp16" else f":{self.dtype}")  # type: ignore[attr-defined]
 
+    @classmethod
+    def from_profiler(cls, shapes: str, dtypes: str, formats: str = "") -> tuple[dict, str] | None:
+        """(fields, dtype) of the problem a profiler row's `Input Shapes` ("M,K;K,N"), `Input Data Types` and
+        `Input Formats` describe, or None when they are not this operator's (tiler.msprof). Default: None."""
+        return None
+
     def validate(self) -> None:
         """Cross-field checks after each field passed its own (a kernel larger than the padded input, ...);
         raise ProblemError naming the fields. Default: none."""

@@ -467,6 +467,33 @@ def _per_core(cost: dict, ui: np.ndarray, gi: np.ndarray, work: list, cols: np.n
     return out
 
 
+# Calibration: each constant with the pipe whose msprof column pins it, and a box of physical values.
+FITTABLE = {
+    "mac_efficiency": (0.2, 1.0),  # mac: share of the cube's peak the MMADs reach
+    "gm_to_l1_bytes_per_cycle": (8.0, 512.0),  # mte2: one core's GM->L1 port
+    "hbm_efficiency": (0.2, 1.0),  # mte2: share of the datasheet HBM bandwidth
+    "l2_efficiency": (0.2, 3.0),  # mte2: share of the profile's L2 bandwidth
+    "l1_to_l0a_bytes_per_cycle": (16.0, 2048.0),  # mte1
+    "l1_to_l0b_bytes_per_cycle": (16.0, 2048.0),  # mte1
+    "fixpipe_bytes_per_cycle": (8.0, 1024.0),  # fixpipe
+    "scalar_cycles_per_instr": (0.1, 100.0),  # scalar
+    "head_base_us": (0.05, 100.0),  # total time: the launch head
+    "head_per_core_us": (0.001, 5.0),
+}
+# Used only where a profile lacks the key (every shipped Ascend profile has them all).
+CONSTANTS = {
+    "mac_efficiency": 0.95,
+    "gm_to_l1_bytes_per_cycle": 110.0,
+    "hbm_efficiency": 0.85,
+    "l2_efficiency": 0.8,
+    "l1_to_l0a_bytes_per_cycle": 512.0,
+    "l1_to_l0b_bytes_per_cycle": 256.0,
+    "fixpipe_bytes_per_cycle": 128.0,
+    "scalar_cycles_per_instr": 16.0,
+    "head_base_us": 1.0,
+    "head_per_core_us": 0.35,
+}
+
 # The CATLASS default for Atlas A2 (examples/00_basic_matmul): 128x256x64 L0 block, L1 K 256, ping-pong, swizzle 3;
 # the known-good tiling the Bayesian search may try first (--warm-start).
 WARM_START = dict(
@@ -542,6 +569,34 @@ class MatmulAscend(Operator):
         "split_k": ("multi-core: split K across cores", (1, 2, 4, 8, 16)),
     }
     TARGETS = {"catlass": views.CATLASS, "ascendc": views.ASCENDC}
+    # calibration (`tiler calibrate --chip ascend910b3 --op matmul --measurements op_summary.csv`): the profile's
+    # rates each pipe reads, with boxes of physical values; each msprof pipe column constrains its own
+    FITTABLE = FITTABLE
+    CONSTANTS = CONSTANTS
+
+    def prepare(self, p: Matmul, chip, c: dict) -> dict[str, np.ndarray]:
+        """The model is re-run whole per fit step (it is fast on a few hundred rows): keep the knob columns and
+        the problem of every row."""
+        n = len(next(iter(c.values())))
+        return {**{k: np.asarray(v) for k, v in c.items()}, "problem": np.array([p] * n, dtype=object)}
+
+    def timing(self, prepared: dict, chip, constants: dict[str, float]) -> dict[str, np.ndarray]:
+        """The estimate record of prepared rows of any number of problems, with the constants replaced."""
+        tuned = chip.with_values(constants)
+        problems = prepared["problem"]
+        out: dict[str, np.ndarray] = {}
+        groups: dict = {}
+        for i, p in enumerate(problems):
+            groups.setdefault(p, []).append(i)
+        n = len(problems)
+        for p, rows in groups.items():
+            idx = np.asarray(rows)
+            est = self.estimate(p, tuned, {k: prepared[k][idx] for k in KNOBS})
+            for k, v in est.items():
+                if k not in out:
+                    out[k] = np.empty(n, dtype=np.asarray(v).dtype if k != "bound" else object)
+                out[k][idx] = v
+        return out
 
     def warm_start(self, p: Matmul, chip) -> dict:
         """CATLASS's default, its swizzle direction along the longer output side."""

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -57,6 +58,39 @@ class Matmul(Problem):
 
     def memory_layout(self) -> str:
         return self.layout
+
+    @classmethod
+    def from_profiler(cls, shapes: str, dtypes: str, formats: str = "") -> tuple[dict, str] | None:
+        """msprof's `Input Shapes` of a MatMul / BatchMatMul: "M,K;K,N" (A then B, leading dims the batch).
+        B stored N x K (its last dimension is K) reads as layout nt; A stored K x M as tn; a FRACTAL_NZ B as
+        b_format nz. None when the shapes are not two matrices with a common K."""
+        dims = [[int(x) for x in part.split(",") if x.strip()] for part in shapes.split(";") if part.strip()]
+        if len(dims) < 2 or len(dims[0]) < 2 or len(dims[1]) < 2:
+            return None
+        a, b = dims[0], dims[1]
+        batch = math.prod(a[:-2]) if len(a) > 2 else 1
+        for ta, tb in (("n", "n"), ("n", "t"), ("t", "n"), ("t", "t")):
+            M, K = (a[-2], a[-1]) if ta == "n" else (a[-1], a[-2])
+            Kb, N = (b[-2], b[-1]) if tb == "n" else (b[-1], b[-2])
+            if K == Kb:
+                break
+        else:
+            return None
+        kinds = [t.strip().upper().removeprefix("DT_") for t in dtypes.split(";") if t.strip()]
+        dtype = {
+            "FLOAT16": "fp16",
+            "BF16": "bf16",
+            "BFLOAT16": "bf16",
+            "FLOAT": "fp32",
+            "FLOAT32": "fp32",
+            "INT8": "int8",
+        }.get(kinds[0] if kinds else "FLOAT16")
+        if dtype is None:
+            return None
+        fmts = [f.strip().upper() for f in formats.split(";")]
+        nz = len(fmts) > 1 and "NZ" in fmts[1]
+        fields = {"M": M, "N": N, "K": K, "batch": batch, "layout": ta + tb, "b_format": "nz" if nz else "nd"}
+        return fields, dtype
 
     @property
     def flops(self) -> float:
