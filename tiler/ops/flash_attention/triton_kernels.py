@@ -123,13 +123,19 @@ def check_config(config: dict) -> dict:
 
 def attention(q, k, v, config: dict, causal: bool, out=None):
     """O = softmax(Q Kᵀ / sqrt(D)) V with one tiling; q [B, heads, S1, D], k and v [B, kv_heads, S2, D]."""
+    o = out if out is not None else q.new_empty(q.shape)
+    attention_kernel(q, k, v, config, causal, o)
+    return o
+
+
+def attention_kernel(q, k, v, config: dict, causal: bool, o):
+    """Launch one tiling into `o`; returns the compiled kernel (its n_regs, n_spills, metadata.shared)."""
     cfg = check_config(config)
     B, heads, S1, D = q.shape
     kv_heads, S2 = k.shape[1], k.shape[2]
-    o = out if out is not None else q.new_empty(q.shape)
     n_blocks = triton.cdiv(S1, cfg["BLOCK_M"])
     grid = (n_blocks, B * heads) if cfg["ORDER"] == 0 else (B * heads, n_blocks)
-    fa_forward[grid](
+    return fa_forward[grid](
         q,
         k,
         v,
@@ -152,7 +158,6 @@ def attention(q, k, v, config: dict, causal: bool, out=None):
         num_warps=cfg["num_warps"],
         num_stages=cfg["num_stages"],
     )
-    return o
 
 
 def reference(q, k, v, causal: bool):
