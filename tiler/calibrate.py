@@ -25,10 +25,11 @@ from .errors import TilerError
 from .hardware import Chip, dump_profile
 from .operator import Operator, get_operator, problem_class
 from .problem import Problem, parse_problem
-from .rank import parse_knobs, select_rows
+from .rank import numeric, parse_knobs, select_rows
 from .space import load_space
 
 TIME_COLUMNS = {"ms": 1e-3, "time_ms": 1e-3, "us": 1e-6, "time_us": 1e-6, "s": 1.0}
+TIME_MAX_S = 3600.0  # the longest measured time a row may give (one kernel launch: an hour is far beyond any)
 SOFT_L1 = 0.25  # |log ratio| above which a row's weight starts to fall (robust fit; a 28% miss)
 NEAR_BEST = 0.5  # log(measured / shape's best) at which a row's weight has fallen to 1/2
 
@@ -165,11 +166,14 @@ def load_measurements(chip: Chip, op: str, df: pd.DataFrame) -> Measured:
         cands, ok, _ = parse_knobs(sel, space)
         for m in model.feasible(p, chip, cands).values():
             ok &= m
-        t = pd.to_numeric(sel[tcol], errors="coerce").to_numpy() * scale
-        bad = ~np.isfinite(t) | (t <= 0)
+        t = numeric(sel[tcol]) * scale
+        bad = ~np.isfinite(t) | (t <= 0) | (t > TIME_MAX_S)
         if (bad & ok).any():
             r = int(sel["row"].to_numpy()[np.nonzero(bad & ok)[0][0]])
-            raise TilerError(f"measurements: row {r}: column {tcol!r} must be a positive number")
+            raise TilerError(
+                f"measurements: row {r}: column {tcol!r} must be a positive number of at most "
+                f"{TIME_MAX_S / scale:g} (one hour)"
+            )
         if not ok.any():
             continue
         kept = {k: v[ok] for k, v in cands.items()}
@@ -181,8 +185,9 @@ def load_measurements(chip: Chip, op: str, df: pd.DataFrame) -> Measured:
         parts.append(model.prepare(p, chip, kept))
         rows.append(sel[ok])
         for pp, col in pipe_cols.items():
-            vals = pd.to_numeric(sel[col], errors="coerce").to_numpy()[ok] * 1e-6
-            pipe_secs[pp].append(np.where(vals > 0, vals, np.nan))
+            vals = numeric(sel[col])[ok] * 1e-6
+            measured = (vals > 0) & (vals <= TIME_MAX_S)  # 0, inf, > an hour: not a measurement
+            pipe_secs[pp].append(np.where(measured, vals, np.nan))
     if not shapes:
         raise TilerError(f"measurements: no feasible rows of {', '.join(model.IMPLS) or 'the kernel'} to fit")
     return Measured(
@@ -433,19 +438,23 @@ def write_profile(result: CalibrationResult, path: str | Path) -> Path:
     the sections holding a fitted value ([efficiency], and [bandwidth] or [overhead] when an Ascend fit moved a
     rate there) are rewritten; otherwise the whole profile is written from the schema."""
     from .hardware import _section_of
+    from .io import check_writable, write_text
 
+    check_writable(path, "out")  # a folder or a trailing '/': refused before reading anything
     path = Path(path)
     chip = result.chip
     if path.is_file():
-        text = path.read_text()
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise TilerError(f"out: {path}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
         if re.search(rf'^id\s*=\s*"{re.escape(chip.id)}"', text, re.MULTILINE):
             sections = {"efficiency"} | {_section_of(chip, k) for k in result.values}
             for section in sorted(sections):
                 text = replace_section(text, section, efficiency_lines(chip, section))
-            path.write_text(text)
+            write_text(path, text, "out")
             return path
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(dump_profile(chip))
+    write_text(path, dump_profile(chip), "out")  # atomic; missing folders are created (tiler.io)
     return path
 
 

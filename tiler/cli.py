@@ -6,6 +6,7 @@ error (a bug: the traceback is kept). Program output (JSON/CSV) goes to stdout; 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -37,16 +38,27 @@ def _setup(op, chip_id, shape, dtype, hardware_dir, fix=(), target="any"):
 
 def _load_tiling(text: str) -> dict:
     """--tiling: inline JSON, or a path to a JSON file (a bare tiling dict or an exported document)."""
-    src = text
-    path = Path(text)
-    if not text.lstrip().startswith("{") and path.is_file():
-        src = path.read_text()
+    from .space import read_text_file
+
+    src, what = text, "not valid JSON ({}) and not a file"
+    if not text.lstrip().startswith("{"):
+        try:
+            is_path = Path(text).exists() or Path(text).is_symlink()
+        except (OSError, ValueError):  # a name too long, a NUL byte: not a path
+            is_path = False
+        if is_path:  # a file: read as UTF-8 text; a folder, a dangling link, binary: one line naming it
+            try:
+                src, what = read_text_file(text, "the tiling"), f"{text}: not valid JSON ({{}})"
+            except TilerError as exc:
+                raise TilerError(f"--tiling: {exc}") from None
     try:
         doc = json.loads(src)
     except json.JSONDecodeError as exc:
-        raise TilerError(
-            f"--tiling: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}) and not a file"
-        ) from None
+        where = f"{exc.msg} at line {exc.lineno} column {exc.colno}"
+        raise TilerError("--tiling: " + what.format(where)) from None
+    except (RecursionError, ValueError) as exc:  # nested 100k deep; an integer of more than 4300 digits
+        why = "nested too deep" if isinstance(exc, RecursionError) else str(exc).split(";")[0]
+        raise TilerError("--tiling: " + what.format(why)) from None
     if not isinstance(doc, dict):
         raise TilerError("--tiling: must be a JSON object of knob -> value")
     if isinstance(doc.get("tiling"), dict):  # an exported tiler.tiling/v1 document
@@ -179,7 +191,10 @@ def _common(f):
 @click.option("--fix", multiple=True, help="Pin a knob: --fix KNOB=VALUE (repeatable).")
 @click.option("--top", type=int, default=5, show_default=True, help="How many of the best tilings to show.")
 @click.option(
-    "--export", "export_path", type=click.Path(dir_okay=False), help="Write the tiler.tiling/v1 JSON here."
+    "--export",
+    "export_path",
+    type=click.Path(dir_okay=False, allow_dash=True),
+    help="Write the tiler.tiling/v1 JSON here (folders are created); '-': to stdout, the report then to stderr.",
 )
 @click.option("--format", "fmt", type=FORMATS, default="table")
 @click.option("--storage", default=None, help="Optuna storage URL (tpe/random).")
@@ -236,9 +251,15 @@ def search(
 ):
     """Find the best tiling for one problem on one chip."""
     from .advice import advice
-    from .export import emit_code, tiling_document, write_json
+    from .export import dump_json, emit_code, tiling_document, write_json
+    from .io import check_writable
     from .search import search as run_search
     from .space import take
+
+    if export_path and export_path != "-":  # a path that cannot take the file is refused before the search
+        check_writable(export_path, "--export")
+    if manifest_path:
+        check_writable(manifest_path, "--manifest")
 
     if emit is not None and target == "any":
         target = emit  # --emit X searches what X can express
@@ -247,6 +268,10 @@ def search(
     chip, problem, space = _setup(op, chip_id, shape, dtype, obj["hardware_dir"], fix, target)
     if top < 1:
         raise TilerError(f"--top: must be >= 1, got {top}")
+    from .search.bayes import check_seed, check_timeout
+
+    check_timeout(measure_timeout)  # 0, nan, inf: refused (not dropped as falsy, nor crashing later)
+    check_seed(seed)
     kw = {
         k: v
         for k, v in dict(
@@ -257,7 +282,7 @@ def search(
             warm_start=warm_start,
             guided=guided,
         ).items()
-        if v
+        if v or k == "measure_timeout"
     }
     res = run_search(problem, chip, space, strategy=strategy, top=top, seed=seed, trials=trials, **kw)
     info = {
@@ -273,8 +298,11 @@ def search(
     doc = tiling_document(
         problem, chip, res.tiling(0), res.row(0), info, target, take(res.cands, slice(0, 1))
     )
-    if export_path:
-        write_json(doc, export_path)
+    if export_path == "-":  # stdout carries the document alone: everything else goes to stderr
+        click.echo(dump_json(doc), nl=False)
+        click.get_current_context().with_resource(contextlib.redirect_stdout(sys.stderr))
+    elif export_path:
+        write_json(doc, export_path, "--export")
         click.echo(f"wrote {export_path}", err=True)
     if manifest_path:
         from .msprof import append_manifest, manifest_row
@@ -394,15 +422,10 @@ def explain(obj, op, chip_id, shape, dtype, tiling, fmt, target):
 @click.pass_obj
 def rank(obj, op, chip_id, shape, dtype, candidates, fmt, target):
     """Score a CSV of tilings for one problem: adds predicted_us and rank; infeasible rows are reported."""
-    import pandas as pd
-
-    from .rank import rank_candidates
+    from .rank import rank_candidates, read_candidates
 
     chip, problem, space = _setup(op, chip_id, shape, dtype, obj["hardware_dir"], target=target)
-    try:
-        df = pd.read_csv(candidates)
-    except (OSError, ValueError) as exc:
-        raise TilerError(f"--candidates: cannot read {candidates}: {exc}") from None
+    df = read_candidates(candidates, "--candidates")
     ranked, rejected = rank_candidates(problem, chip, df, space)
     for _, r in rejected.iterrows():
         click.echo(f"row {r.get('row', '?')}: infeasible: {r.get('reason', '')}", err=True)
@@ -439,12 +462,18 @@ def rank(obj, op, chip_id, shape, dtype, candidates, fmt, target):
 def calibrate(obj, chip_id, op, measurements, out_path, folds, seed, fit_shapes, note, manifest):
     """Fit the profile's constants to measured latencies (tiler's table, or an msprof op_summary whose pipe columns
     are fitted per pipe); report held-out error per pipe and ranking."""
-    import pandas as pd
-
     from . import msprof
     from .calibrate import calibrate as fit
     from .calibrate import write_profile
+    from .io import check_writable
 
+    check_writable(out_path, "--out")  # refused before the fit
+    from .search import SEED_MAX
+
+    if not 0 <= folds <= 1000:  # k-fold by shape: 0 or 1 is none; more folds than shapes is one per shape
+        raise TilerError(f"--folds: must be an integer in 0..1000, got {folds}")
+    if not 0 <= seed <= SEED_MAX:
+        raise TilerError(f"--seed: must be an integer in 0..{SEED_MAX}, got {seed}")
     chip = _chip(chip_id, obj["hardware_dir"])
     shapes = [s.strip() for s in fit_shapes.split(";") if s.strip()] if fit_shapes else None
     raw = msprof.read_table(measurements)
@@ -458,10 +487,9 @@ def calibrate(obj, chip_id, op, measurements, out_path, folds, seed, fit_shapes,
             "--manifest: only an msprof op_summary (with 'Op Name', 'Task Duration(us)') uses it"
         )
     else:
-        try:
-            data = pd.read_csv(measurements)
-        except (OSError, ValueError) as exc:
-            raise TilerError(f"--measurements: cannot read {measurements}: {exc}") from None
+        from .rank import read_candidates
+
+        data = read_candidates(measurements, "--measurements")
     result = fit(
         chip,
         op,
@@ -487,20 +515,19 @@ def check(obj, files, target):
     Exit 0: every view passes; 1: a view breaks a rule (each printed as FILE: WHERE: RULE); 2: a file is not a
     tiler document, or names an unknown chip, operator or target."""
     from .check import check_document
+    from .space import read_text_file
 
     failed = False
     for name in files:
-        try:
-            text = Path(name).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise TilerError(f"{name}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+        text = read_text_file(name, "file")  # PATH: cannot read file: WHY (binary, UTF-16, a folder, ...)
         try:
             doc = json.loads(text)
-        except (json.JSONDecodeError, RecursionError) as exc:
+        except (RecursionError, ValueError) as exc:  # JSONDecodeError; too deep; an int of > 4300 digits
             where = (
                 f" at line {exc.lineno} column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else ""
             )
-            raise TilerError(f"{name}: not JSON{where}") from None
+            why = " (nested too deep)" if isinstance(exc, RecursionError) else ""
+            raise TilerError(f"{name}: not JSON{where}{why}") from None
         try:
             checked, findings = check_document(doc, obj["hardware_dir"], target)
         except TilerError as exc:
@@ -523,6 +550,16 @@ def _register_sweep() -> None:
 _register_sweep()
 
 
+def _version_everywhere() -> None:
+    """`--version` on every subcommand too (`tiler search --version`), not only on the group."""
+    for command in cli.commands.values():
+        if not any(p.name == "version" for p in command.params):
+            click.version_option(package_name="tiler")(command)
+
+
+_version_everywhere()
+
+
 def _as_flag(message: str, args: list[str]) -> str:
     """Library errors name their parameter (`trials: ...`); on the command line that is a flag (`--trials: ...`).
     Only the options of the command that ran are renamed; problem fields and other names stay as they are."""
@@ -532,7 +569,8 @@ def _as_flag(message: str, args: list[str]) -> str:
     if command is None or not sep:
         return message
     for param in cli.commands[command].params:
-        if isinstance(param, click.Option) and param.name == word and param.opts[0].startswith("--"):
+        named = param.name == word or f"--{word}" in param.opts  # `export:` for --export (export_path)
+        if isinstance(param, click.Option) and named and param.opts[0].startswith("--"):
             return param.opts[0] + head[len(word) :] + sep + rest
     return message
 

@@ -167,6 +167,14 @@ def emit_code(doc: dict, target: str) -> str:
     return emit(doc["targets"][target], doc)
 
 
-def write_json(doc: dict, path: str | Path) -> None:
+def dump_json(doc: dict) -> str:
+    """The document as the text `write_json` writes (validated first)."""
     validate(doc)
-    Path(path).write_text(json.dumps(doc, indent=2) + "\n")
+    return json.dumps(doc, indent=2) + "\n"
+
+
+def write_json(doc: dict, path: str | Path, what: str = "export") -> None:
+    """Validate and write atomically (tiler.io.write_text); `what` names the parameter in an error."""
+    from .io import write_text
+
+    write_text(path, dump_json(doc), what)

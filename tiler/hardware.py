@@ -11,8 +11,8 @@ Search order for profiles: `--hardware-dir`, then `$TILER_HARDWARE_DIR`, then th
 from __future__ import annotations
 
 import hashlib
+import math
 import os
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -115,6 +115,39 @@ SCHEMA: dict[str, dict[str, dict[str, tuple]]] = {
         "efficiency": {_OPEN: (_NUM, None, False)},
     },
 }
+
+
+# The largest value each number of a profile may hold (checked with its type and minimum; every number must also be
+# finite): generous for any real chip (an H200 has 132 SMs, a 910B 24 cube cores), small enough that the models'
+# per-core arrays and int64 byte counts stay bounded. A key not named here takes the bound of its unit suffix.
+MAXIMUM: dict[str, float] = {
+    "cores": 1024,  # cube cores / SMs: real chips have tens to a few hundred; the schedule's work grows as cores**2
+    "vector_cores": 2048,
+    "clock_mhz": 10_000,
+    "l2_bytes": 2**34,  # 16 GiB
+    "hbm_bytes": 2**46,  # 64 TiB
+    "regs_per_sm": 2**24,
+    "regs_per_thread_max": 2**16,
+    "max_threads_per_sm": 2**16,
+    "max_blocks_per_sm": 2**16,
+    "gm_misaligned_efficiency": 1.0,
+}
+# unit suffix -> bound, first match wins; anything else (efficiencies, lanes, scales): NUMBER_MAX
+MAXIMUM_BY_UNIT = (
+    ("per_cycle", 2**20),  # macs_per_cycle_fp16, *_bytes_per_cycle
+    ("_bytes", 2**30),  # on-chip buffers: 1 GiB
+    ("_gbps", 1e6),  # 1 PB/s
+    ("_us", 1e6),  # 1 s
+    ("cycles", 1e9),
+)
+NUMBER_MAX = 1e12
+
+
+def maximum(key: str) -> float:
+    """The largest value a profile key may hold (MAXIMUM, else by its unit suffix, else NUMBER_MAX)."""
+    if key in MAXIMUM:
+        return MAXIMUM[key]
+    return next((bound for unit, bound in MAXIMUM_BY_UNIT if unit in key), NUMBER_MAX)
 
 
 @dataclass(frozen=True)
@@ -229,7 +262,11 @@ _CACHE: dict[str, tuple[float, Chip]] = {}
 
 
 def _cached(path: str) -> Chip:
-    mtime = os.path.getmtime(path)
+    try:
+        mtime = os.path.getmtime(path)
+    except OSError as exc:  # a dangling symbolic link, a file removed since the folder was listed
+        why = "a dangling symbolic link" if os.path.islink(path) else exc.strerror or str(exc)
+        raise ConfigError(f"{path}: cannot read profile: {why}") from None
     hit = _CACHE.get(path)
     if hit and hit[0] == mtime:
         return hit[1]
@@ -240,11 +277,9 @@ def _cached(path: str) -> Chip:
 
 def load_profile(path: Path) -> Chip:
     """Parse and validate one profile file; every failure names the file and the key."""
-    try:
-        raw = tomllib.loads(path.read_text())
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read profile: {exc}") from exc
-    return parse_profile(raw, str(path))
+    from .space import read_toml
+
+    return parse_profile(read_toml(path, "profile"), str(path))
 
 
 def parse_profile(raw: dict, where: str) -> Chip:
@@ -286,9 +321,13 @@ def parse_profile(raw: dict, where: str) -> Chip:
                 if isinstance(value, bool) or not isinstance(value, typ):
                     want = "an integer" if typ is int else "a number"
                     raise ConfigError(f"{full}: must be {want} (unit in the key name), got {value!r}")
+                if not math.isfinite(value):
+                    raise ConfigError(f"{full}: must be a finite number, got {value!r}")
                 if minimum is not None and not value > minimum:
                     bound = "positive" if minimum == 0 else f"> {minimum}"
                     raise ConfigError(f"{full}: must be {bound}, got {value!r}")
+                if value > maximum(key):
+                    raise ConfigError(f"{full}: must be at most {maximum(key):g}, got {value!r}")
             tag = entry.get("tag", "")
             if tag not in TAGS:
                 raise ConfigError(f"{full}: tag must be one of {', '.join(TAGS)}, got {tag!r}")

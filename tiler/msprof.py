@@ -77,14 +77,9 @@ def is_op_summary(df: pd.DataFrame) -> bool:
 
 def read_table(path: str | Path) -> pd.DataFrame:
     """A CSV as text cells (numbers are checked where they are read), with one-line errors for unreadable files."""
-    try:
-        df = pd.read_csv(path, dtype=str, keep_default_na=False, encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise TilerError(f"{path}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
-    except pd.errors.EmptyDataError:
-        raise TilerError(f"{path}: empty file (no header, no rows)") from None
-    except (pd.errors.ParserError, ValueError) as exc:
-        raise TilerError(f"{path}: not a CSV table: {str(exc).splitlines()[0]}") from None
+    from .rank import read_candidates  # UTF-8 only, a duplicated column refused, one-line errors
+
+    df = read_candidates(path, None, dtype=str, keep_default_na=False)
     df.columns = [str(c).strip() for c in df.columns]
     return df
 
@@ -118,6 +113,9 @@ def manifest_row(op: str, chip_id: str, problem, tiling: dict) -> dict:
 
 def append_manifest(path: str | Path, row: dict) -> None:
     """Add a line to a manifest (created with its header when absent); an existing op_name is not repeated."""
+    from .io import check_writable, write_text
+
+    check_writable(path, "--manifest")  # a folder or a trailing '/': refused before reading anything
     path = Path(path)
     new = pd.DataFrame([row])
     if path.is_file() and path.stat().st_size:
@@ -125,10 +123,7 @@ def append_manifest(path: str | Path, row: dict) -> None:
         if (old["op_name"] == row["op_name"]).any():
             return
         new = pd.concat([old, new.astype(str)], ignore_index=True)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    new.to_csv(tmp, index=False)
-    tmp.replace(path)
+    write_text(path, new.to_csv(index=False), "--manifest")  # atomic; missing folders are created (tiler.io)
 
 
 def _number(cell: str, row: int, column: str) -> float:

@@ -159,7 +159,8 @@ def parse_problem(op: str, fields_: dict[str, Any], dtype: str | None = None, st
                 raise ProblemError(
                     f"shape: unknown field {k!r} for {op}; allowed: {', '.join(cls.FIELDS + tuple(cls.OPTIONAL))}"
                 )
-    dt = dtype or given.get("dtype") or "fp16"
+    # only an absent dtype means fp16: `--dtype ''` is a bad value, not the default (an empty CSV cell is absent)
+    dt = dtype if dtype is not None else given.get("dtype", "fp16")
     dt = str(dt).strip().lower()
     if dt not in DTYPES:
         raise ProblemError(f"dtype: must be one of {', '.join(DTYPES)}, got {dt!r}")

@@ -16,7 +16,58 @@ import pandas as pd
 from .errors import SpaceError, TilerError
 from .operator import get_operator, tie_preference
 from .problem import Problem
-from .space import Space, load_space
+from .space import OPEN_MAX, Space, load_space
+
+
+def read_candidates(path, what: str | None = "--candidates", **read_csv) -> pd.DataFrame:
+    """A CSV table (rank's candidates, calibrate's measurements, msprof's tables) with one-line errors naming `what`
+    and the file: missing, a folder, not UTF-8 (binary, UTF-16), empty, not a table, or a column named twice (pandas
+    would rename the second `X.1` and no check would see it). `read_csv`: extra pandas.read_csv arguments."""
+    import csv
+    import io
+
+    from .space import read_text_file
+
+    head = f"{what}: " if what else ""
+    try:
+        text = read_text_file(path, "file")
+    except TilerError as exc:
+        raise TilerError(f"{head}{exc}") from None
+    if "\x00" in text:
+        raise TilerError(f"{head}{path}: not a CSV table (it holds NUL bytes: a binary file?)")
+    try:
+        header = next(csv.reader(io.StringIO(text)), None)
+    except csv.Error as exc:
+        raise TilerError(f"{head}{path}: not a CSV table: {exc}") from None
+    if not header or not any(h.strip() for h in header):
+        raise TilerError(f"{head}{path}: empty file (no header, no rows)")
+    names = [h.strip() for h in header]
+    dup = next((n for i, n in enumerate(names) if n in names[:i]), None)
+    if dup is not None:
+        raise TilerError(f"{head}{path}: column {dup!r} appears twice in the header")
+    try:
+        return pd.read_csv(io.StringIO(text), **read_csv)
+    except (ValueError, pd.errors.ParserError) as exc:  # EmptyDataError, ParserError are ValueErrors
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise TilerError(f"{head}{path}: not a CSV table: {first}") from None
+
+
+def numeric(col: pd.Series) -> np.ndarray:
+    """A column's cells as float64: text that is no number is NaN, an integer beyond float's range is +-inf (pandas
+    raises OverflowError on a 400-digit cell), so the callers' finiteness and range checks see every cell."""
+    try:
+        return pd.to_numeric(col, errors="coerce").to_numpy(dtype=np.float64)
+    except (OverflowError, TypeError, ValueError):
+        return np.array([_float(v) for v in col], dtype=np.float64)
+
+
+def _float(v) -> float:
+    try:
+        return float(v)
+    except OverflowError:  # an int (or its text) beyond float's range
+        return float("-inf") if str(v).strip().startswith("-") else float("inf")
+    except (TypeError, ValueError):
+        return float("nan")
 
 
 def select_rows(problem: Problem, df: pd.DataFrame, impls: tuple[str, ...] = ()) -> pd.DataFrame:
@@ -39,7 +90,7 @@ def select_rows(problem: Problem, df: pd.DataFrame, impls: tuple[str, ...] = ())
                 keep = (text == v) | (empty & (v == problem.OPTIONAL.get(k)))
                 out = out[keep]
                 continue
-            col = pd.to_numeric(out[k], errors="coerce")
+            col = pd.Series(numeric(out[k]), index=out.index)
             # an optional field (batch) left empty means its default
             keep = (col == v) | (col.isna() & (k in problem.OPTIONAL) & (v == problem.OPTIONAL.get(k)))
             out = out[keep]
@@ -71,7 +122,7 @@ def parse_knobs(df: pd.DataFrame, space: Space) -> tuple[dict[str, np.ndarray], 
     for k, knob in space.knobs.items():
         raw = df[k]
         text = raw.astype(str).str.strip()
-        num = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=np.float64)
+        num = numeric(raw)
         if knob.labels:  # a categorical knob may be given by label
             for code, label in zip(knob.values, knob.labels, strict=True):
                 num = np.where(text.to_numpy() == label, float(code), num)
@@ -84,12 +135,15 @@ def parse_knobs(df: pd.DataFrame, space: Space) -> tuple[dict[str, np.ndarray], 
                 + f", got {raw.iloc[i]!r}"
             )
         whole = num == np.round(num)
-        inside = np.isin(num, np.asarray(knob.values, dtype=np.float64)) | (knob.open & (num > 0))
+        inside = np.isin(num, np.asarray(knob.values, dtype=np.float64)) | (
+            knob.open & (num > 0) & (num <= OPEN_MAX)
+        )
         out = ~(whole & inside)
         first = out & ok
         why[first] = [f"domain: {k} must be one of {knob.allowed()}, got {t}" for t in text.to_numpy()[first]]
         ok &= ~out
-        cols[k] = np.where(out, 0, num).astype(np.int64)
+        # a rejected row holds a valid stand-in (the knob's first value), so the models never see 0 or garbage
+        cols[k] = np.where(out, knob.values[0], num).astype(np.int64)
     why = list(why)
     return cols, ok, why
 

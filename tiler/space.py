@@ -16,6 +16,7 @@ from .errors import ConfigError, SpaceError, closest
 
 Candidates = dict[str, np.ndarray]
 OPEN_MAX = 2**31 - 1  # the largest value an open knob may be pinned to (the models compute in int64)
+_BOOL_WORDS = {"true": 1, "yes": 1, "on": 1, "false": 0, "no": 0, "off": 0}  # Knob.parse, 0/1 knobs only
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,9 @@ class Knob:
             if v not in self.values:
                 raise SpaceError(f"{self.name}: must be one of {self.allowed()}, got {text!r}")
             return v
+        # boolean words (a 0/1 knob without labels): true/yes/on = 1, false/no/off = 0, any case
+        if not self.labels and set(self.values) == {0, 1} and s.lower() in _BOOL_WORDS:
+            return _BOOL_WORDS[s.lower()]
         try:
             f = float(s)
             v = int(f)  # OverflowError for inf, ValueError for nan
@@ -194,30 +198,144 @@ def spaces_dir(extra: str | os.PathLike | None = None) -> Path:
     return _builtin_dir()
 
 
+# A space file from a user folder (TILER_SPACES_DIR) may reorder or cut the shipped domains, and give an open knob
+# any value in 1..OPEN_MAX; it may not invent a value a closed knob does not have (split_k = [0] would be a NaN time
+# on 0 cores). These bound the work a space file can ask for.
+KNOB_VALUES_MAX = 64  # values per knob
+SPACE_SIZE_MAX = 2**32  # candidates in the cross product of a family's knobs
+
+
+def read_text_file(path: str | os.PathLike, what: str) -> str:
+    """A UTF-8 text file's contents, or a one-line ConfigError `PATH: cannot read WHAT: WHY` (missing, a folder, a
+    dangling link, a device or pipe, unreadable, binary or UTF-16)."""
+    path = Path(path)
+    try:
+        if path.is_symlink() and not path.exists():
+            why = "a dangling symbolic link (its target is missing)"
+        elif path.is_dir():
+            why = "it is a folder, not a file"
+        elif path.exists() and not path.is_file():  # /dev/zero, a pipe: reading would never end
+            why = "not a regular file"
+        else:
+            data = path.read_bytes()
+            try:
+                return data.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                bad = data[exc.start : exc.start + 1]
+                why = f"not UTF-8 text (byte {exc.start} is {bad!r}: a binary or UTF-16 file?)"
+    except OSError as exc:
+        why = exc.strerror or str(exc)
+    except ValueError:  # a NUL byte in the name
+        why = "not a valid path"
+    raise ConfigError(f"{path}: cannot read {what}: {why}")
+
+
+def read_toml(path: str | os.PathLike, what: str) -> dict:
+    """A TOML file as a dict; any failure (read_text_file's, bad TOML, nesting too deep) is one ConfigError line."""
+    text = read_text_file(path, what)
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {str(exc).splitlines()[0]}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: not valid TOML: nested too deep") from None
+
+
+def _int_values(where: str, raw) -> tuple[int, ...]:
+    if not isinstance(raw, list) or not raw:
+        raise ConfigError(f"{where}: needs a non-empty 'values' list of integers")
+    if len(raw) > KNOB_VALUES_MAX:
+        raise ConfigError(f"{where}: 'values' holds {len(raw)} entries; at most {KNOB_VALUES_MAX}")
+    for v in raw:
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise ConfigError(f"{where}: 'values' must be integers, got {v!r}")
+        if not 0 <= v <= OPEN_MAX:
+            raise ConfigError(f"{where}: 'values' must be integers in 0..{OPEN_MAX}, got {v}")
+    if len(set(raw)) != len(raw):
+        raise ConfigError(f"{where}: 'values' lists a value twice")
+    return tuple(raw)
+
+
+def _parse_knob(where: str, name: str, spec) -> Knob:
+    if not isinstance(spec, dict):
+        raise ConfigError(f"{where}: must be a table with a non-empty 'values' list")
+    values = _int_values(where, spec.get("values"))
+    labels = spec.get("labels")
+    if labels is not None:
+        if not isinstance(labels, list) or not all(isinstance(x, str) for x in labels):
+            raise ConfigError(f"{where}: 'labels' must be a list of strings")
+        if len(labels) != len(values):
+            raise ConfigError(f"{where}: 'labels' and 'values' differ in length")
+        labels = tuple(labels)
+    aliases = spec.get("aliases", [])
+    if not isinstance(aliases, list) or not all(isinstance(x, str) for x in aliases):
+        raise ConfigError(f"{where}: 'aliases' must be a list of strings")
+    is_open = spec.get("open", False)
+    if not isinstance(is_open, bool):
+        raise ConfigError(f"{where}: 'open' must be true or false, got {is_open!r}")
+    doc = spec.get("doc", "")
+    if not isinstance(doc, str):
+        raise ConfigError(f"{where}: 'doc' must be a string")
+    return Knob(name, values, labels or None, is_open, doc, values, tuple(aliases))
+
+
+def _within(path: Path, family: str, user: dict[str, Knob], shipped: Space) -> dict[str, Knob]:
+    """A user space's knobs checked against the shipped space: the same knobs, values inside each shipped domain (an
+    open knob: or in 1..OPEN_MAX), the shipped labels; returned with the shipped labels, aliases and open flags."""
+    missing = [k for k in shipped.knobs if k not in user]
+    if missing:
+        raise ConfigError(
+            f"{path}: [{family}] lacks knob(s) {', '.join(missing)} (the model reads every one)"
+        )
+    out = {}
+    for name, kn in user.items():
+        where = f"{path}: [{family}.{name}]"
+        if name not in shipped.knobs:
+            raise ConfigError(f"{where}: unknown knob; {closest(name, shipped.knobs)}")
+        ref = shipped.knobs[name]
+        for v in kn.values:
+            if v not in ref.codes and not (ref.open and 0 < v <= OPEN_MAX):
+                raise ConfigError(
+                    f"{where}: value {v} is outside the knob's domain; allowed: {ref.allowed()}"
+                )
+        if kn.labels and [ref.label(v) if ref.labels else None for v in kn.values] != list(kn.labels):
+            raise ConfigError(f"{where}: 'labels' must name the shipped codes ({ref.allowed()})")
+        out[name] = replace(ref, values=kn.values, doc=kn.doc or ref.doc)
+    return out
+
+
 def load_space(op: str, family: str, spaces: str | os.PathLike | None = None, builtin: bool = False) -> Space:
-    """The knobs of `search_spaces/<op>.toml` for one family (`builtin`: the shipped file, not a user folder)."""
+    """The knobs of `search_spaces/<op>.toml` for one family (`builtin`: the shipped file, not a user folder).
+
+    A file from a user folder is checked against the shipped one (same knobs, values inside their domains, at most
+    KNOB_VALUES_MAX values per knob and SPACE_SIZE_MAX candidates); every failure is one ConfigError line."""
     folder = _builtin_dir() if builtin else spaces_dir(spaces)
     path = folder / f"{op}.toml"
-    if not path.is_file():
+    if path.is_symlink() and not path.exists():
+        raise ConfigError(f"{path}: a dangling symbolic link (its target is missing)")
+    if not path.exists():
         have = sorted(p.stem for p in folder.glob("*.toml"))
         raise SpaceError(f"op: no search space for {op!r}; {closest(op, have)}")
-    try:
-        raw = tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: {exc}") from exc
+    raw = read_toml(path, "search space")
     if family not in raw:
         raise SpaceError(f"op: {op} has no knobs for the {family!r} family in {path}")
-    knobs = {}
-    for name, spec in raw[family].items():
-        if not isinstance(spec, dict) or not spec.get("values"):
-            raise ConfigError(f"{path}: [{family}.{name}] needs a non-empty 'values' list")
-        labels = tuple(spec["labels"]) if "labels" in spec else None
-        if labels and len(labels) != len(spec["values"]):
-            raise ConfigError(f"{path}: [{family}.{name}] 'labels' and 'values' differ in length")
-        values = tuple(int(v) for v in spec["values"])
-        aliases = tuple(str(a) for a in spec.get("aliases", ()))
-        knobs[name] = Knob(name, values, labels, bool(spec.get("open")), spec.get("doc", ""), values, aliases)
-    return Space(op, family, knobs)
+    if not isinstance(raw[family], dict) or not raw[family]:
+        raise ConfigError(f"{path}: [{family}] must be a table of knobs")
+    knobs = {
+        name: _parse_knob(f"{path}: [{family}.{name}]", name, spec) for name, spec in raw[family].items()
+    }
+    shipped_path = _builtin_dir() / f"{op}.toml"
+    if not builtin and shipped_path.is_file() and path.resolve() != shipped_path.resolve():
+        try:
+            shipped = load_space(op, family, builtin=True)
+        except SpaceError:  # the shipped file has no such family: nothing to compare against
+            shipped = None
+        if shipped is not None:
+            knobs = _within(path, family, knobs, shipped)
+    space = Space(op, family, knobs)
+    if space.size() > SPACE_SIZE_MAX:
+        raise ConfigError(f"{path}: [{family}] spans {space.size()} candidates; at most {SPACE_SIZE_MAX}")
+    return space
 
 
 __all__ = ["Candidates", "Knob", "Space", "parse_fixes", "length", "load_space", "product", "take"]

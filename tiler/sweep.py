@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import shlex
 import signal
@@ -48,7 +49,9 @@ from .space import parse_fixes
 # the estimate columns are the estimate record's, one column per field, with the pipes of the chips' families
 # (model/common.py record(): msprof's names on Ascend, tensor/load/store... on a GPU; both with chips of both)
 SEARCH_COLUMNS = ("strategy", "seed", "evaluated", "proven_optimal")
-STATUS_COLUMNS = ("chip", "status", "error", "key")
+STATUS_COLUMNS = ("chip", "status", "error", "key", "input_row")  # input_row: 1-based data row of the input
+SEED_MAX = 2**32 - 1  # optuna's samplers (numpy RandomState) take seeds in 0..2^32-1
+COUNT_MAX = 2**31 - 1
 JOURNAL_SUFFIX = ".journal.db"
 MAX_CHUNK = 4  # searches per pool task: a few seconds of work at most, so a kill loses little
 
@@ -194,9 +197,37 @@ def _solve_chunk(chunk: Sequence[tuple[str, str, Any]], ctx: _Context) -> list[t
     return out
 
 
-def _worker_init() -> None:
-    """Pool workers ignore Ctrl-C: the parent decides what to stop, and no worker prints a traceback."""
+def _worker_init(parent_pid: int | None = None) -> None:
+    """Pool workers ignore Ctrl-C (the parent decides what to stop, and no worker prints a traceback) and die
+    with their parent: a SIGKILLed sweep must not leave workers holding its pipes (`| tee`, CI would hang)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _die_with_parent(parent_pid)
+
+
+def _die_with_parent(parent_pid: int | None = None, interval_s: float = 0.5) -> None:
+    """Exit this process as soon as its parent is gone: prctl(PR_SET_PDEATHSIG, SIGKILL) on Linux (immediate),
+    and everywhere a daemon thread that polls os.getppid() (a dead parent re-parents us) as a fallback."""
+    import threading
+
+    ppid = os.getppid()
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG = 1
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != ppid or (parent_pid is not None and ppid == 1 and parent_pid != 1):
+        os._exit(1)  # the parent died before the signal was armed
+
+    def watch() -> None:
+        while True:
+            time.sleep(interval_s)
+            if os.getppid() != ppid:
+                os._exit(1)
+
+    threading.Thread(target=watch, name="tiler-parent-watch", daemon=True).start()
 
 
 # --------------------------------------------------------------------------------------------------- journal
@@ -208,51 +239,142 @@ def journal_path(out: str | os.PathLike) -> Path:
     return out.with_name(out.name + JOURNAL_SUFFIX)
 
 
+_JOURNAL_COLUMNS = (
+    "key",
+    "chip",
+    "op",
+    "problem",
+    "strategy",
+    "seed",
+    "profile_hash",
+    "status",
+    "kind",
+    "error",
+    "result",
+    "written_at",
+)
+
+
 class Journal:
     """SQLite table of finished searches, one committed row each; the key is the primary key.
 
     WAL mode with one writer (the sweep's parent process): a reader (a test, a second terminal) can watch it
-    while the sweep runs, and a process killed at any instant leaves every committed row intact.
+    while the sweep runs, and a process killed at any instant leaves every committed row intact. The connection
+    is opened lazily: `release()` closes it while worker processes are forked, so no worker inherits it.
+
+    A file that is not a journal of this schema (another program's database, another tiler version's table) or
+    whose rows do not parse is never deleted on --resume: it raises TilerError naming the file and how to start
+    afresh (run without --resume, which replaces it, or --out elsewhere).
     """
 
-    def __init__(self, path: str | os.PathLike, fresh: bool):
+    def __init__(self, path: str | os.PathLike, fresh: bool, fresh_hint: str = ""):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        if fresh:
-            for p in (self.path, Path(str(self.path) + "-wal"), Path(str(self.path) + "-shm")):
-                if p.exists():
-                    p.unlink()
+        self.fresh_hint = fresh_hint or (
+            "run the same command without --resume (it replaces the journal), or give --out elsewhere"
+        )
+        self.db: sqlite3.Connection | None = None
         try:
-            self.db = sqlite3.connect(str(self.path), timeout=30)
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute("PRAGMA synchronous=NORMAL")
-            self.db.execute(
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            if fresh:
+                for p in (self.path, Path(str(self.path) + "-wal"), Path(str(self.path) + "-shm")):
+                    if p.is_file() or p.is_symlink():
+                        p.unlink()
+        except OSError as exc:
+            raise TilerError(f"journal: cannot prepare {self.path}: {exc.strerror or exc}") from None
+        if self.path.exists() and not self.path.is_file():
+            raise TilerError(f"journal: {self.path} is not a file; give --out elsewhere")
+        self._connect(check=not fresh)
+
+    def _bad(self, why: str) -> TilerError:
+        return TilerError(
+            f"journal: {self.path} is not a tiler sweep journal or is damaged ({why}); it was left untouched: "
+            f"to start fresh, {self.fresh_hint}"
+        )
+
+    def _connect(self, check: bool = False) -> sqlite3.Connection:
+        if self.db is not None:
+            return self.db
+        try:
+            db = sqlite3.connect(str(self.path), timeout=30)
+            if check:
+                tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+                if tables and "results" not in tables:
+                    db.close()
+                    raise self._bad(f"tables {', '.join(sorted(tables))[:120]}, no 'results'")
+                if "results" in tables:
+                    cols = [r[1] for r in db.execute("PRAGMA table_info(results)")]
+                    if set(cols) != set(_JOURNAL_COLUMNS):
+                        db.close()
+                        raise self._bad(f"table 'results' has columns {', '.join(cols)[:160]}")
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.execute(
                 "CREATE TABLE IF NOT EXISTS results (key TEXT PRIMARY KEY, chip TEXT NOT NULL, op TEXT NOT NULL, "
                 "problem TEXT NOT NULL, strategy TEXT NOT NULL, seed INTEGER, profile_hash TEXT NOT NULL, "
                 "status TEXT NOT NULL, kind TEXT, error TEXT, result TEXT, written_at REAL NOT NULL)"
             )
-            self.db.commit()
-        except sqlite3.DatabaseError as exc:
-            raise TilerError(
-                f"journal: cannot open {self.path}: {exc} (delete it, or run without --resume)"
-            ) from None
+            db.commit()
+        except sqlite3.Error as exc:
+            raise self._bad(f"{type(exc).__name__}: {exc}") from None
+        self.db = db
+        return db
+
+    def release(self) -> None:
+        """Close the connection (reopened by the next call): done before worker processes are forked."""
+        if self.db is not None:
+            self.db.close()
+            self.db = None
+
+    @staticmethod
+    def _valid_ok(res) -> bool:
+        return (
+            isinstance(res, dict)
+            and res.get("status") == "ok"
+            and isinstance(res.get("tiling"), dict)
+            and isinstance(res.get("row"), dict)
+            and isinstance(res.get("search"), dict)
+            and all(k in res["search"] for k in ("strategy", "evaluated", "proven_optimal"))
+        )
 
     def load(self) -> dict[str, dict]:
-        """Finished results to reuse. Internal errors are dropped here so that a resume retries them."""
-        self.db.execute("DELETE FROM results WHERE status = 'error' AND kind = 'internal'")
-        self.db.commit()
+        """Finished results to reuse. Internal errors are dropped here so that a resume retries them.
+
+        Raises TilerError (the journal is left as it is) when a row does not parse: bad JSON, a null or
+        malformed result, an unknown status."""
+        db = self._connect(check=True)
+        try:
+            rows = db.execute("SELECT key, status, kind, error, result FROM results").fetchall()
+        except sqlite3.Error as exc:
+            raise self._bad(f"{type(exc).__name__}: {exc}") from None
         out = {}
-        for key, status, kind, error, result in self.db.execute(
-            "SELECT key, status, kind, error, result FROM results"
-        ):
-            out[key] = (
-                json.loads(result) if status == "ok" else {"status": status, "kind": kind, "error": error}
-            )
+        for key, status, kind, error, result in rows:
+            if not isinstance(key, str):
+                raise self._bad(f"a row has key {key!r}")
+            if status == "ok":
+                try:
+                    res = json.loads(result) if isinstance(result, str | bytes) else None
+                except (ValueError, RecursionError) as exc:
+                    raise self._bad(f"the result of {key[:80]!r} is not JSON: {str(exc)[:80]}") from None
+                if not self._valid_ok(res):
+                    raise self._bad(
+                        f"the result of {key[:80]!r} is {str(result)[:60]!r}, not a search result"
+                    )
+                out[key] = res
+            elif status == "error" and kind == "input" and isinstance(error, str):
+                out[key] = {"status": status, "kind": kind, "error": error}
+            elif status != "error" or kind != "internal":
+                raise self._bad(f"the row {key[:80]!r} has status {status!r}, kind {kind!r}")
+        # only now that every row parsed: a damaged journal is never written to
+        try:
+            db.execute("DELETE FROM results WHERE status = 'error' AND kind = 'internal'")
+            db.commit()
+        except sqlite3.Error as exc:
+            raise self._bad(f"{type(exc).__name__}: {exc}") from None
         return out
 
     def put(self, key: str, chip, op: str, problem, cfg: SweepConfig, result: dict) -> bool:
         """Commit one result; returns False (and writes nothing) if the key is already there."""
-        cur = self.db.execute(
+        cur = self._connect().execute(
             "INSERT OR IGNORE INTO results (key, chip, op, problem, strategy, seed, profile_hash, status, kind, "
             "error, result, written_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
@@ -274,10 +396,10 @@ class Journal:
         return cur.rowcount == 1
 
     def count(self) -> int:
-        return self.db.execute("SELECT COUNT(*) FROM results").fetchone()[0]
+        return self._connect().execute("SELECT COUNT(*) FROM results").fetchone()[0]
 
     def close(self) -> None:
-        self.db.close()
+        self.release()
 
 
 # --------------------------------------------------------------------------------------------------- input
@@ -301,8 +423,20 @@ def read_shapes(source) -> Any:
         raise TilerError(f"SHAPES: reading Parquet needs pyarrow: pip install pyarrow ({exc})") from None
     except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError, ValueError, OSError) as exc:
         raise TilerError(f"SHAPES: cannot read {path}: {str(exc).strip()}") from None
+    header = list(df.columns)
+    if path.suffix != ".parquet":
+        # pandas renames a repeated column (M, M -> M, M.1): check the header as written
+        try:
+            raw = pd.read_csv(
+                path, dtype=str, header=None, nrows=1, keep_default_na=False, skipinitialspace=True
+            )
+            if raw.shape[1] == len(header):
+                header = list(raw.iloc[0])
+        except Exception:  # noqa: BLE001 -- the full read above succeeded; keep its header
+            pass
+    header = [str(c).strip() for c in header]
     df.columns = [str(c).strip() for c in df.columns]
-    dup = sorted({c for c in df.columns if list(df.columns).count(c) > 1})
+    dup = sorted({c for c in header if header.count(c) > 1})
     if dup:
         raise TilerError(f"SHAPES: column(s) {', '.join(dup)} appear more than once in {path}")
     return df
@@ -316,8 +450,10 @@ def _parse_count(text: str) -> int:
         f = float(text)
     except ValueError:
         raise TilerError(f"count: must be an integer >= 0, got {text!r}") from None
-    if f != f or f != int(f) or f < 0:
+    if not math.isfinite(f) or f != int(f) or f < 0:
         raise TilerError(f"count: must be an integer >= 0, got {text!r}")
+    if f > COUNT_MAX:
+        raise TilerError(f"count: must be an integer <= {COUNT_MAX}, got {text!r}")
     return int(f)
 
 
@@ -328,6 +464,7 @@ class _Row:
     problem: Any = None
     count: int = 1
     error: str | None = None
+    key: str | None = None  # the problem key, when the shape parsed (also on a row whose count is bad)
 
 
 def parse_rows(df, op: str, dtype: str | None = None) -> list[_Row]:
@@ -353,9 +490,19 @@ def parse_rows(df, op: str, dtype: str | None = None) -> list[_Row]:
             fields_["dtype"] = dtype
         try:
             r.problem = parse_problem(op, fields_, strict=False)
+            r.key = r.problem.key()
             r.count = _parse_count(r.values.get("count", ""))
         except TilerError as exc:
             r.problem, r.error = None, str(exc)
+        except (
+            ArithmeticError,
+            ValueError,
+            TypeError,
+            RecursionError,
+        ) as exc:  # a checker gap: still bad input
+            bad = [k for k, v in fields_.items() if not v.lstrip("-").isdigit()]
+            r.problem = None
+            r.error = f"{bad[0] if bad else 'row'}: bad value ({type(exc).__name__}: {str(exc)[:120]})"
         rows.append(r)
     return rows
 
@@ -408,7 +555,9 @@ def _run_pool(chunks, ctx: _Context, jobs: int, on_result) -> None:
     from concurrent.futures import ProcessPoolExecutor, as_completed
     from concurrent.futures.process import BrokenProcessPool
 
-    pool = ProcessPoolExecutor(max_workers=min(jobs, len(chunks)), initializer=_worker_init)
+    pool = ProcessPoolExecutor(
+        max_workers=min(jobs, len(chunks)), initializer=_worker_init, initargs=(os.getpid(),)
+    )
     try:
         futures = [pool.submit(_solve_chunk, _payload(c), ctx) for c in chunks]
         for fut in as_completed(futures):
@@ -437,13 +586,33 @@ def _import_distributed():
     return dask.distributed
 
 
+def _check_scheduler_address(address) -> None:
+    """A malformed address is refused here, before a Client exists (a failed Client's __del__ would hang 20 s
+    at exit and print a traceback)."""
+    from distributed.comm.addressing import get_address_host_port, parse_address
+
+    text = str(address).strip()
+    try:
+        proto, loc = parse_address(text)
+        if proto in ("tcp", "tls", "ws", "wss", "ucx"):
+            _, port = get_address_host_port(text)
+            if not 0 < int(port) < 65536:
+                raise ValueError(f"port {port} is not in 1..65535")
+    except (ValueError, TypeError, KeyError) as exc:
+        raise TilerError(
+            f"--scheduler: not a Dask scheduler address: {text!r} ({str(exc).strip()[:120]}); "
+            "expected e.g. tcp://host:8786"
+        ) from None
+
+
 def _run_dask(address: str, chunks, ctx: _Context, on_result) -> None:
     distributed = _import_distributed()
     Client, as_completed = distributed.Client, distributed.as_completed
     try:
         client = Client(address, timeout="10s", set_as_default=False)
-    except (OSError, TimeoutError, ValueError) as exc:
-        raise TilerError(f"--scheduler: cannot reach the Dask scheduler at {address!r}: {exc}") from None
+    except Exception as exc:  # noqa: BLE001 -- any failure to connect is one line, not a traceback
+        why = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+        raise TilerError(f"--scheduler: cannot reach the Dask scheduler at {address!r}: {why}") from None
     futures = []
     try:
         shared = client.scatter(ctx, broadcast=True)
@@ -479,19 +648,17 @@ def _check_writable_format(path: Path) -> None:
 
 def write_table(frame, path: str | os.PathLike) -> None:
     """CSV, or Parquet when the path ends in .parquet; written to a temporary file, then renamed (atomic)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    try:
-        if path.suffix == ".parquet":
-            _check_writable_format(path)
-            frame.to_parquet(tmp, index=False)
-        else:
-            frame.to_csv(tmp, index=False, na_rep="")
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    from io import BytesIO
+
+    from .io import write_bytes, write_text
+
+    if Path(path).suffix == ".parquet":
+        _check_writable_format(Path(path))
+        buf = BytesIO()
+        frame.to_parquet(buf, index=False)
+        write_bytes(path, buf.getvalue(), "--out")
+    else:
+        write_text(path, frame.to_csv(index=False, na_rep=""), "--out")
 
 
 @dataclass
@@ -582,7 +749,8 @@ def build_frame(
         for ci, chip in enumerate(chips):
             rec: dict[str, Any] = {c: r.values.get(c, "") for c in passthrough}
             rec.update({"chip": chip.id, "_row": r.index, "_count": r.count})
-            rec["key"] = r.problem.key() if r.problem is not None else None
+            rec["key"] = r.key
+            rec["input_row"] = r.index + 1
             task = tasks.get((r.index, ci))
             res = results.get(task.key) if task else None
             if r.error is not None:
@@ -650,13 +818,27 @@ def write_libraries(
                     "targets": doc["targets"],
                 }
             )
-        lib_path.parent.mkdir(parents=True, exist_ok=True)
-        write_json(library_document(chip, cfg.op, entries), lib_path)
+        write_json(library_document(chip, cfg.op, entries), lib_path, "--library")  # atomic, makes folders
         written.append(lib_path)
     return written
 
 
 # --------------------------------------------------------------------------------------------------- entry
+
+
+def check_seed(seed) -> int:
+    """The sweep's seed as an int in 0..2^32-1 (what optuna's samplers accept), else TilerError."""
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        try:
+            f = float(seed)
+        except (TypeError, ValueError):
+            f = math.nan
+        if not math.isfinite(f) or f != int(f):
+            raise TilerError(f"--seed: must be an integer in 0..{SEED_MAX}, got {seed!r}")
+        seed = int(f)
+    if not 0 <= seed <= SEED_MAX:
+        raise TilerError(f"--seed: must be an integer in 0..{SEED_MAX}, got {seed}")
+    return seed
 
 
 def _split_chips(chips) -> list[str]:
@@ -734,7 +916,8 @@ def run_sweep(
         raise TilerError(f"--trials: must be >= 1, got {trials}")
     if dtype is not None and dtype not in DTYPES:
         raise TilerError(f"--dtype: must be one of {', '.join(DTYPES)}, got {dtype!r}")
-    cfg = SweepConfig(op, strategy, int(seed), trials, tuple(parse_fixes(fix).items()), target)
+    seed = check_seed(seed)  # once, up front: a bad seed is bad input, not an error on every row
+    cfg = SweepConfig(op, strategy, seed, trials, tuple(parse_fixes(fix).items()), target)
     chip_ids = _split_chips(chips)
     chip_objs = [load_chip(c, hardware_dir) for c in chip_ids]
     spaces = {c.id: _pinned_space(op, c.family, cfg.fix, target) for c in chip_objs}
@@ -747,10 +930,20 @@ def run_sweep(
         get_operator(
             op, c.family, target
         )  # no model or target for this family -> SpaceError now, not per row
-    out = Path(out) if out else default_out(op, [c.id for c in chip_objs])
+    from .io import check_writable
+
+    # a folder, a trailing '/', a parent that is a file or cannot be made: refused before anything runs
+    out = out or default_out(op, [c.id for c in chip_objs])
+    check_writable(out, "--out", make_parent=True)
+    out = Path(out)
+    if out.exists() and not out.is_file():  # /dev/full, a pipe: the journal could not sit next to it
+        raise TilerError(f"--out: {out}: not a regular file (the sweep keeps <out>.journal.db next to it)")
+    if library:
+        check_writable(library, "--library")
     _check_writable_format(out)
     if scheduler:
         _import_distributed()  # a missing extra is bad input: say so before anything runs
+        _check_scheduler_address(scheduler)
     df_in = read_shapes(shapes)
     rows = parse_rows(df_in, op, dtype)
 
@@ -793,6 +986,7 @@ def run_sweep(
             bar.update(len(task.slots))
 
         if todo:
+            journal.release()  # reopened by the first put: forked workers never inherit the connection
             ctx = _Context(cfg, {c.id: _chip_state(c) for c in chip_objs}, spaces)
             chunks = _chunks(todo, 1 if scheduler else jobs)
             try:
@@ -935,7 +1129,7 @@ def sweep_command(
     """
     if hardware_dir is None and isinstance(ctx.obj, dict):
         hardware_dir = ctx.obj.get("hardware_dir")
-    out = Path(out_path) if out_path else None
+    out = out_path or None  # the text as given: Path() would drop a trailing '/' that --out must refuse
     try:
         report = run_sweep(
             shapes,

@@ -7,6 +7,8 @@ so optuna is loaded then). Both return `result.SearchResult`.
 
 from __future__ import annotations
 
+import numbers
+
 from ..errors import SpaceError
 from ..operator import get_operator
 from ..problem import Problem
@@ -15,6 +17,31 @@ from .proven import enumerate_feasible, exhaustive
 from .result import SearchResult, top_distinct
 
 STRATEGIES = ("exhaustive", "tpe", "random", "auto")
+# Bounds of the numbers a search takes, checked before any work (README "Input limits"): the work is bounded by the
+# space and these, never by an arbitrary user number. TOP_MAX: tilings reported (`--top`; the exhaustive search
+# keeps the top `top` as its pruning incumbent); TRIALS_MAX: evaluations of a tpe/random search; SEED_MAX: optuna's
+# samplers (numpy RandomState) take seeds in 0..2**32-1.
+TOP_MAX = 1000
+TRIALS_MAX = 100_000
+SEED_MAX = 2**32 - 1
+
+
+def _as_int(value):
+    """numpy integers as int; anything else unchanged (refused by _check_int)."""
+    return int(value) if isinstance(value, numbers.Integral) and not isinstance(value, bool) else value
+
+
+def _check_int(name: str, value, low: int, high: int, why: str = "") -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise SpaceError(f"{name}: must be an integer in {low}..{high}{why}, got {value!r}")
+
+
+def check_search_args(top: int, seed: int, trials: int | None) -> None:
+    """Refuse a `top`, `seed` or `trials` outside its documented range (TOP_MAX, SEED_MAX, TRIALS_MAX)."""
+    _check_int("top", _as_int(top), 1, TOP_MAX, " (more alternatives than anyone reads)")
+    _check_int("seed", _as_int(seed), 0, SEED_MAX)
+    if trials is not None:
+        _check_int("trials", _as_int(trials), 1, TRIALS_MAX)
 
 
 def search(
@@ -30,6 +57,7 @@ def search(
     """Run one strategy. `auto` is exhaustive (every shipped space is proven in seconds)."""
     if strategy not in STRATEGIES:
         raise SpaceError(f"strategy: must be one of {', '.join(STRATEGIES)}, got {strategy!r}")
+    check_search_args(top, seed, trials)
     get_operator(space.op, space.family, space.target).admit(problem, chip)
     if strategy in ("exhaustive", "auto"):
         return exhaustive(problem, chip, space, top=top)
@@ -49,7 +77,11 @@ def evaluate(problem: Problem, chip, space: Space, tiling: dict) -> tuple[Candid
 
 
 __all__ = [
+    "SEED_MAX",
     "STRATEGIES",
+    "TOP_MAX",
+    "TRIALS_MAX",
+    "check_search_args",
     "SearchResult",
     "enumerate_feasible",
     "evaluate",

@@ -19,13 +19,20 @@ tiling with the model's estimate or with a measurement. docs/search.md explains 
   total number of optuna trials is capped at 10 x trials + 100.
 * Storage: SQLite `results/studies.db` by default, any optuna storage URL, or "memory". The default study name
   is derived from the chip, op, problem, strategy, seed and a hash of everything that changes the objective, so
-  the same command resumes its study and runs only the evaluations still missing.
+  the same command resumes its study and runs only the evaluations still missing. A study is tagged with its op,
+  family, chip, problem and space (user attribute "tiler"); one made for another search is refused (TilerError).
+* Several processes on one measured study (SQLite or a server): the budget is per study (each process re-reads
+  the storage's finished trials after every trial) and the repeat cache is refreshed from the storage before
+  each measurement, so a tiling another process finished is never measured again. Not covered: two processes
+  that propose the same tiling while both are still measuring it (RUNNING trials are not claimed), and each
+  process may run one trial past the budget when they finish at the same moment.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import time
 import warnings
 from pathlib import Path
@@ -140,6 +147,71 @@ def default_study_name(problem, chip, space: Space, strategy: str, seed: int, si
     return f"{chip.id}-{problem.key()}-{strategy}-seed{seed}-{h}"
 
 
+SEED_MAX = 2**32 - 1  # optuna's samplers seed numpy's RandomState: 0..2^32-1
+
+
+def check_seed(seed) -> int:
+    """The seed as an int optuna accepts (0..2^32-1), else TilerError (checked before any study is touched)."""
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or not 0 <= int(seed) <= SEED_MAX:
+        raise TilerError(f"seed: must be an integer in 0..{SEED_MAX}, got {seed!r}")
+    return int(seed)
+
+
+def check_timeout(timeout) -> float:
+    """The measurement timeout in seconds: a finite number > 0, else TilerError."""
+    try:
+        t = float(timeout)
+    except (TypeError, ValueError, OverflowError):
+        t = math.nan
+    if isinstance(timeout, bool) or not math.isfinite(t) or t <= 0:
+        raise TilerError(f"measure_timeout: must be a finite number of seconds > 0, got {timeout!r}")
+    return t
+
+
+def study_descriptor(problem, chip, space: Space) -> dict:
+    """What a study's trials are about, stored as its user attribute "tiler": a study of another op, family,
+    chip, problem or search space is refused instead of mixing (or crashing on) foreign trials."""
+    domains = json.dumps(space.domains(), sort_keys=True, default=str)
+    return {
+        "op": space.op,
+        "family": chip.family,
+        "chip": chip.id,
+        "problem": problem.key(),
+        "knobs": list(space.names),
+        "space": hashlib.sha1(domains.encode()).hexdigest()[:12],
+    }
+
+
+def _check_study(study, name: str, desc: dict, trials) -> None:
+    """Raise TilerError if `study` was made for something else (see study_descriptor); tag it as ours if new."""
+    have = study.user_attrs.get("tiler")
+    why = ""
+    if isinstance(have, dict):
+        for k in ("op", "family", "chip", "problem", "space"):
+            if have.get(k) != desc[k]:
+                why = f"its {k} is {have.get(k)!r}, this search's is {desc[k]!r}"
+                break
+    elif have is not None:
+        why = "its 'tiler' attribute is not tiler's"
+    else:  # a study made before the tag, or by someone else: its tilings must be over this space's knobs
+        knobs = set(desc["knobs"])
+        for t in trials:
+            tiling = t.user_attrs.get("tiling")
+            params = {p.split("|")[0] for p in t.params}
+            if (
+                tiling is not None and (not isinstance(tiling, dict) or set(tiling) != knobs)
+            ) or not params <= knobs:
+                got = sorted(tiling) if isinstance(tiling, dict) else sorted(params)
+                why = f"its trials tile {', '.join(map(str, got))[:100] or 'nothing'}, not {desc['op']} on {desc['family']}"
+                break
+    if why:
+        raise TilerError(
+            f"study {name!r}: made for another search ({why}); give another --study-name or --storage"
+        )
+    if have is None:
+        study.set_user_attr("tiler", desc)
+
+
 def make_sampler(strategy: str, seed: int, options: dict | None = None):
     import optuna
 
@@ -187,6 +259,8 @@ class Objective:
         self.sched = space.product(self.inner) if self.inner else {}
         self.cache: dict[tuple, tuple[int, float | None, str]] = {}  # sampled params -> (trial, value, error)
         self.evaluated = 0
+        self.seen: set[int] = set()  # trial numbers already in the cache (this process's or loaded)
+        self.refresh = None  # callable: load what other processes finished in a shared study (set by run)
 
     # --- params <-> tiling
     def allowed(self, knob: str, row: dict[str, int]) -> tuple[tuple[int, ...], list[str]]:
@@ -303,6 +377,8 @@ class Objective:
             trial.set_user_attr("infeasible", cut)
             raise optuna.TrialPruned("infeasible: " + ", ".join(cut))
         key = tuple(sorted(trial.params.items()))
+        if key not in self.cache and self.measure_fn is not None and self.refresh is not None:
+            self.refresh()  # another process on this study may have measured it meanwhile
         if key in self.cache:  # a tiling already evaluated: answer from the study, never re-measure
             number, value, error = self.cache[key]
             trial.set_user_attr("repeat_of", number)
@@ -316,6 +392,7 @@ class Objective:
             raise optuna.TrialPruned("infeasible: " + ", ".join(bad))
         tiling, est_row = self.score(cand)
         self.evaluated += 1
+        self.seen.add(trial.number)
         attrs = {"tiling": tiling, "predicted_us": float(est_row["time_us"]), "bound": str(est_row["bound"])}
         if self.measure_fn is None:
             for k, v in attrs.items():
@@ -352,15 +429,17 @@ class Objective:
         from optuna.trial import TrialState
 
         for t in trials:
-            if "tiling" not in t.user_attrs or "repeat_of" in t.user_attrs:
+            if t.number in self.seen or "tiling" not in t.user_attrs or "repeat_of" in t.user_attrs:
                 continue
             key = tuple(sorted(t.params.items()))
-            if t.state == TrialState.COMPLETE:
+            if t.state == TrialState.COMPLETE and t.value is not None:
                 self.cache[key] = (t.number, float(t.value), "")
                 self.evaluated += 1
+                self.seen.add(t.number)
             elif t.state == TrialState.FAIL and "error" in t.user_attrs:
                 self.cache[key] = (t.number, None, str(t.user_attrs["error"]))
                 self.evaluated += 1
+                self.seen.add(t.number)
 
 
 # ------------------------------------------------------------------ entry point
@@ -453,8 +532,8 @@ def run(
         raise TilerError(f"trials: must be an integer >= 1, got {trials!r}")
     if guided < 0:
         raise TilerError(f"guided: must be >= 0, got {guided}")
-    if measure_timeout is None or measure_timeout <= 0:
-        raise TilerError(f"measure_timeout: must be > 0 seconds, got {measure_timeout!r}")
+    measure_timeout = check_timeout(measure_timeout)
+    seed = check_seed(seed)
     model = get_operator(space.op, space.family, space.target)
     measure_fn, measure_id = _measure_fn(measure, measure_timeout, model)
     measured = measure_fn is not None
@@ -499,7 +578,17 @@ def run(
             load_if_exists=True,
         )
         old = study.get_trials(deepcopy=False)
+        _check_study(study, name, study_descriptor(problem, chip, space), old)
         obj.load(old)
+        if measured and not isinstance(store, optuna.storages.InMemoryStorage):
+            # a measured study others may share: the budget and the repeat cache follow the storage (re-read
+            # before each measurement and after each trial; a model search, fast per trial, skips the cost)
+            from optuna.trial import TrialState
+
+            def refresh() -> None:
+                obj.load(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.FAIL)))
+
+            obj.refresh = refresh
         resumed = obj.evaluated
         notes: list[str] = []
         if resumed:
@@ -525,6 +614,8 @@ def run(
         stall = {"since": 0, "last": obj.evaluated, "hit": False}
 
         def stop(st, _trial):
+            if obj.refresh is not None:
+                obj.refresh()  # the budget is per study: count what other processes evaluated too
             stall["since"] = 0 if obj.evaluated > stall["last"] else stall["since"] + 1
             stall["last"] = obj.evaluated
             if obj.evaluated >= trials:

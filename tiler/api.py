@@ -1,0 +1,222 @@
+"""The Python API for notebooks and scripts: the CLI's commands as functions that return objects, not text.
+
+    import tiler
+    res = tiler.search(op="matmul", chip="h200", shape={"M": 4096, "N": 4096, "K": 4096}, top=5)
+    res.tiling(0)       # the best tiling (knob -> value, labels for categorical knobs)
+    res.row(0)          # its estimate (time_us, bound, per-pipe times, ...)
+    res.document()      # the tiler.tiling/v1 dict that `tiler search --export` writes
+    tiler.explain(op="matmul", chip="h200", shape="M=4096,N=4096,K=4096", tiling=res.tiling(0))
+    tiler.rank(op="matmul", chip="h200", shape="M=4096,N=4096,K=4096", candidates="tilings.csv")
+    tiler.sweep("shapes.csv", op="matmul", chips="h200,ascend910b3", out="results/s.csv")
+
+Arguments take what the command line takes (a chip id or a profile .toml; a shape as `K=V,...` text or a dict;
+`fix` as a dict, `KNOB=VALUE` strings or one comma-separated string) and the same defaults. Bad input raises
+`tiler.errors.TilerError` with the message the CLI prints (without the `--` of flags: `fix: ...`, `export: ...`).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, fields
+from typing import Any, NamedTuple
+
+from .search.result import SearchResult
+
+__all__ = ["Explanation", "Ranking", "Result", "explain", "rank", "search", "sweep"]
+
+
+def _chip(chip, hardware_dir=None):
+    from .hardware import load_chip
+
+    if hasattr(chip, "family") and hasattr(chip, "cores"):  # a loaded Chip
+        return chip
+    return load_chip(str(chip), hardware_dir)
+
+
+def _fixes(fix) -> dict[str, str]:
+    from .space import parse_fixes
+
+    if fix is None:
+        return {}
+    if isinstance(fix, str):
+        fix = [f for f in fix.split(",") if f.strip()]
+    return parse_fixes(fix)
+
+
+def _setup(op: str, chip, shape, dtype, hardware_dir, fix=None, target: str = "any"):
+    from .operator import get_operator
+    from .problem import parse_problem, parse_shape_text
+    from .space import load_space
+
+    chip = _chip(chip, hardware_dir)
+    fields_ = parse_shape_text(shape) if isinstance(shape, str) else dict(shape)
+    problem = parse_problem(op, fields_, dtype)
+    space = load_space(op, chip.family).pin(_fixes(fix)).for_target(target)
+    get_operator(op, chip.family, target).admit(problem, chip)
+    return chip, problem, space
+
+
+@dataclass
+class Result(SearchResult):
+    """A `SearchResult` (`.tiling(i)`, `.row(i)`, `.cands`, `.est`, ...) that also knows its export target."""
+
+    target: str = "any"
+
+    def info(self) -> dict:
+        """The document's `search` section (strategy, counts, proof, time)."""
+        return {
+            "strategy": self.strategy,
+            "evaluated": int(self.evaluated),
+            "bounded": int(self.bounded),
+            "space_size": int(self.space_size),
+            "feasible": int(self.feasible),
+            "seed": self.seed,
+            "proven_optimal": bool(self.proven_optimal),
+            "elapsed_s": round(self.elapsed_s, 3),
+        }
+
+    def document(self, i: int = 0) -> dict:
+        """The `tiler.tiling/v1` document of the i-th best tiling (i = 0: what `tiler search --export` writes)."""
+        from .export import tiling_document
+        from .space import take
+
+        return tiling_document(
+            self.problem,
+            self.chip,
+            self.tiling(i),
+            self.row(i),
+            self.info(),
+            self.target,
+            take(self.cands, slice(i, i + 1)),
+        )
+
+    def write(self, path: str | os.PathLike, i: int = 0) -> None:
+        """Validate and write `document(i)` atomically (tiler.io: missing folders are created)."""
+        from .export import write_json
+
+        write_json(self.document(i), path, "export")
+
+
+def search(
+    op: str,
+    chip,
+    shape,
+    dtype: str | None = None,
+    fix=None,
+    target: str = "any",
+    top: int = 5,
+    strategy: str = "exhaustive",
+    trials: int | None = None,
+    seed: int = 0,
+    hardware_dir: str | os.PathLike | None = None,
+    **kw: Any,
+) -> Result:
+    """`tiler search`: the `top` best tilings of one problem on one chip, best first.
+
+    `kw` goes to the strategy as the CLI's options do (storage, study_name, measure, measure_timeout,
+    warm_start, guided)."""
+    from .errors import TilerError
+    from .search import search as run_search
+
+    chip, problem, space = _setup(op, chip, shape, dtype, hardware_dir, fix, target)
+    if not isinstance(top, int) or top < 1:
+        raise TilerError(f"top: must be an integer >= 1, got {top!r}")
+    res = run_search(problem, chip, space, strategy=strategy, top=top, seed=seed, trials=trials, **kw)
+    return Result(**{f.name: getattr(res, f.name) for f in fields(res)}, target=target)
+
+
+@dataclass
+class Explanation:
+    """`tiler explain`: one tiling's estimate (`row`), the advice lines, and its document."""
+
+    problem: Any
+    chip: Any
+    space: Any
+    tiling: dict
+    row: dict
+    advice: list[str]
+    target: str = "any"
+    cand: dict = field(default_factory=dict, repr=False)
+
+    def document(self) -> dict:
+        """The tiling as a `tiler.tiling/v1` document (search section: `given`)."""
+        from .export import tiling_document
+
+        doc = tiling_document(
+            self.problem, self.chip, self.tiling, self.row, target=self.target, cand=self.cand
+        )
+        doc["advice"] = list(self.advice)
+        return doc
+
+
+def explain(
+    op: str,
+    chip,
+    shape,
+    tiling: dict,
+    dtype: str | None = None,
+    target: str = "any",
+    hardware_dir: str | os.PathLike | None = None,
+) -> Explanation:
+    """`tiler explain`: break down one tiling (a dict of knob -> value, labels and aliases allowed; an exported
+    document's `tiling` works). An infeasible tiling raises TilerError naming the rules it breaks."""
+    from .advice import advice
+    from .errors import TilerError
+    from .operator import get_operator
+    from .search import evaluate
+
+    if isinstance(tiling, dict) and isinstance(tiling.get("tiling"), dict):  # a whole exported document
+        tiling = tiling["tiling"]
+    chip, problem, space = _setup(op, chip, shape, dtype, hardware_dir, target=target)
+    cand, est, rules = evaluate(problem, chip, space, tiling)
+    broken = [r for r, ok in rules.items() if not ok]
+    if broken:
+        text = get_operator(space.op, space.family, space.target).RULE_TEXT
+        raise TilerError(
+            f"tiling: infeasible on {chip.id}: " + "; ".join(f"{r} ({text.get(r, r)})" for r in broken)
+        )
+    row = {k: (v[0].item() if hasattr(v[0], "item") else v[0]) for k, v in est.items()}
+    lines = advice(problem, chip, space, cand, est)
+    return Explanation(problem, chip, space, space.decode(cand, 0), row, lines, target, cand)
+
+
+class Ranking(NamedTuple):
+    """`tiler rank`: the feasible rows scored and ranked (predicted_us, rank), and the rejected rows (reason)."""
+
+    ranked: Any
+    rejected: Any
+
+
+def rank(
+    op: str,
+    chip,
+    shape,
+    candidates,
+    dtype: str | None = None,
+    target: str = "any",
+    hardware_dir: str | os.PathLike | None = None,
+) -> Ranking:
+    """`tiler rank`: score a table of tilings (a pandas DataFrame, or a CSV path) for one problem."""
+    import pandas as pd
+
+    from .errors import TilerError
+    from .rank import rank_candidates
+
+    chip, problem, space = _setup(op, chip, shape, dtype, hardware_dir, target=target)
+    if isinstance(candidates, pd.DataFrame):
+        df = candidates
+    else:
+        try:
+            df = pd.read_csv(candidates)
+        except (OSError, ValueError) as exc:
+            raise TilerError(f"candidates: cannot read {candidates}: {exc}") from None
+    ranked, rejected = rank_candidates(problem, chip, df, space)
+    return Ranking(ranked, rejected)
+
+
+def sweep(shapes, op: str, chips, out: str | os.PathLike | None = None, **kw: Any):
+    """`tiler sweep`: `tiler.sweep.run_sweep` (shapes: a CSV/Parquet path or a DataFrame; chips: ids, a list or
+    a comma-separated string); returns its SweepReport (`.frame`: the table, also written to `out`)."""
+    from .sweep import run_sweep
+
+    return run_sweep(shapes, op, chips, out, **kw)
