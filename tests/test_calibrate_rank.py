@@ -97,7 +97,10 @@ def test_rank_rejects_malformed_tables_with_the_row_and_column(chip, data):
     df.loc[2, "SPLIT_K"] = np.nan
     with pytest.raises(TilerError, match=r"row 3: column 'SPLIT_K'"):
         rank_candidates(Matmul(16, 4096, 4096), chip, df)
-    rank_candidates(Matmul(128, 6144, 4096), chip, df)  # other shapes are not read
+    # other shapes are not read: the bad cell is in a 16x4096x4096 row, so 128x6144x4096 ranks all its triton rows
+    ranked, rejected = rank_candidates(Matmul(128, 6144, 4096), chip, df)
+    assert len(ranked) == 104 and len(rejected) == 0
+    assert (ranked["M"] == 128).all() and (ranked["N"] == 6144).all() and (ranked["K"] == 4096).all()
 
 
 # ---------------------------------------------------------------- calibrate
@@ -109,7 +112,6 @@ def test_calibration_on_a_fold_improves_held_out_error(raw_chip, data):
     res = calibrate(
         raw_chip, "matmul", data, folds=0, fit_shapes=FIT, data_name="h200_matmul_cal.csv", date="2026-11-30"
     )
-    assert res.seconds < 60
     held = load_measurements(raw_chip, "matmul", data).take(HELD)
     start = mc.efficiency(raw_chip)
     after = dict(start, **res.values)
@@ -131,12 +133,23 @@ def test_calibration_on_a_fold_improves_held_out_error(raw_chip, data):
 
 
 def test_kfold_by_shape_reports_held_out_quality(raw_chip, data):
+    """Held out by shape, the fitted model predicts closer and ranks better than the defaults, and its pick is far
+    better than a typical tiling (the median row's best/measured, computed here from the measurements)."""
     shapes = FIT + HELD
     res = calibrate(raw_chip, "matmul", data, folds=3, seed=1, fit_shapes=shapes)
     assert sorted(res.folds["shape"]) == sorted(shapes)  # every shape held out exactly once
     m = res.metrics
     assert m["cv_error_after"] < m["cv_error_before"]
-    assert 0 < m["cv_top1_geomean"] <= 1 and -1 <= m["cv_spearman"] <= 1
+    assert m["cv_spearman"] > max(m["cv_spearman_before"], 0.8)
+    # the reported geomean is that of the per-shape held-out top-1 rows
+    assert m["cv_top1_geomean"] == pytest.approx(np.exp(np.log(res.folds["top1"]).mean()))
+    meas = load_measurements(raw_chip, "matmul", data).take(shapes)
+    typical = []
+    for i in range(len(meas.shapes)):
+        sec = meas.seconds[meas.shape_of == i]
+        typical.append(np.median(sec.min() / sec))
+    baseline = float(np.exp(np.log(typical).mean()))  # ~0.57 on this data
+    assert baseline < 0.75 and m["cv_top1_geomean"] > 0.9, (baseline, m["cv_top1_geomean"])
     assert "k-fold" in res.summary()
 
 
@@ -191,15 +204,18 @@ def test_shipped_h200_profile_is_calibrated_on_part_of_the_shared_data(chip):
     on the shared attention table."""
     from tiler.ops.depthwise_conv import cuda as dw
     from tiler.ops.flash_attention import cuda as fa
+    from tiler.ops.softmax import cuda as sm
 
     fitted = [k for k, t in chip.tags.items() if t == "fitted"]
-    assert set(fitted) == set(mc.FITTABLE) | set(mc.TIE_KEYS) | set(dw.FITTABLE) | set(fa.FITTABLE)
+    assert set(fitted) == set(mc.FITTABLE) | set(mc.TIE_KEYS) | set(dw.FITTABLE) | set(fa.FITTABLE) | set(sm.FITTABLE)
     src = chip.sources["mma_efficiency_v3"]
     assert "h200_matmul_cal.csv" in src and "held out" in src
     src = chip.sources["dw_tap_lanes"]
     assert "h200_dwconv.csv" in src and "held out" in src
     src = chip.sources["fa_softmax_lanes"]
     assert "h200_fa_cal.csv" in src and "held out" in src
+    src = chip.sources["sm_exp_lanes"]
+    assert "h200_softmax.csv" in src and "held out" in src
 
 
 # ---------------------------------------------------------------- launch order of exact ties

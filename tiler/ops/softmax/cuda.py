@@ -22,7 +22,8 @@ rounds, and spreads the programs over the SMs:
   over the measured HBM rate and L2 bytes over L2's), plus the launch.
 
 `prepare()` counts what the constants do not change; `timing()` applies the [efficiency] constants, fitted by
-`tiler calibrate` on bench/data/h200_softmax.csv (DEFAULTS). docs/model_cuda.md, "Softmax on the H200", gives
+`tiler calibrate` on the heldout=0 shapes of bench/data/h200_softmax.csv and stored in hardware/h200.toml (DEFAULTS
+hold the same fit for the other cuda chips, which have no softmax measurements). docs/model_cuda.md, "Softmax on the H200", gives
 the equations, the fit and the held-out figures.
 """
 
