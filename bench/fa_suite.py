@@ -58,7 +58,9 @@ def main() -> None:
             )
             try:
                 res = search(p, chip, space, top=1)
-            except Exception as exc:  # an input the family cannot run (D not a power of two on the GPU kernel)
+            except (
+                Exception
+            ) as exc:  # an input the family cannot run (D not a power of two on the GPU kernel)
                 rows.append({"chip": chip_id, "shape": name, "tiling": f"-- {exc}"})
                 continue
             row, tiling = res.row(0), res.tiling(0)

@@ -207,7 +207,9 @@ def test_shipped_h200_profile_is_calibrated_on_part_of_the_shared_data(chip):
     from tiler.ops.softmax import cuda as sm
 
     fitted = [k for k, t in chip.tags.items() if t == "fitted"]
-    assert set(fitted) == set(mc.FITTABLE) | set(mc.TIE_KEYS) | set(dw.FITTABLE) | set(fa.FITTABLE) | set(sm.FITTABLE)
+    assert set(fitted) == set(mc.FITTABLE) | set(mc.TIE_KEYS) | set(dw.FITTABLE) | set(fa.FITTABLE) | set(
+        sm.FITTABLE
+    )
     src = chip.sources["mma_efficiency_v3"]
     assert "h200_matmul_cal.csv" in src and "held out" in src
     src = chip.sources["dw_tap_lanes"]

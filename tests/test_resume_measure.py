@@ -482,68 +482,127 @@ def _journal_rows(db: Path) -> int:
         return 0
 
 
+def _tagged(token: str) -> list[int]:
+    """Live processes whose environment carries TILER_KILL_TEST=token: the sweep started with it and everything it
+    started (pool workers inherit the environment, forked or spawned), wherever they were reparented."""
+    needle = f"TILER_KILL_TEST={token}".encode()
+    out = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                env = (d / "environ").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if needle in env and _alive(int(d.name)):
+                out.append(int(d.name))
+    return out
+
+
+KILL_ROWS = 32  # distinct shapes, ~30-150 ms of search each with base_k pinned: a few seconds per sweep
+KILL_PINS = ["base_k=64"]
+
+
 @pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="parent-death detection is checked via /proc"
 )
-def test_sigkill_on_a_jobs_2_sweep_leaves_no_worker_and_resume_matches(tmp_path):
+def test_sigkill_at_random_moments_then_resume_gives_the_uninterrupted_table(tmp_path):
+    """The sweep's parent is SIGKILLed 10 times at seeded random moments, 5 times with --jobs 1 and 5 with --jobs 2
+    (the first run, then each --resume, until 5 kills have landed; then one --resume runs to the end). Kills
+    alternate between the search (a seeded random number of further journaled rows, then a seeded random delay
+    within a row's search) and start-up (a seeded random delay shorter than the time an uninterrupted run takes to
+    journal its first row). Asserted:
+    the table is byte for byte the uninterrupted run's (which is the same for both --jobs); after every kill no
+    process the sweep started is alive 2 s later and reading its pipes ends; no pool worker holds the journal
+    open; and the 3 search kills per --jobs landed mid-sweep (some rows journaled, not all)."""
+    import random
+
+    rng = random.Random(14)
     shapes = tmp_path / "s.csv"
     rows = ["name,M,N,K"] + [
-        f"l{i},{128 * (1 + i // 6)},{128 * (1 + i % 2)},{128 * (1 + i % 3)}" for i in range(24)
+        f"l{i},{128 * (1 + i // 6)},{128 * (1 + i % 2)},{128 * (1 + i % 3)}" for i in range(KILL_ROWS)
     ]
     shapes.write_text("\n".join(rows) + "\n")
-    out = tmp_path / "killed.csv"
-    args = [
-        shapes,
-        "--op",
-        "matmul",
-        "--chip",
-        "ascend910b3",
-        "--out",
-        out,
-        "--quiet",
-        "--jobs",
-        "2",
-        *fix_args(MEDIUM),
-    ]
-    db = journal_path(out)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tiler.sweep", *map(str, args)],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    workers: list[int] = []
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and proc.poll() is None:
-        workers = _children(proc.pid)
-        if len(workers) >= 2 and _journal_rows(db) >= 2:
-            break
-        time.sleep(0.02)
-    assert proc.poll() is None and len(workers) >= 2, "the sweep ended before it could be killed"
-    for w in workers:  # no worker inherited the parent's journal connection
-        fds = []
-        for f in Path(f"/proc/{w}/fd").glob("*"):
-            try:
-                fds.append(os.readlink(f))
-            except OSError:
-                pass
-        assert not [f for f in fds if f.startswith(str(db))], fds
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    deadline = time.monotonic() + 2.0  # the bound the issue sets: no worker outlives the parent by > 2 s
-    while time.monotonic() < deadline and any(_alive(w) for w in workers):
-        time.sleep(0.05)
-    left = [w for w in workers if _alive(w)]
-    for w in left:  # do not leak them into the rest of the suite
-        os.kill(w, signal.SIGKILL)
-    assert not left, f"workers {left} outlived their killed parent"
-    # nothing holds the parent's pipes any more: reading them ends
-    proc.stdout.read()
-    proc.stderr.read()
-    kept = _journal_rows(db)
-    assert kept < 24
-    res = invoke([*args, "--resume"])
-    assert res.exit_code == 0, res.output
-    ref = tmp_path / "straight.csv"
-    run_sweep(shapes, "matmul", "ascend910b3", ref, fix=MEDIUM)
-    assert out.read_bytes() == ref.read_bytes()
+
+    def launch(out: Path, jobs: int, token: str, resume: bool) -> subprocess.Popen:
+        argv = [sys.executable, "-m", "tiler.sweep", str(shapes), "--op", "matmul", "--chip", "ascend910b3"]
+        argv += ["--out", str(out), "--quiet", "--jobs", str(jobs), *fix_args(KILL_PINS)]
+        return subprocess.Popen(
+            argv + (["--resume"] if resume else []),
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=dict(os.environ, TILER_KILL_TEST=token),
+        )
+
+    tables = {}
+    for jobs in (1, 2):
+        # the uninterrupted run, timed: start-up kills are drawn before its first journaled row
+        ref = tmp_path / f"straight{jobs}.csv"
+        t0 = time.monotonic()
+        proc = launch(ref, jobs, f"ref{jobs}-{os.getpid()}", resume=False)
+        first = None
+        while proc.poll() is None:
+            if first is None and _journal_rows(journal_path(ref)) > 0:
+                first = time.monotonic() - t0
+            time.sleep(0.01)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0, err
+        first = first or time.monotonic() - t0
+        tables[jobs] = ref.read_bytes()
+
+        out = tmp_path / f"killed{jobs}.csv"
+        db = journal_path(out)
+        kills = mid = launches = 0
+        while kills < 5:
+            launches += 1
+            assert launches <= 25, f"only {kills} of 5 kills landed in {launches - 1} runs"
+            search = launches % 2 == 1
+            token = f"{jobs}-{launches}-{os.getpid()}"
+            if search:  # during the search: after 1 to a third of the remaining rows, then within a row
+                before = _journal_rows(db)
+                target = before + rng.randint(1, max(1, (KILL_ROWS - before) // 3))
+                delay = rng.uniform(0.0, 0.05)
+                proc = launch(out, jobs, token, resume=launches > 1)
+                deadline = time.monotonic() + 120
+                while time.monotonic() < deadline and proc.poll() is None and _journal_rows(db) < target:
+                    time.sleep(0.005)
+                deadline = time.monotonic() + delay
+            else:  # during start-up
+                proc = launch(out, jobs, token, resume=launches > 1)
+                deadline = time.monotonic() + rng.uniform(0.1, 1.0) * first
+            while time.monotonic() < deadline and proc.poll() is None:
+                time.sleep(0.005)
+            if proc.poll() is not None:  # it finished before its kill moment: resume again
+                _, err = proc.communicate(timeout=60)
+                assert proc.returncode == 0, err
+                continue
+            done = _journal_rows(db)
+            for w in _tagged(token):  # no worker inherited the parent's journal connection
+                if w == proc.pid:
+                    continue
+                fds = []
+                for f in Path(f"/proc/{w}/fd").glob("*"):
+                    try:
+                        fds.append(os.readlink(f))
+                    except OSError:
+                        pass
+                assert not [f for f in fds if f.startswith(str(db))], fds
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+            kills += 1
+            mid += search and 0 < done < KILL_ROWS
+            # the bound the issue sets: nothing outlives the parent by more than 2 s
+            deadline = time.monotonic() + 2.0
+            while time.monotonic() < deadline and _tagged(token):
+                time.sleep(0.05)
+            orphans = _tagged(token)
+            for w in orphans:  # do not leak them into the rest of the suite
+                os.kill(w, signal.SIGKILL)
+            assert not orphans, f"--jobs {jobs}, kill {kills}: {orphans} outlived their killed parent"
+            proc.communicate(timeout=10)  # nothing holds the parent's pipes any more: reading them ends
+        assert mid == 3, f"--jobs {jobs}: {mid} of 3 search kills landed mid-sweep"
+        proc = launch(out, jobs, f"final{jobs}-{os.getpid()}", resume=True)
+        _, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err
+        assert out.read_bytes() == tables[jobs], f"--jobs {jobs}: the resumed table differs"
+    assert tables[1] == tables[2]

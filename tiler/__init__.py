@@ -8,6 +8,7 @@ Python API (`tiler.api`, loaded on first use, so `import tiler` stays instant)::
     tiler.explain(op=..., chip=..., shape=..., tiling={...})
     tiler.rank(op=..., chip=..., shape=..., candidates=frame_or_csv_path)
     tiler.sweep(shapes=frame_or_csv_path, op=..., chips="h200,ascend910b3", out="results/s.csv")
+    tiler.lookup("lib.h200.json", op="matmul", chip="h200", shape="M=300,N=4096,K=4096")  # no model imported
 
 `tiler.search`, `tiler.rank` and `tiler.sweep` are also the names of submodules (`from tiler.search import
 exhaustive` keeps working): those modules are callable, and calling one calls the `tiler.api` function of that name.
@@ -17,9 +18,9 @@ import sys as _sys
 import types as _types
 
 __version__ = "0.1.0"
-__all__ = ["__version__", "explain", "rank", "search", "sweep"]
+__all__ = ["__version__", "explain", "lookup", "rank", "search", "sweep"]
 
-_CALLABLE_SUBMODULES = ("search", "rank", "sweep")  # submodule names that are API functions too
+_CALLABLE_SUBMODULES = ("search", "rank", "sweep", "lookup")  # submodule names that are API functions too
 
 
 class _CallableModule(_types.ModuleType):

@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 
 from .search.result import SearchResult
 
-__all__ = ["Explanation", "Ranking", "Result", "explain", "rank", "search", "sweep"]
+__all__ = ["Explanation", "Ranking", "Result", "explain", "lookup", "rank", "search", "sweep"]
 
 
 def _chip(chip, hardware_dir=None):
@@ -220,3 +220,21 @@ def sweep(shapes, op: str, chips, out: str | os.PathLike | None = None, **kw: An
     from .sweep import run_sweep
 
     return run_sweep(shapes, op, chips, out, **kw)
+
+
+def lookup(
+    library,
+    op: str | None = None,
+    chip=None,
+    shape=None,
+    dtype: str | None = None,
+    slowdown: bool = False,
+    hardware_dir: str | os.PathLike | None = None,
+) -> dict:
+    """`tiler lookup`: the tiling of `shape` from a sweep's library (a path, loaded once and kept, or a
+    `tiler.lookup.Library`): the exact entry or the nearest (`exact`, `key`, `distance`, `work_ratio`,
+    `scaled_time_us`); `slowdown=True` adds the model's slowdown of reusing it. `tiler.lookup(...)` is the same
+    call without importing this module (tiler.lookup's docstring)."""
+    from .lookup import lookup as _lookup
+
+    return _lookup(library, op, chip, shape, dtype, slowdown=slowdown, hardware_dir=hardware_dir)

@@ -541,6 +541,31 @@ def check(obj, files, target):
         raise SystemExit(1)
 
 
+@cli.command()
+@click.option(
+    "--library", "library_path", required=True, help="A tiler.library/v1 file (tiler sweep --library)."
+)
+@click.option("--op", default=None, help="Operator; must be the library's (checked when given).")
+@click.option("--chip", "chip_id", default=None, help="Chip id; must be the library's (checked when given).")
+@click.option("--shape", required=True, help="Problem fields, e.g. M=300,N=4096,K=4096.")
+@click.option("--dtype", default=None, help="fp16 (default), bf16, fp32 or int8.")
+@click.option(
+    "--slowdown", is_flag=True, help="Also run the model: the slowdown of reusing a nearest tiling."
+)
+@click.pass_obj
+def lookup(obj, library_path, op, chip_id, shape, dtype, slowdown):
+    """The library's tiling for a shape: the exact entry or the nearest (tiler.lookup), as JSON; no model is
+    imported unless --slowdown."""
+    from .lookup import answer
+    from .lookup import lookup as run_lookup
+
+    try:
+        hit = run_lookup(library_path, op, chip_id, shape, dtype, slowdown, obj["hardware_dir"])
+    except LookupError as exc:
+        raise TilerError(str(exc).strip("'\"")) from None
+    click.echo(json.dumps(answer(hit), indent=2))
+
+
 def _register_sweep() -> None:
     from .sweep import sweep_command
 
@@ -548,6 +573,15 @@ def _register_sweep() -> None:
 
 
 _register_sweep()
+
+
+def _register_report() -> None:
+    from .report import report_command  # plotly is imported only when the command runs
+
+    cli.add_command(report_command)
+
+
+_register_report()
 
 
 def _version_everywhere() -> None:

@@ -20,7 +20,9 @@ Look-up rule (also in docs/sweep.md):
       dimension costs the same as in any other, and 2x larger costs the same as 2x smaller;
    d. ties go to the larger entry shape (larger product of the size fields: its tiling's blocks were sized
       for at least this much work), then to the entry key in text order, so the answer is deterministic.
-   The returned entry carries `exact: False`, `distance` (that sum) and `query` (the key asked for).
+   The returned entry carries `exact: False`, `distance` (that sum) and `query` (the key asked for), and
+   `work_ratio` / `scaled_time_us` (the query's work over the entry's, and the entry's time scaled by it: see
+   tiler.lookup, which implements this rule once and answers without importing the models).
 
 The returned entry is a copy: changing it does not change the library.
 """
@@ -28,33 +30,25 @@ The returned entry is a copy: changing it does not change the library.
 from __future__ import annotations
 
 import json
-import math
 import os
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from . import lookup as _fast
 from .errors import ProblemError, TilerError
 from .export import LIBRARY_SCHEMA, validate
 from .operator import problem_class
 from .problem import Problem, parse_problem, parse_shape_text
 
 
-def _size_fields(op: str, shape: dict) -> list[str]:
-    """Every integer field of the shape but the matched ones: what the distance compares."""
-    matched = problem_class(op).MATCHED
-    return [
-        k for k, v in shape.items() if k not in matched and isinstance(v, int) and not isinstance(v, bool)
-    ]
-
-
-def _log_distance(a: dict, b: dict, names) -> float:
-    return sum(abs(math.log2(max(a[k], 1) / max(b[k], 1))) for k in names)
-
-
 @dataclass
 class Library:
-    """Entries of one chip and op, keyed by problem key; `lookup()` finds the exact or the nearest one."""
+    """Entries of one chip and op, keyed by problem key; `lookup()` finds the exact or the nearest one.
+
+    The query is validated with the operator's problem class (all of `parse_problem`, cross-field checks
+    included); the rule itself is `tiler.lookup.Library.match`, the one implementation (tiler.lookup answers
+    the same without importing the models)."""
 
     op: str
     chip: dict
@@ -63,13 +57,20 @@ class Library:
     tool: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self._by_key = {e["key"]: e for e in self.entries}
+        self._fast = _fast.Library(
+            self.op,
+            self.chip,
+            self.entries,
+            self.path,
+            self.tool,
+            _fast.Spec.of_class(problem_class(self.op)),
+        )
 
     def __len__(self) -> int:
         return len(self.entries)
 
     def __contains__(self, key: str) -> bool:
-        return key in self._by_key
+        return key in self._fast
 
     def keys(self) -> list[str]:
         return [e["key"] for e in self.entries]
@@ -104,55 +105,19 @@ class Library:
 
     def get(self, key: str) -> dict | None:
         """The entry with exactly this problem key, or None."""
-        e = self._by_key.get(key)
-        return (
-            None if e is None else {**json.loads(json.dumps(e)), "exact": True, "distance": 0.0, "query": key}
-        )
+        return self._fast.get(key)
 
-    def lookup(self, query: Problem | dict | str, dtype: str | None = None) -> dict:
+    def lookup(self, query: Problem | dict | str, dtype: str | None = None, slowdown: bool = False) -> dict:
         """The entry for `query`: exact (`exact: True`), else the nearest by the module's rule (`exact: False`).
 
         Raises ProblemError for a malformed query and LookupError when no entry has the query's dtype (or its
-        value of a matched choice field: a tiling of another layout is never handed out).
-        """
+        value of a matched choice field: a tiling of another layout is never handed out). The answer also
+        carries work_ratio and scaled_time_us, and with slowdown=True the model's slowdown of reusing the
+        tiling (tiler.lookup's docstring)."""
         p = self.problem(query, dtype)
-        key = p.key()
-        hit = self.get(key)
-        if hit is not None:
-            return hit
-        want = p.shape()
-        same_dtype = [e for e in self.entries if e["problem"]["dtype"] == p.dtype]  # type: ignore[attr-defined]
-        if not same_dtype:
-            have = sorted({e["problem"]["dtype"] for e in self.entries})
-            raise LookupError(
-                f"dtype: no {p.dtype} entry in this library"  # type: ignore[attr-defined]
-                + (f" (it has {', '.join(have)})" if have else " (it is empty)")
-            )
-        cls = problem_class(self.op)
-        matched = [k for k in cls.MATCHED if k in want and k not in cls.CHOICES]
-        # a matched word must agree exactly (a log distance between words means nothing)
-        words = [k for k in cls.MATCHED if k in want and k in cls.CHOICES]
-        for k in words:
-            agree = [e for e in same_dtype if e["problem"]["shape"].get(k, cls.OPTIONAL.get(k)) == want[k]]
-            if not agree:
-                have = sorted({str(e["problem"]["shape"].get(k, cls.OPTIONAL.get(k))) for e in same_dtype})
-                raise LookupError(
-                    f"{k}: no {p.dtype} entry with {k}={want[k]} in this library "  # type: ignore[attr-defined]
-                    f"(it has {', '.join(have)})"
-                )
-            same_dtype = agree
-        same = [e for e in same_dtype if all(e["problem"]["shape"].get(k) == want[k] for k in matched)]
-        pool, extra = (same, []) if same else (same_dtype, matched)
-        names = _size_fields(self.op, want) + extra
-
-        def rank(e: dict):
-            shape = e["problem"]["shape"]
-            size = math.prod(max(int(shape.get(k, 1)), 1) for k in names)
-            return (_log_distance(want, shape, names), -size, e["key"])
-
-        best = min(pool, key=rank)
-        out = json.loads(json.dumps(best))
-        out.update(exact=False, distance=rank(best)[0], query=key)
+        out = self._fast.match(p.shape(), p.dtype, p.key())  # type: ignore[attr-defined]
+        if slowdown:
+            self._fast._slowdown(out)
         return out
 
 

@@ -1,33 +1,41 @@
-"""A one-line progress report on stderr for long runs: done/total, rate, ETA.
+"""A one-line progress bar on stderr for long runs (sweeps, TPE and measured searches): done/total, rate, ETA.
 
-It draws only on a terminal (stderr is a TTY) and not with `quiet`, so logs, pipes and CI output stay clean.
-Redraws are throttled; `close()` ends the line. Nothing here knows about sweeps: callers say how much is done.
+A thin layer over tqdm (installed with optuna): it draws only on a terminal (the stream is a TTY) and not with
+`quiet`, so logs, pipes and CI output stay clean. Nothing here knows about sweeps or studies: callers say how much
+is done.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
 import sys
-import time
 from typing import TextIO
 
+from tqdm import tqdm
 
-def _clock(seconds: float) -> str:
-    if seconds != seconds or seconds == float("inf"):
-        return "--:--"
-    s = int(round(seconds))
-    h, rem = divmod(s, 3600)
-    m, s = divmod(rem, 60)
-    return f"{h}:{m:02d}:{s:02d}" if h else f"{m:02d}:{s:02d}"
+# `sweep matmul 5/10 ( 50.0%) |#####     | 2.50row/s ETA 00:02, best 1.23 us`
+BAR_FORMAT = "{desc} {n}/{total} ({percentage:5.1f}%) |{bar:20}| {rate_fmt} ETA {remaining}{postfix}"
+
+
+def _width(stream) -> int:
+    """The terminal's width (a terminal that says 0 columns, like some CI pseudo-terminals: 100)."""
+    try:
+        cols = os.get_terminal_size(stream.fileno()).columns
+    except (AttributeError, OSError, ValueError):
+        cols = 0
+    return cols if cols >= 20 else shutil.get_terminal_size((100, 24)).columns or 100
 
 
 class Progress:
-    """`Progress(total, label="sweep")`; `.update(n)` after each unit; `.close()` at the end.
+    """`Progress(total, label="sweep")`; `.update(n)` after each unit; `.close()` at the end (or `with`).
 
     Args:
-        total: units expected in all (rows of a sweep).
-        done: units already done before this run started (resumed rows): shown, but not counted in the rate.
+        total: units expected in all (rows of a sweep, trials of a search).
+        done: units already done before this run started (resumed rows or trials): shown, not in the rate.
         enabled: force on/off; default: on when `stream` is a TTY and not `quiet`.
         interval_s: the shortest time between two redraws.
+        unit: what one unit is called in the rate (`row/s`, `trial/s`).
     """
 
     def __init__(
@@ -39,55 +47,53 @@ class Progress:
         enabled: bool | None = None,
         quiet: bool = False,
         interval_s: float = 0.2,
+        unit: str = "it",
     ):
         self.stream = stream if stream is not None else sys.stderr
         if enabled is None:
             isatty = getattr(self.stream, "isatty", None)
-            enabled = bool(isatty and isatty()) and not quiet
-        self.enabled = enabled
-        self.total, self.done, self.label = int(total), int(done), label
-        self._start_done = self.done
-        self._t0 = time.monotonic()
-        self._last = 0.0
-        self._interval = interval_s
-        self._width = 0
+            try:
+                enabled = bool(isatty and isatty()) and not quiet
+            except (OSError, ValueError):  # a closed stream
+                enabled = False
+        self.enabled = bool(enabled)
+        self.total, self.label = int(total), label
+        self._bar = tqdm(
+            total=self.total,
+            initial=min(int(done), self.total),
+            desc=label,
+            unit=unit,
+            file=self.stream,
+            disable=not self.enabled,
+            mininterval=interval_s,
+            miniters=1,
+            bar_format=BAR_FORMAT,
+            ncols=_width(self.stream) if self.enabled else None,
+            nrows=50,  # a terminal that says 0 lines would otherwise hide the bar
+            leave=True,
+        )
+        self._done = int(done)
 
     @property
-    def rate(self) -> float:
-        """Units per second counted from this run's start (resumed units excluded)."""
-        dt = time.monotonic() - self._t0
-        return (self.done - self._start_done) / dt if dt > 0 else 0.0
-
-    def text(self) -> str:
-        rate = self.rate
-        left = self.total - self.done
-        eta = left / rate if rate > 0 else float("inf")
-        pct = f"{100.0 * self.done / self.total:5.1f}%" if self.total else "  -  "
-        return f"{self.label} {self.done}/{self.total} ({pct})  {rate:.2f}/s  ETA {_clock(eta) if left else '00:00'}"
+    def done(self) -> int:
+        return self._done
 
     def update(self, n: int = 1) -> None:
-        self.done += n
-        if not self.enabled:
-            return
-        now = time.monotonic()
-        if now - self._last >= self._interval or self.done >= self.total:
-            self._last = now
-            self._draw()
+        self._done += n
+        if self.enabled and n:
+            self._bar.update(n)
 
-    def _draw(self) -> None:
-        line = self.text()
-        pad = max(0, self._width - len(line))
-        self._width = len(line)
-        self.stream.write("\r" + line + " " * pad)
-        self.stream.flush()
+    def note(self, text: str) -> None:
+        """A short status after the counts (`best 12.3 us`), shown at the next redraw."""
+        if self.enabled:
+            self._bar.set_postfix_str(text, refresh=False)
 
     def close(self) -> None:
         """Draw the final state and end the line (only if anything was drawn)."""
         if self.enabled:
-            self._draw()
-            self.stream.write("\n")
-            self.stream.flush()
+            self._bar.refresh()
             self.enabled = False
+        self._bar.close()
 
     def __enter__(self) -> Progress:
         return self

@@ -163,7 +163,8 @@ def solve(problem, chip, space, cfg: SweepConfig) -> dict:
     t0 = time.perf_counter()
     # tpe/random: an in-memory optuna study per search; the sweep's journal is what persists and resumes (a
     # shared SQLite study file would serialise the workers and make a rerun silently replay old studies)
-    kw = {"storage": "memory"} if cfg.strategy in ("tpe", "random") else {}
+    # (and no per-search progress bar: the sweep draws its own)
+    kw = {"storage": "memory", "progress": False} if cfg.strategy in ("tpe", "random") else {}
     try:
         res = search(
             problem, chip, space, strategy=cfg.strategy, top=1, seed=cfg.seed, trials=cfg.trials, **kw
@@ -977,7 +978,7 @@ def run_sweep(
         reused = len(tasks_by_key) - len(todo)
         total = len(rows) * len(chip_objs)
         done = total - sum(len(t.slots) for t in todo)
-        bar = Progress(total, label=f"sweep {op}", done=done, quiet=quiet, stream=progress_stream)
+        bar = Progress(total, label=f"sweep {op}", done=done, quiet=quiet, stream=progress_stream, unit="row")
 
         def on_result(key: str, res: dict) -> None:
             task = tasks_by_key[key]

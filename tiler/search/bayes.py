@@ -5,9 +5,14 @@ infeasible point is PRUNED without a model call or a measurement, so TPE learns 
 tiling with the model's estimate or with a measurement. docs/search.md explains every choice below.
 
 * Sampled knobs: `suggest_categorical` over each sampled knob's (possibly pinned) domain (labels for categorical
-  knobs, so optuna-dashboard reads them), in the operator's SAMPLE_ORDER. Conditional domains: a knob's values are
-  cut to those that pass the rules whose other knobs are already sampled, and a cut set gets its own parameter
-  name (`KNOB|0,1`), so a rule between two knobs is never broken by a proposal.
+  knobs, so optuna-dashboard reads them), in the operator's SAMPLE_ORDER, one optuna parameter per knob, named
+  as the knob. Conditional domains: a knob's values are cut to those that pass the rules whose other knobs are
+  already sampled; the sampler (KnobSampler, wrapping TPE or random) draws from the knob's whole domain and
+  keeps a draw only inside the cut set (a multivariate TPE proposal first, then up to REDRAWS independent
+  draws, then a seeded uniform pick), so a rule between two knobs is never broken by a proposal.
+* What a study shows (optuna-dashboard): the objective is named (`predicted_us` or `measured_us`), and every
+  evaluated trial carries user attributes `predicted_us`, `bound`, `tiling` (every knob's code) and
+  `tiling_label` (`base_m=128 base_n=256 ... core_split=block`, resolved and inner knobs included).
 * Resolved knobs (the operator's RESOLVED): when the objective is the model, `Operator.resolve()` fills them with
   their provably best feasible value instead of sampling them; a measurement samples them (the proof is about the
   model, not the silicon).
@@ -41,6 +46,7 @@ import numpy as np
 
 from ..errors import InfeasibleError, SpaceError, TilerError
 from ..operator import Operator, get_operator, known_ops
+from ..progress import Progress
 from ..space import Candidates, Space, product, take
 from .proven import exhaustive
 from .result import SearchResult
@@ -212,6 +218,67 @@ def _check_study(study, name: str, desc: dict, trials) -> None:
         study.set_user_attr("tiler", desc)
 
 
+REDRAWS = 16  # independent draws KnobSampler tries for a knob whose feasible values were cut
+
+
+class _KnobSampler:
+    """An optuna sampler around TPE or random that keeps every knob under its own name and its whole domain,
+    and still proposes only values inside the knob's cut (conditional) set: the objective calls `restrict(name,
+    values)` before each suggest. Multivariate (relative) proposals are held back and handed out per knob when
+    they are allowed; otherwise the inner sampler is asked again (REDRAWS times), then a seeded uniform pick."""
+
+    def __init__(self, inner, seed: int = 0):
+        self.inner = inner
+        self._rng = np.random.RandomState(seed)
+        self._allowed: dict[str, tuple] = {}
+        self._relative: dict[int, dict] = {}
+
+    def restrict(self, name: str, values) -> None:
+        self._allowed[name] = tuple(values)
+
+    def infer_relative_search_space(self, study, trial):
+        return self.inner.infer_relative_search_space(study, trial)
+
+    def sample_relative(self, study, trial, search_space):
+        # kept here, not given to optuna (which would use them without asking): sample_independent hands out
+        # each one when it is allowed
+        self._relative[trial.number] = dict(self.inner.sample_relative(study, trial, search_space) or {})
+        return {}
+
+    def sample_independent(self, study, trial, name, distribution):
+        allowed = self._allowed.pop(name, None)
+        held = self._relative.get(trial.number, {})
+        if name in held and (allowed is None or held[name] in allowed):
+            return held[name]
+        for _ in range(REDRAWS if allowed is not None else 1):
+            value = self.inner.sample_independent(study, trial, name, distribution)
+            if allowed is None or value in allowed:
+                return value
+        return allowed[self._rng.randint(len(allowed))] if allowed else value
+
+    def before_trial(self, study, trial) -> None:
+        self.inner.before_trial(study, trial)
+
+    def after_trial(self, study, trial, state, values) -> None:
+        self._relative.pop(trial.number, None)
+        self.inner.after_trial(study, trial, state, values)
+
+    def reseed_rng(self) -> None:
+        self.inner.reseed_rng()
+
+
+_KNOB_SAMPLER: list = []
+
+
+def knob_sampler(inner, seed: int = 0):
+    """A KnobSampler (an optuna BaseSampler, built on first use so importing this module does not import optuna)."""
+    if not _KNOB_SAMPLER:
+        import optuna
+
+        _KNOB_SAMPLER.append(type("KnobSampler", (_KnobSampler, optuna.samplers.BaseSampler), {}))
+    return _KNOB_SAMPLER[0](inner, seed)
+
+
 def make_sampler(strategy: str, seed: int, options: dict | None = None):
     import optuna
 
@@ -261,6 +328,7 @@ class Objective:
         self.evaluated = 0
         self.seen: set[int] = set()  # trial numbers already in the cache (this process's or loaded)
         self.refresh = None  # callable: load what other processes finished in a shared study (set by run)
+        self.sampler = None  # a KnobSampler, told each knob's cut set before it is suggested (set by run)
 
     # --- params <-> tiling
     def allowed(self, knob: str, row: dict[str, int]) -> tuple[tuple[int, ...], list[str]]:
@@ -295,14 +363,15 @@ class Objective:
         self._allowed[key] = out
         return out
 
-    def param(self, knob: str, allowed: tuple[int, ...]) -> tuple[str, tuple, bool]:
-        """(optuna name, choices, ordinal) for `knob` restricted to `allowed`: a narrower set of values gets its
-        own name (`preload|0,1`), as optuna needs one distribution per name."""
+    def param(self, knob: str, allowed: tuple[int, ...]) -> tuple[str, tuple, bool, tuple]:
+        """(optuna name, choices, ordinal, allowed params) for `knob`: one name and one distribution per knob
+        (its whole domain, as optuna needs one distribution per name); `allowed` (the cut set) becomes the
+        param values the sampler may propose (labels, or indices into the choices when ordinal)."""
         kn = self.space.knobs[knob]
-        choices = tuple(kn.label(v) for v in allowed)
-        name = knob if len(allowed) == len(kn.values) else f"{knob}|{','.join(map(str, choices))}"
+        choices = tuple(kn.label(v) for v in kn.values)
         ordinal = self.ordinal and not kn.labels and len(choices) > 2
-        return name, choices, ordinal
+        ok = tuple(choices.index(kn.label(v)) if ordinal else kn.label(v) for v in allowed)
+        return knob, choices, ordinal, ok
 
     def walk(self, row: dict[str, int] | None, trial=None) -> tuple[dict[str, int] | None, dict, list[str]]:
         """Sample (trial given) or re-trace (row given) the knobs in order; returns (row, params, dead-end rules)."""
@@ -312,13 +381,18 @@ class Objective:
             allowed, cut = self.allowed(k, out)
             if not allowed:
                 return None, params, cut
-            name, choices, ordinal = self.param(k, allowed)
+            name, choices, ordinal, ok = self.param(k, allowed)
             if trial is not None:
+                if self.sampler is not None:
+                    self.sampler.restrict(name, ok)
                 if ordinal:  # an index into the sorted values: TPE's kernel spreads to the neighbours
                     v = choices[trial.suggest_int(name, 0, len(choices) - 1)]
                 else:
                     v = trial.suggest_categorical(name, choices)
                 out[k] = self.space.knobs[k].parse(v)
+                if out[k] not in allowed:  # another sampler (or an enqueued point) proposed a cut value
+                    params[name] = choices.index(v) if ordinal else v
+                    return None, params, cut
             else:
                 if int(row[k]) not in allowed:
                     return None, params, cut
@@ -326,6 +400,14 @@ class Objective:
                 v = self.space.knobs[k].label(out[k])
             params[name] = choices.index(v) if ordinal else v
         return out, params, []
+
+    def key(self, tiling: dict) -> tuple:
+        """What identifies an evaluation: the sampled knobs' codes (the rest is scored or resolved from them)."""
+        return tuple(int(tiling[k]) for k in self.sampled)
+
+    def label(self, tiling: dict[str, int]) -> str:
+        """The tiling as text for the study's user attribute `tiling_label`: `base_m=128 ... core_split=block`."""
+        return " ".join(f"{k}={self.space.knobs[k].label(int(tiling[k]))}" for k in self.space.names)
 
     def params(self, row: dict) -> dict | None:
         """The optuna params that sample `row` (for enqueue_trial); None if the sampler could not reach it."""
@@ -376,7 +458,7 @@ class Objective:
         if row is None:
             trial.set_user_attr("infeasible", cut)
             raise optuna.TrialPruned("infeasible: " + ", ".join(cut))
-        key = tuple(sorted(trial.params.items()))
+        key = self.key(row)
         if key not in self.cache and self.measure_fn is not None and self.refresh is not None:
             self.refresh()  # another process on this study may have measured it meanwhile
         if key in self.cache:  # a tiling already evaluated: answer from the study, never re-measure
@@ -393,7 +475,12 @@ class Objective:
         tiling, est_row = self.score(cand)
         self.evaluated += 1
         self.seen.add(trial.number)
-        attrs = {"tiling": tiling, "predicted_us": float(est_row["time_us"]), "bound": str(est_row["bound"])}
+        attrs = {
+            "tiling": tiling,
+            "tiling_label": self.label(tiling),
+            "predicted_us": float(est_row["time_us"]),
+            "bound": str(est_row["bound"]),
+        }
         if self.measure_fn is None:
             for k, v in attrs.items():
                 trial.set_user_attr(k, v)
@@ -431,7 +518,10 @@ class Objective:
         for t in trials:
             if t.number in self.seen or "tiling" not in t.user_attrs or "repeat_of" in t.user_attrs:
                 continue
-            key = tuple(sorted(t.params.items()))
+            try:
+                key = self.key(t.user_attrs["tiling"])
+            except (KeyError, TypeError, ValueError):  # over other knobs (refused before: cannot happen)
+                continue
             if t.state == TrialState.COMPLETE and t.value is not None:
                 self.cache[key] = (t.number, float(t.value), "")
                 self.evaluated += 1
@@ -516,11 +606,14 @@ def run(
     sampler_options: dict | None = None,
     ordinal: bool = False,
     conditional: bool = True,
+    progress: bool = True,
 ) -> SearchResult:
     """TPE or random search over `space` for one problem on one chip; returns the top distinct tilings found.
 
     resolve/inner: resolve the model's RESOLVED knobs in closed form / score every SCHEDULE_KNOBS combination
     per trial; None (default) means "yes when the objective is the model, no when it is a measurement".
+    progress: a progress bar of the evaluated trials on stderr, drawn only when stderr is a terminal (False:
+    never; a sweep draws its own).
     """
     import optuna
 
@@ -569,16 +662,23 @@ def run(
     store = open_storage(storage)
     verbosity = optuna.logging.get_verbosity()
     optuna.logging.set_verbosity(optuna.logging.ERROR)
+    bar = None
     try:
+        obj.sampler = knob_sampler(make_sampler(strategy, seed, sampler_options), seed)
         study = optuna.create_study(
             storage=store,
             study_name=name,
             direction="minimize",
-            sampler=make_sampler(strategy, seed, sampler_options),
+            sampler=obj.sampler,
             load_if_exists=True,
         )
         old = study.get_trials(deepcopy=False)
         _check_study(study, name, study_descriptor(problem, chip, space), old)
+        metric = "measured_us" if measured else "predicted_us"
+        if study.metric_names != [metric]:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # experimental in some optuna versions
+                study.set_metric_names([metric])
         obj.load(old)
         if measured and not isinstance(store, optuna.storages.InMemoryStorage):
             # a measured study others may share: the budget and the repeat cache follow the storage (re-read
@@ -612,10 +712,20 @@ def run(
         cap = 10 * trials + 100 - len(old)
 
         stall = {"since": 0, "last": obj.evaluated, "hit": False}
+        what = "measured" if measured else "model"
+        idle = not progress or obj.evaluated >= trials or cap <= 0  # nothing will run: no bar
+        bar = Progress(trials, f"{strategy} ({what})", min(obj.evaluated, trials), quiet=idle, unit="trial")
+        best = [min((v for _, v, _ in obj.cache.values() if v is not None), default=math.inf)]
+        if best[0] < math.inf:
+            bar.note(f"best {best[0]:.3f} us")
 
-        def stop(st, _trial):
+        def stop(st, trial):
             if obj.refresh is not None:
                 obj.refresh()  # the budget is per study: count what other processes evaluated too
+            if trial.value is not None and trial.value < best[0]:
+                best[0] = trial.value
+                bar.note(f"best {best[0]:.3f} us")
+            bar.update(min(obj.evaluated, trials) - bar.done)
             stall["since"] = 0 if obj.evaluated > stall["last"] else stall["since"] + 1
             stall["last"] = obj.evaluated
             if obj.evaluated >= trials:
@@ -639,6 +749,8 @@ def run(
     except KeyboardInterrupt:
         raise
     finally:
+        if bar is not None:
+            bar.close()
         optuna.logging.set_verbosity(verbosity)
 
     return _result(
@@ -755,4 +867,4 @@ def _result(
     )
 
 
-__all__ = ["DEFAULT_TRIALS", "Objective", "make_sampler", "open_storage", "run"]
+__all__ = ["DEFAULT_TRIALS", "Objective", "knob_sampler", "make_sampler", "open_storage", "run"]

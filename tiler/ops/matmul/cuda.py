@@ -24,11 +24,18 @@ from . import views
 from .problem import Matmul
 
 KNOBS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_stages", "num_warps", "GROUP_M", "ORDER", "SPLIT_K")
-# GROUP_M and ORDER only change which SM runs which tile (and so the L2 hits). They are not declared as
-# SCHEDULE_KNOBS: there is no bound() to prune with, and enumerating them with the other knobs lets dominated()
-# drop the duplicates (GROUP_M is moot unless ORDER is grouped) before scoring.
+# GROUP_M and ORDER only change which SM runs which tile (and so the L2 hits): they are the SCHEDULE_KNOBS, expanded
+# inside the exhaustive search's branch and bound (quick_bound holds for all of them; dominated() drops the
+# duplicates, GROUP_M being moot unless ORDER is grouped, before scoring).
 ORDER_KNOBS = ("GROUP_M", "ORDER")
-SCHEDULE_KNOBS: tuple[str, ...] = ()
+SCHEDULE_KNOBS: tuple[str, ...] = ORDER_KNOBS
+# Enumeration levels: the tile grid and K split first (prefix_bound bounds each row over every completion), then
+# the pipelining depth and warps (the capacity rules prune before the schedule knobs multiply the table).
+LEVELS = (("BLOCK_M", "BLOCK_N", "BLOCK_K", "SPLIT_K"), ("num_stages", "num_warps"))
+# Bounds are scaled by this (1 - 1e-9) so that floating-point rounding (a bound's terms summed in another order
+# than the estimate's) can never lift one above the estimate, and a candidate predicting exactly the incumbent's
+# time is still scored (the tie rank may prefer it).
+_BOUND_SAFETY = 1.0 - 1e-9
 
 RULES = {
     "pow2": ("BLOCK_M", "BLOCK_N", "BLOCK_K"),
@@ -252,11 +259,50 @@ def occupancy(p: Matmul, chip, c: dict, regs) -> np.ndarray:
     return np.minimum(np.minimum(by_smem, by_regs), np.minimum(by_threads, int(chip["max_blocks_per_sm"])))
 
 
-def prepare(p: Matmul, chip, c: dict) -> dict[str, np.ndarray]:
-    """Everything the timing needs that does not depend on the [efficiency] constants, one column per quantity."""
+def _panel_hit_rates(p: Matmul, chip, c: dict, tm, tn, sk, occ_eff, rows_a, bn):
+    """L2 hit rates of A and B panel loads in each candidate's launch order (schedule.panel_hits), one
+    simulation per distinct (grid, round, order, panel sizes)."""
+    order, gm = _i(c, "ORDER"), _i(c, "GROUP_M")
+    b, sms = p.in_bytes, chip.cores
+    group = np.where(order == 1, gm, 1)
+    serp = order == 2
+    # a round is `occupancy` programs on every SM; for the L2 walk it is rounded down to a power of two (the
+    # footprint of a round changes reuse only near the capacity edge; this keeps distinct walks few)
+    slots = sms * (1 << np.floor(np.log2(occ_eff)).astype(np.int64))
+    kslice = ceil_div(p.K, sk)
+    a_panel = rows_a * kslice * b
+    b_panel = np.minimum(bn, p.N) * kslice * b
+    l2 = float(chip["l2_bytes"])
+    keys = np.stack([tm, tn, sk, slots, group, serp.astype(np.int64), a_panel, b_panel], axis=1)
+    uniq, inv = np.unique(keys, axis=0, return_inverse=True)
+    inv = inv.ravel()
+    a_hit_u, b_hit_u = np.zeros(len(uniq)), np.zeros(len(uniq))
+    for j, (t_m, t_n, s_k, sl, g, sp, ap, bp) in enumerate(uniq):
+        a_hit_u[j], b_hit_u[j] = panel_hits(
+            int(t_m),
+            int(t_n),
+            int(s_k),
+            p.batch,
+            int(sl),
+            max(int(g), 1),
+            0,
+            bool(sp),
+            float(ap),
+            float(bp),
+            l2,
+        )
+    a_hit, b_hit = a_hit_u[inv], b_hit_u[inv]
+    return a_hit, b_hit
+
+
+def prepare(p: Matmul, chip, c: dict, l2_hits: bool = True) -> dict[str, np.ndarray]:
+    """Everything the timing needs that does not depend on the [efficiency] constants, one column per quantity.
+
+    `l2_hits=False` skips the launch order's L2 walk and counts every panel load as an L2 hit (ORDER and GROUP_M
+    are then not read): the time is non-increasing in the hit rates, so this is a floor over every order.
+    """
     bm, bn, bk = _i(c, "BLOCK_M"), _i(c, "BLOCK_N"), _i(c, "BLOCK_K")
     st, w, sk = _i(c, "num_stages"), _i(c, "num_warps"), _i(c, "SPLIT_K")
-    order, gm = _i(c, "ORDER"), _i(c, "GROUP_M")
     n = bm.size
     b, ob = p.in_bytes, p.out_bytes
     sms = chip.cores
@@ -295,36 +341,11 @@ def prepare(p: Matmul, chip, c: dict) -> dict[str, np.ndarray]:
     hi = programs - (n_sm - 1) * sms  # SMs that run n_sm programs (the rest run n_sm - 1)
     act_full = np.minimum(programs, sms)
     act_last = np.where((k_last >= 2) & (programs >= sms), sms, hi)
-    # --- L2 hits of the launch order, one simulation per distinct schedule
-    group = np.where(order == 1, gm, 1)
-    serp = order == 2
-    # a round is `occupancy` programs on every SM; for the L2 walk it is rounded down to a power of two (the
-    # footprint of a round changes reuse only near the capacity edge; this keeps distinct walks few)
-    slots = sms * (1 << np.floor(np.log2(occ_eff)).astype(np.int64))
-    kslice = ceil_div(p.K, sk)
     rows_a = np.minimum(bm, p.M)  # A rows wrap (offs % M): a tile never reads more distinct rows than M
-    a_panel = rows_a * kslice * b
-    b_panel = np.minimum(bn, p.N) * kslice * b
-    l2 = float(chip["l2_bytes"])
-    keys = np.stack([tm, tn, sk, slots, group, serp.astype(np.int64), a_panel, b_panel], axis=1)
-    uniq, inv = np.unique(keys, axis=0, return_inverse=True)
-    inv = inv.ravel()
-    a_hit_u, b_hit_u = np.zeros(len(uniq)), np.zeros(len(uniq))
-    for j, (t_m, t_n, s_k, sl, g, sp, ap, bp) in enumerate(uniq):
-        a_hit_u[j], b_hit_u[j] = panel_hits(
-            int(t_m),
-            int(t_n),
-            int(s_k),
-            p.batch,
-            int(sl),
-            max(int(g), 1),
-            0,
-            bool(sp),
-            float(ap),
-            float(bp),
-            l2,
-        )
-    a_hit, b_hit = a_hit_u[inv], b_hit_u[inv]
+    if l2_hits:  # --- L2 hits of the launch order, one simulation per distinct schedule
+        a_hit, b_hit = _panel_hit_rates(p, chip, c, tm, tn, sk, occ_eff, rows_a, bn)
+    else:  # every panel load an L2 hit: the ceiling of every launch order (quick_bound)
+        a_hit = b_hit = np.ones(n)
     # bytes per K step of one program (requests, which the L2 serves) and the HBM share of them
     a_step = (bm * bk * b).astype(np.float64)
     b_step = (bk * bn * b).astype(np.float64)
@@ -523,6 +544,127 @@ def timing(g: dict, chip, e: dict[str, float]) -> dict[str, np.ndarray]:
     }
 
 
+def quick_bound(p: Matmul, chip, c: dict) -> np.ndarray:
+    """A lower bound of time_us over every launch order (ORDER, GROUP_M) of each candidate: the estimate with
+    every panel load an L2 hit (prepare(l2_hits=False)).
+
+    Valid because timing() is non-increasing in the A and B hit rates, which are at most 1: they enter only the
+    HBM share of a load (per_byte = max(act / L2, (1 - hit) * act / HBM), so t_x and t_lat, and every soft max
+    they enter, can only fall as the hits rise) and the HBM bytes (max(hbm_read + out, compulsory), hbm_read
+    falling in the hits). Everything else (grid, occupancy, rounds, wgmma, registers, atomics) does not depend on
+    the order. The L2 walk, the costly part of the estimate, is skipped.
+    """
+    return timing(prepare(p, chip, c, l2_hits=False), chip, efficiency(chip))["time_us"] * _BOUND_SAFETY
+
+
+def prefix_bound(p: Matmul, chip, c: dict, domains: dict) -> np.ndarray:
+    """A floor of quick_bound over every completion (num_stages, num_warps, ORDER, GROUP_M in `domains`) of rows of
+    the first level (BLOCK_M, BLOCK_N, BLOCK_K, SPLIT_K). Terms of timing(), each at most its value for every
+    completion:
+
+    * exact at this level: the launch, split-K's extra kernels, the L2 time (requested bytes), and the HBM time
+      at least max(output bytes, compulsory bytes) / bandwidth (hbm_read >= 0);
+    * the main loop, steps * sum over rounds of the per-step soft max (Minkowski: a sum of p-norms is at least the
+      p-norm of the sums), with each pipe summed over the busiest SM's programs (sum of k over rounds = n_sm):
+      tensor max(n_sm * t_mma, rounds * chain), t_mma at the largest efficiency any completion reaches (wgmma's
+      widest instruction, or mma.sync) and chain at least t_mma + the step overhead (+ latency and the synchronous
+      loads on that path); shared memory at least a write and a read of each operand block; the fill port's
+      cache lines and the L2 share of the async bytes (at least hi SMs loading at once); the synchronous loads; the
+      latency at least lat / (most stages - 1) per round;
+    * per round the fill (latency + program overhead) and the epilogue's latency, plus the stores (at the SM
+      port) or the atomics (at least hi SMs at once) of the busiest SM's n_sm tiles;
+    * rounds at least ceil(n_sm / the most resident programs any completion allows): shared memory with the
+      fewest stages, threads with the fewest warps, registers at least accumulator + base (capped) per warp count.
+    """
+    e = efficiency(chip)
+    f, sms = chip.clock_hz, chip.cores
+    bm, bn, bk, sk = (_i(c, k).astype(np.float64) for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "SPLIT_K"))
+    ibm, ibn, ibk, isk = (_i(c, k) for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "SPLIT_K"))
+    b, ob = p.in_bytes, p.out_bytes
+    pw = max(e["overlap_power"], 1.0)
+    lat = chip["gm_latency_cycles"] * e["latency_scale"] / f
+    hbm_bw = chip["hbm_gbps"] * 1e9 * min(e["hbm_efficiency"], 1.0)
+    l2_bw = chip["l2_gbps"] * 1e9 * e["l2_efficiency"]
+    sm_bw = e["sm_load_bytes_per_cycle"] * f
+    ovh = e["step_overhead_cycles"] / f
+    prog_ovh = e["program_overhead_cycles"] / f
+    # grid (prepare)
+    tm, tn = ceil_div(p.M, ibm), ceil_div(p.N, ibn)
+    steps = ceil_div(ceil_div(p.K, ibk), isk).astype(np.float64)
+    programs = tm * tn * isk * p.batch
+    n_sm = ceil_div(programs, sms)
+    # the fewest SMs any round has at work (act_full >= hi, act_last >= hi)
+    hi = (programs - (n_sm - 1) * sms).astype(np.float64)
+    # the most resident programs of any completion
+    st_min, w_dom = min(domains["num_stages"]), sorted(domains["num_warps"])
+    smem = (ibm * ibk + ibk * ibn) * b * st_min + _SMEM_RESERVED
+    occ_ub = np.minimum(int(chip["smem_bytes_per_sm"]) // np.maximum(smem, 1), int(chip["max_blocks_per_sm"]))
+    occ_ub = np.minimum(occ_ub, int(chip["max_threads_per_sm"]) // (32 * w_dom[0]))
+    by_regs = np.zeros_like(occ_ub)
+    for w in w_dom:
+        cap = _reg_cap(chip, np.int64(w))
+        alloc = np.minimum(ibm * ibn / (32 * w) + _BASE_REGS, cap)  # regs >= accumulator + base
+        by_regs = np.maximum(by_regs, np.floor(int(chip["regs_per_sm"]) / np.maximum(alloc * 32 * w, 1)))
+    occ_ub = np.maximum(np.minimum(occ_ub, by_regs.astype(np.int64)), 1)
+    rounds = ceil_div(n_sm, occ_ub).astype(np.float64)
+    n_sm = n_sm.astype(np.float64)
+    # tensor cores at the best efficiency any completion reaches
+    mma_version = float(chip.get("mma_version", DEFAULTS["mma_version"]))
+    n0 = e["mma_n_half"]
+    v3_ok = (mma_version >= 3) & any(w % 4 == 0 for w in w_dom)
+    v3_ok = v3_ok & (ibm % 64 == 0) & (ibn % 16 == 0) & (ibk * b >= 32)
+    eff3 = min(e["mma_efficiency_v3"], 1.0) * (1.0 + n0 / 256.0) / (1.0 + n0 / np.minimum(bn, 256.0))
+    eff2 = min(e["mma_efficiency_v2"], 1.0)
+    eff = np.where(v3_ok, np.maximum(eff3, eff2), eff2)
+    t_mma = bm * bn * bk / (chip.macs_per_cycle(p.dtype) * f * eff)
+    # loads (prepare's alignment and cache lines)
+    len_a, len_b = contiguous_lengths(p)
+    unal_a = float(_vector_elems(len_a, p.a_transposed or p.K % 16 == 0, b, chip) == 1)
+    unal_b = float(_vector_elems(len_b, not p.b_transposed or p.K % 16 == 0, b, chip) == 1)
+    unal_c = _vector_elems(p.N, True, ob, chip) == 1
+    a_step, b_step = bm * bk * b, bk * bn * b
+    unal_ab = unal_a * a_step + unal_b * b_step
+    async_b = a_step + b_step - unal_ab
+    line = int(chip.get("cache_line_bytes", 128))
+    a_rows, a_len = (ibk, ibm) if p.a_transposed else (ibm, ibk)
+    b_rows, b_len = (ibn, ibk) if p.b_transposed else (ibk, ibn)
+    a_lines = a_rows * np.maximum(ceil_div(a_len * b, line), 1)
+    b_lines = b_rows * np.maximum(ceil_div(b_len * b, line), 1)
+    async_lines = (1.0 - unal_a) * a_lines + (1.0 - unal_b) * b_lines
+    t_unal1 = unal_ab / (a_step + b_step) * (bm + bn) * bk / (e["unaligned_elems_per_cycle"] * f)
+    t_x = np.maximum(async_lines * line / sm_bw, async_b * hi / l2_bw)
+    chain = t_mma + ovh + ((lat + t_unal1) if unal_a or unal_b else 0.0)  # timing's sync path
+    t_mte1 = 2.0 * (bm + bn) * bk * b / (e["smem_bytes_per_cycle"] * f)
+    t_lat = lat / max(max(domains["num_stages"]) - 1, 1)
+    terms = [
+        np.maximum(n_sm * t_mma, rounds * chain),
+        n_sm * t_mte1,
+        n_sm * t_x,
+        n_sm * t_unal1,
+        rounds * t_lat,
+    ]
+    loop = steps * _smax(terms, pw)
+    elems = bm * bn * n_sm
+    store = np.where(unal_c, elems / (e["unaligned_elems_per_cycle"] * f), elems * ob / sm_bw)
+    atomic = elems * hi / (e["atomic_gelems_per_s"] * 1e9)
+    main = loop + rounds * (2.0 * lat + prog_ovh) + np.where(isk > 1, atomic, store)
+    # whole-kernel floors (prepare's L2 and HBM bytes, exact or at their minimum)
+    mn = float(p.batch * p.M * p.N)
+    split = isk > 1
+    out_hbm = np.where(split, mn * 4 * 2 + mn * (4 + ob), mn * ob)
+    out_l2 = np.where(split, mn * 4 * (2 * sk + 1) + mn * (4 + ob), mn * ob)
+    l2_t = (programs * steps * (a_step + b_step) + out_l2) / l2_bw
+    hbm_t = np.maximum(out_hbm, p.compulsory_bytes) / hbm_bw
+    extra = np.where(
+        split,
+        mn * 4 / hbm_bw + mn * (4 + ob) / hbm_bw + 2 * e["extra_kernel_us"] * 1e-6,
+        0.0,
+    )
+    body = np.maximum(main, np.maximum(hbm_t, l2_t))
+    # twice the safety: a floor of quick_bound even where both reach the same term (the HBM time, say)
+    return ((body + extra) * 1e6 + float(chip["launch_us"])) * _BOUND_SAFETY**2
+
+
 def concat(parts: list[dict]) -> dict:
     """Prepared columns of several problems as one table (calibration re-times them in one pass)."""
     return {k: np.concatenate([p_[k] for p_ in parts]) for k in parts[0]}
@@ -535,6 +677,7 @@ class MatmulCuda(Operator):
     PROBLEM = Matmul
     KNOBS = KNOBS
     SCHEDULE_KNOBS = SCHEDULE_KNOBS
+    LEVELS = LEVELS
     RULES = RULES
     RULE_TEXT = RULE_TEXT
     GRID_KNOBS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "SPLIT_K")
@@ -625,6 +768,12 @@ class MatmulCuda(Operator):
 
     def estimate(self, p: Matmul, chip, c: dict) -> dict[str, np.ndarray]:
         return timing(prepare(p, chip, c), chip, efficiency(chip))
+
+    def quick_bound(self, p: Matmul, chip, c: dict) -> np.ndarray:
+        return quick_bound(p, chip, c)
+
+    def prefix_bound(self, p: Matmul, chip, c: dict, domains: dict) -> np.ndarray:
+        return prefix_bound(p, chip, c, domains)
 
     def tie_rank(self, p: Matmul, chip, c: dict) -> np.ndarray:
         return tie_rank(p, chip, c)
