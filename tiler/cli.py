@@ -206,6 +206,13 @@ def _common(f):
 @click.option("--warm-start", is_flag=True, help="Enqueue known-good tilings first (tpe).")
 @click.option("--guided", type=int, default=0, help="Measured search: measure the model's top-k first.")
 @click.option(
+    "--diverse/--plain",
+    default=None,
+    help="Order the top tilings (and --guided's model top-k) as the diverse top-k: the best tiling of each distinct "
+    "tile shape first, with its predicted gap to the best (docs/search.md). Default: diverse with --guided, plain "
+    "otherwise.",
+)
+@click.option(
     "--target",
     default="any",
     show_default=True,
@@ -245,6 +252,7 @@ def search(
     measure_timeout,
     warm_start,
     guided,
+    diverse,
     target,
     manifest_path,
     emit,
@@ -284,7 +292,9 @@ def search(
         ).items()
         if v or k == "measure_timeout"
     }
-    res = run_search(problem, chip, space, strategy=strategy, top=top, seed=seed, trials=trials, **kw)
+    res = run_search(
+        problem, chip, space, strategy=strategy, top=top, seed=seed, trials=trials, diverse=diverse, **kw
+    )
     info = {
         "strategy": res.strategy,
         "evaluated": int(res.evaluated),
@@ -328,6 +338,7 @@ def search(
                 "tiling": res.tiling(i),
                 "time_us": float(res.est["time_us"][i]),
                 "bound": str(res.est["bound"][i]),
+                **({"gap": float(res.est["gap"][i])} if "gap" in res.est else {}),
             }
             for i in range(1, len(res.est["time_us"]))
         ]
@@ -357,8 +368,9 @@ def search(
         for i in range(1, len(res.est["time_us"])):
             t = res.tiling(i)
             diff = {k: v for k, v in t.items() if v != res.tiling(0)[k]}
+            gap = f"  x{res.est['gap'][i]:.3f}" if "gap" in res.est else ""
             click.echo(
-                f"  {res.est['time_us'][i]:10.2f} us  {res.est['bound'][i]:8}  differs: "
+                f"  {res.est['time_us'][i]:10.2f} us{gap}  {res.est['bound'][i]:8}  differs: "
                 + ", ".join(f"{k}={v}" for k, v in diff.items())
             )
 
@@ -419,14 +431,29 @@ def explain(obj, op, chip_id, shape, dtype, tiling, fmt, target):
     show_default=True,
     help="Judge the tiling(s) by this code generator's rules too (see tiler search --target).",
 )
+@click.option("--top", type=int, default=None, help="Show only the first N ranked rows (default: all).")
+@click.option(
+    "--diverse/--plain",
+    default=False,
+    show_default=True,
+    help="Order the ranked rows as the diverse top-k: the best row of each distinct tile shape first (then the "
+    "rest), with a gap column (predicted time over the best); see docs/search.md.",
+)
 @click.pass_obj
-def rank(obj, op, chip_id, shape, dtype, candidates, fmt, target):
+def rank(obj, op, chip_id, shape, dtype, candidates, fmt, target, top, diverse):
     """Score a CSV of tilings for one problem: adds predicted_us and rank; infeasible rows are reported."""
-    from .rank import rank_candidates, read_candidates
+    from .operator import get_operator
+    from .rank import diverse_rows, rank_candidates, read_candidates
 
+    if top is not None and top < 1:
+        raise TilerError(f"--top: must be >= 1, got {top}")
     chip, problem, space = _setup(op, chip_id, shape, dtype, obj["hardware_dir"], target=target)
     df = read_candidates(candidates, "--candidates")
     ranked, rejected = rank_candidates(problem, chip, df, space)
+    if diverse:
+        ranked = diverse_rows(ranked, get_operator(problem.OP, chip.family, space.target).SHAPE_KNOBS)
+    if top is not None:
+        ranked = ranked.head(top)
     for _, r in rejected.iterrows():
         click.echo(f"row {r.get('row', '?')}: infeasible: {r.get('reason', '')}", err=True)
     if fmt == "csv":

@@ -56,6 +56,9 @@ class Operator(ABC):
     # vectorised call; empty: inner="grid" falls back to the schedule knobs) and the order knobs are sampled in
     GRID_KNOBS: ClassVar[tuple[str, ...]] = ()
     SAMPLE_ORDER: ClassVar[tuple[str, ...]] = ()
+    # the knobs that make a tile shape: the diverse top-k (search.result.diverse_order) keeps the best tiling of
+    # each distinct value of these first; empty: the plain ranking
+    SHAPE_KNOBS: ClassVar[tuple[str, ...]] = ()
     # advice: the checklist line per bound (MISSION §4, in the family's words) and the knobs worth flipping:
     # knob -> (checklist item, values to try)
     CHECKLIST: ClassVar[dict[str, str]] = {}

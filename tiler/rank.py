@@ -191,3 +191,16 @@ def rank_candidates(
         good["predicted_us"] = pd.Series(dtype=float)
         good["rank"] = pd.Series(dtype=np.int64)
     return good.reset_index(drop=True), rejected.reset_index(drop=True)
+
+
+def diverse_rows(ranked: pd.DataFrame, shape_knobs) -> pd.DataFrame:
+    """`ranked` (rank_candidates' table, best first) in the diverse order (search.result.diverse_order): the best
+    row of each distinct tile shape (`shape_knobs`, the operator's SHAPE_KNOBS) first, then the rest, with a `gap`
+    column (predicted time over the best)."""
+    from .search.result import diverse_order
+
+    if not len(ranked):
+        return ranked.assign(gap=pd.Series(dtype=float))
+    cands = {k: ranked[k].to_numpy() for k in shape_knobs if k in ranked.columns}
+    order, gap = diverse_order(cands, ranked["predicted_us"].to_numpy(), shape_knobs)
+    return ranked.iloc[order].assign(gap=gap).reset_index(drop=True)

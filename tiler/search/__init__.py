@@ -12,9 +12,9 @@ import numbers
 from ..errors import SpaceError
 from ..operator import get_operator
 from ..problem import Problem
-from ..space import Candidates, Space
+from ..space import Candidates, Space, take
 from .proven import enumerate_feasible, exhaustive
-from .result import SearchResult, top_distinct
+from .result import DIVERSE_FACTOR, DIVERSE_MAX, SearchResult, diverse_order, top_distinct
 
 STRATEGIES = ("exhaustive", "tpe", "random", "auto")
 # Bounds of the numbers a search takes, checked before any work (README "Input limits"): the work is bounded by the
@@ -52,18 +52,54 @@ def search(
     top: int = 5,
     seed: int = 0,
     trials: int | None = None,
+    diverse: bool | None = None,
     **kw,
 ) -> SearchResult:
-    """Run one strategy. `auto` is exhaustive (every shipped space is proven in seconds)."""
+    """Run one strategy. `auto` is exhaustive (every shipped space is proven in seconds).
+
+    diverse: order the top `top` (and a guided search's model top-k) as the diverse top-k (`diverse_top`): the best
+    tiling of each distinct tile shape (the operator's SHAPE_KNOBS) first. None (default): diverse when the search
+    is guided (`guided` > 0, the model's list is measured), the plain ranking otherwise.
+    """
     if strategy not in STRATEGIES:
         raise SpaceError(f"strategy: must be one of {', '.join(STRATEGIES)}, got {strategy!r}")
     check_search_args(top, seed, trials)
     get_operator(space.op, space.family, space.target).admit(problem, chip)
+    if diverse is None:
+        diverse = bool(kw.get("guided"))
     if strategy in ("exhaustive", "auto"):
-        return exhaustive(problem, chip, space, top=top)
+        return (
+            diverse_top(problem, chip, space, top) if diverse else exhaustive(problem, chip, space, top=top)
+        )
     from . import bayes  # optuna is imported only here
 
-    return bayes.run(problem, chip, space, strategy=strategy, top=top, seed=seed, trials=trials, **kw)
+    return bayes.run(
+        problem, chip, space, strategy=strategy, top=top, seed=seed, trials=trials, diverse=diverse, **kw
+    )
+
+
+def diverse_top(problem: Problem, chip, space: Space, top: int) -> SearchResult:
+    """The diverse top-`top` (docs/search.md, "Diverse top-k"): the proven search for the model's top N
+    (N = DIVERSE_FACTOR * top, at most DIVERSE_MAX), then the best tiling of each distinct tile shape among them in
+    predicted order, then the rest of the N; `est["gap"]` is each one's predicted time over the best. The first row
+    is the plain optimum; a shape whose best tiling is not in the model's top N is not listed.
+    """
+    model = get_operator(space.op, space.family, space.target)
+    pool = min(DIVERSE_MAX, max(top, DIVERSE_FACTOR * top)) if model.SHAPE_KNOBS else top
+    res = exhaustive(problem, chip, space, top=pool)
+    order, gap = diverse_order(res.cands, res.est["time_us"], model.SHAPE_KNOBS)
+    order, gap = order[:top], gap[:top]
+    res.cands = take(res.cands, order)
+    res.est = dict(take(res.est, order), gap=gap)
+    shapes = len(
+        {tuple(int(res.cands[k][i]) for k in model.SHAPE_KNOBS if k in res.cands) for i in range(len(gap))}
+    )
+    if model.SHAPE_KNOBS:
+        res.notes.append(
+            f"diverse top-{top}: the best tiling of each distinct {'x'.join(model.SHAPE_KNOBS)} among the model's "
+            f"top {pool} first ({shapes} distinct shapes listed); --plain: the plain ranking"
+        )
+    return res
 
 
 def evaluate(problem: Problem, chip, space: Space, tiling: dict) -> tuple[Candidates, dict, dict[str, bool]]:
@@ -82,6 +118,8 @@ __all__ = [
     "TOP_MAX",
     "TRIALS_MAX",
     "check_search_args",
+    "diverse_order",
+    "diverse_top",
     "SearchResult",
     "enumerate_feasible",
     "evaluate",

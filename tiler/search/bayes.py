@@ -601,6 +601,7 @@ def run(
     measure_timeout: float = 120,
     warm_start: bool = False,
     guided: int = 0,
+    diverse: bool = False,
     resolve: bool | None = None,
     inner: str | None = None,
     sampler_options: dict | None = None,
@@ -614,6 +615,8 @@ def run(
     per trial; None (default) means "yes when the objective is the model, no when it is a measurement".
     progress: a progress bar of the evaluated trials on stderr, drawn only when stderr is a terminal (False:
     never; a sweep draws its own).
+    diverse: `guided` measures the model's diverse top-k (search.diverse_top: the best tiling of each distinct tile
+    shape) first instead of its plain top-k.
     """
     import optuna
 
@@ -656,6 +659,7 @@ def run(
         "conditional": conditional,
         "warm": bool(warm_start),
         "guided": guided,
+        **({"diverse": True} if guided and diverse else {}),
         "sampler": sampler_options or {},
     }
     name = study_name or default_study_name(problem, chip, space, strategy, seed, signature)
@@ -696,7 +700,12 @@ def run(
         # known-good and model-ranked starting points: enqueued once (skip_if_exists), measured first
         guided_params: list[dict] = []
         if guided:
-            ex = exhaustive(problem, chip, space, top=guided)
+            if diverse:
+                from . import diverse_top
+
+                ex = diverse_top(problem, chip, space, guided)
+            else:
+                ex = exhaustive(problem, chip, space, top=guided)
             for i in range(len(ex.est["time_us"])):
                 p = obj.params({k: int(ex.cands[k][i]) for k in space.names})
                 if p is not None and p not in guided_params:
@@ -761,6 +770,7 @@ def run(
         seed=seed,
         trials=trials,
         guided=guided,
+        diverse=diverse,
         study=name,
         notes=notes,
         t0=t0,
@@ -777,6 +787,7 @@ def _result(
     trials: int,
     guided: int,
     study: str,
+    diverse: bool = False,
     notes: list[str],
     t0: float,
 ) -> SearchResult:
@@ -845,7 +856,7 @@ def _result(
         near = sum(t.value <= bar for t in done)
         src = best[0].user_attrs.get("source") or "sampler"
         notes.append(
-            f"guided: model top-{guided} measured first; {near} of {len(done)} measurements within "
+            f"guided: model {'diverse ' if diverse else ''}top-{guided} measured first; {near} of {len(done)} measurements within "
             f"{NEAR_BEST:.0%} of the best found (best from trial {best[0].number}, {src})"
         )
     return SearchResult(

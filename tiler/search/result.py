@@ -56,3 +56,32 @@ def top_distinct(
     first = np.ones(t.size, dtype=bool)
     first[1:] = t[1:] != t[:-1]
     return order[first][:top]
+
+
+# The diverse top-k looks for its k distinct shapes among the model's top DIVERSE_FACTOR * k (at most DIVERSE_MAX)
+DIVERSE_FACTOR = 8
+DIVERSE_MAX = 1000
+
+
+def diverse_order(cands: Candidates, time_us: np.ndarray, shape_knobs) -> tuple[np.ndarray, np.ndarray]:
+    """The diverse order of candidates already ranked best first: the best of each distinct tile shape (the values
+    of `shape_knobs`, the operator's SHAPE_KNOBS) in predicted order, then the rest in predicted order; and each
+    row's predicted gap to the best (its time over the fastest time, >= 1).
+
+    Tilings of one shape that differ only in a pipeline depth or a schedule run within a few percent of each other
+    on the hardware: measuring them teaches little. With no shape knobs (or none in `cands`) the order is the plain
+    ranking.
+    """
+    t = np.asarray(time_us, dtype=np.float64)
+    n = t.size
+    keys = [np.asarray(cands[k]) for k in shape_knobs if k in cands]
+    if keys and n:
+        _, first = np.unique(np.stack(keys, axis=1), axis=0, return_index=True)
+        lead = np.zeros(n, dtype=bool)
+        lead[first] = True
+        order = np.concatenate([np.nonzero(lead)[0], np.nonzero(~lead)[0]])
+    else:
+        order = np.arange(n)
+    best = t.min() if n else 1.0
+    gap = t / best if best > 0 else np.ones(n)
+    return order, gap[order]

@@ -228,6 +228,7 @@ class DepthwiseConvAscend(Operator):
     RULE_TEXT = RULE_TEXT
     SAMPLE_ORDER = ("scheme", "groups_per_op", "tile_m")
     GRID_KNOBS = ("scheme", "groups_per_op", "tile_m")
+    SHAPE_KNOBS = ("scheme", "groups_per_op", "tile_m")
     CHECKLIST = {
         "cube": "compute bound: the cube issues padded MACs; pack more channels per op (group_opt) or move the "
         "taps to the vector unit",

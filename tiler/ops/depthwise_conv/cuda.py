@@ -290,6 +290,7 @@ class DepthwiseConvCuda(Operator):
     RULE_TEXT = RULE_TEXT
     SAMPLE_ORDER = ("scheme", "groups_per_op", "BLOCK_P", "BLOCK_K", "num_warps", "num_stages")
     GRID_KNOBS = ("scheme", "groups_per_op", "BLOCK_P")
+    SHAPE_KNOBS = ("scheme", "groups_per_op", "BLOCK_P", "BLOCK_K")
     CHECKLIST = {
         "alu": "CUDA-core bound: fewer instructions per output: more channels per program share the index "
         "math; or the tensor cores (group_opt) when the taps are many",

@@ -416,6 +416,7 @@ class FlashAttentionAscend(Operator):
     RULE_TEXT = RULE_TEXT
     CONSTANTS = CONSTANTS
     GRID_KNOBS = ("block_s1", "block_s2", "kv_split")
+    SHAPE_KNOBS = ("block_s1", "block_s2", "kv_split")
     SAMPLE_ORDER = ("block_s1", "block_s2", "kv_split", "double_buffer", "preload", "core_split")
     CHECKLIST = {
         "cube": "compute bound: the cube runs QKᵀ and PV; fewer padded rows (block_s1 a multiple of 16, pack GQA "

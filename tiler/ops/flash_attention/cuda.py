@@ -322,6 +322,7 @@ class FlashAttentionCuda(Operator):
     RULES = RULES
     RULE_TEXT = RULE_TEXT
     GRID_KNOBS = ("BLOCK_M", "BLOCK_N")
+    SHAPE_KNOBS = ("BLOCK_M", "BLOCK_N")
     SAMPLE_ORDER = ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "ORDER")
     CHECKLIST = {
         "tensor": "tensor-core bound: larger blocks keep the MMAs fed; the softmax already overlaps",

@@ -533,6 +533,7 @@ class MatmulAscend(Operator):
     # knobs that fix the tile grid (the schedule simulation); the block shape is sampled first, then the knobs
     # whose feasible values depend on it
     GRID_KNOBS = ("base_m", "base_n", "base_k", "step_m", "step_n", "split_k")
+    SHAPE_KNOBS = ("base_m", "base_n", "base_k", "step_m", "step_n", "split_k")
     SAMPLE_ORDER = (
         "base_m",
         "base_n",

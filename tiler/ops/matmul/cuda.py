@@ -681,6 +681,12 @@ class MatmulCuda(Operator):
     RULES = RULES
     RULE_TEXT = RULE_TEXT
     GRID_KNOBS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "SPLIT_K")
+    SHAPE_KNOBS = (
+        "BLOCK_M",
+        "BLOCK_N",
+        "BLOCK_K",
+        "SPLIT_K",
+    )  # the tile; num_stages, num_warps, GROUP_M, ORDER vary within it
     SAMPLE_ORDER = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "SPLIT_K", "num_stages", "num_warps")
     CHECKLIST = {
         "load": "memory bound (global -> shared): larger tiles raise reuse, GROUP_M raises L2 hits, 16-B aligned "

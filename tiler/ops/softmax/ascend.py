@@ -195,6 +195,7 @@ class SoftmaxAscend(Operator):
     FAMILY = "ascend"
     PROBLEM = Softmax
     KNOBS = KNOBS
+    SHAPE_KNOBS = ("rows_per_core", "block_d", "passes")
     RULES = RULES
     RULE_TEXT = RULE_TEXT
     CONSTANTS = DEFAULTS

@@ -293,6 +293,7 @@ class SoftmaxCuda(Operator):
     RULE_TEXT = RULE_TEXT
     SAMPLE_ORDER = ("BLOCK_D", "passes", "ROWS", "num_warps")
     GRID_KNOBS = ("BLOCK_D", "passes", "ROWS")
+    SHAPE_KNOBS = ("BLOCK_D", "passes", "ROWS")
     CHECKLIST = {
         "load": "memory bound: read each row once (BLOCK_D >= d), else 2 passes (online) instead of 3; keep rows "
         "in L2 between their reads (fewer rows in flight); 16-byte loads (d a multiple of 8)",
