@@ -11,6 +11,7 @@ describe each target, with what it cannot express.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import numpy as np
 
@@ -41,11 +42,17 @@ def _k_slice(p: Problem, base_k: int, split: int) -> int:
     return min(per * base_k, p.K)
 
 
-def _knob(t: dict, name: str) -> int:
-    """A decoded knob as the int the generators take (labels of categorical knobs are their codes' names)."""
-    v = t[name]
-    labels = {"m": 0, "n": 1, "off": 0, "auto": 1, "walk": 0, "block": 1}
-    return labels[v] if isinstance(v, str) else int(v)
+def _knob(t: dict, name: str, family: str = "ascend") -> int:
+    """A decoded knob as the int the generators take: a categorical knob's label becomes its code, as the shipped
+    space file (search_spaces/matmul.toml) defines them."""
+    return _space(family).knobs[name].parse(t[name])
+
+
+@lru_cache(maxsize=2)
+def _space(family: str):
+    from ...space import load_space
+
+    return load_space("matmul", family, builtin=True)
 
 
 # ------------------------------------------------------------------------------------------------- CATLASS
@@ -548,9 +555,7 @@ TRITON_KWARGS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "ORDER", "SPLIT_K")
 
 def triton_view(p: Problem, chip, t: dict, row: dict) -> dict:
     """The kernel's constexpr arguments, launch options and grid (tiler/ops/matmul/triton_runner.py's kernel)."""
-    kwargs = {k: int(t[k]) if not isinstance(t[k], str) else t[k] for k in TRITON_KWARGS}
-    if isinstance(kwargs["ORDER"], str):
-        kwargs["ORDER"] = {"row": 0, "grouped": 1, "serpentine": 2}[kwargs["ORDER"]]
+    kwargs = {k: _knob(t, k, "cuda") for k in TRITON_KWARGS}
     tiles = -(-p.M // kwargs["BLOCK_M"]) * -(-p.N // kwargs["BLOCK_N"])
     return {
         "kernel": "tiler.ops.matmul.triton_runner:_gemm_tile_kernel",
