@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import importlib.util
 import json
 import math
 import os
@@ -40,6 +39,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from gpu_measure import load_module, log, smi_state  # noqa: E402  (the matmul bench's helpers; no tiler import)
+
 KERNELS_PATH = ROOT / "tiler" / "ops" / "depthwise_conv" / "triton_kernels.py"
 SHAPES_CSV = ROOT / "examples" / "shapes" / "depthwise_conv.csv"
 KERNELS_MODULE = "dwconv_triton_kernels"
@@ -50,19 +52,9 @@ COLUMNS = ["name", *PROBLEM_KEYS, "dtype", "impl", "source", *CFG_KEYS, "ms", "g
 SCHEME_ORDER = ("group_loop", "group_opt", "vector")
 
 
-def log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
-
-
 def load_kernels():
     """The kernel module, loaded from its file (the tiler package is not imported)."""
-    mod = sys.modules.get(KERNELS_MODULE)
-    if mod is None:
-        spec = importlib.util.spec_from_file_location(KERNELS_MODULE, KERNELS_PATH)
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[KERNELS_MODULE] = mod
-        spec.loader.exec_module(mod)
-    return mod
+    return load_module(KERNELS_MODULE, KERNELS_PATH)
 
 
 def read_shapes(path: Path) -> list[dict]:
@@ -237,9 +229,6 @@ def precompile_all(tasks: list, jobs: int, deadline: float) -> tuple[dict, dict]
     stats["wall_s"] = round(time.time() - t0, 1)
     return stats, results
 
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gpu_measure import smi_state  # noqa: E402  (the matmul bench's nvidia-smi reader; no tiler import)
 
 # --- machine and ceilings --------------------------------------------------------------------------
 

@@ -14,11 +14,14 @@ from __future__ import annotations
 
 import argparse
 import csv
-import importlib.util
 import itertools
 import os
+import sys
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from gpu_measure import load_module  # noqa: E402  (the matmul bench's helpers; no tiler import)
 
 HERE = Path(__file__).resolve().parent.parent
 COLUMNS = [
@@ -57,12 +60,7 @@ HELD = [
 
 
 def load_kernels():
-    spec = importlib.util.spec_from_file_location(
-        "fa_kernels", HERE / "tiler/ops/flash_attention/triton_kernels.py"
-    )
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_module("fa_kernels", HERE / "tiler/ops/flash_attention/triton_kernels.py")
 
 
 def configs(S1: int, causal: int):

@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import argparse
 import csv
-import importlib.util
 import itertools
 import os
+import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from gpu_measure import load_module  # noqa: E402  (the matmul bench's helpers; no tiler import)
 
 HERE = Path(__file__).resolve().parent.parent
 
@@ -25,11 +28,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "out")))
     args = ap.parse_args()
-    spec = importlib.util.spec_from_file_location(
-        "fa_kernels", HERE / "tiler/ops/flash_attention/triton_kernels.py"
-    )
-    tk = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tk)
+    tk = load_module("fa_kernels", HERE / "tiler/ops/flash_attention/triton_kernels.py")
     args.out.mkdir(parents=True, exist_ok=True)
     with (args.out / "h200_fa_registers.csv").open("w", newline="") as f:
         w = csv.writer(f)

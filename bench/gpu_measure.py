@@ -188,6 +188,19 @@ def log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
+def load_module(name: str, path: Path):
+    """A module loaded from its file, once (the GPU benches load the kernel files without importing tiler)."""
+    import importlib.util
+
+    mod = sys.modules.get(name)
+    if mod is None:
+        spec = importlib.util.spec_from_file_location(name, path)
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[name] = mod
+        spec.loader.exec_module(mod)
+    return mod
+
+
 def cfg_dict(t) -> dict:
     return dict(zip(KNOBS, (int(x) for x in t), strict=True))
 

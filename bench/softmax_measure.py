@@ -31,19 +31,20 @@ from __future__ import annotations
 
 import argparse
 import csv
-import importlib.util
 import json
 import os
 import platform
 import random
 import statistics
-import subprocess
 import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from gpu_measure import load_module, log, smi_state  # noqa: E402  (the matmul bench's helpers; no tiler import)
+
 KERNELS_PATH = ROOT / "tiler" / "ops" / "softmax" / "triton_kernels.py"
 KERNELS_MODULE = "softmax_triton_kernels"
 CFG_KEYS = ("BLOCK_D", "passes", "ROWS", "num_warps")
@@ -81,19 +82,9 @@ SHAPES = [
 KINDS = ("row", "online", "3pass")
 
 
-def log(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
-
-
 def load_kernels():
     """The kernel module, loaded from its file (the tiler package is not imported)."""
-    mod = sys.modules.get(KERNELS_MODULE)
-    if mod is None:
-        spec = importlib.util.spec_from_file_location(KERNELS_MODULE, KERNELS_PATH)
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[KERNELS_MODULE] = mod
-        spec.loader.exec_module(mod)
-    return mod
+    return load_module(KERNELS_MODULE, KERNELS_PATH)
 
 
 def kind_of(cfg: dict, d: int) -> str:
@@ -236,24 +227,6 @@ def precompile_all(tasks: list, jobs: int, deadline: float) -> tuple[dict, dict]
 
 
 # --- machine --------------------------------------------------------------------------------------------
-
-
-def smi_state() -> str | None:
-    try:
-        r = subprocess.run(
-            [
-                "nvidia-smi",
-                "--query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,"
-                "power.draw,power.limit",
-                "--format=csv,noheader",
-            ],
-            capture_output=True,
-            text=True,
-            timeout=20,
-        )
-        return r.stdout.strip() or r.stderr.strip()
-    except Exception as e:  # noqa: BLE001
-        return f"nvidia-smi failed: {e}"
 
 
 def machine_info() -> dict:

@@ -17,6 +17,7 @@ The rules, the same for every flag:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 from pathlib import Path
@@ -110,10 +111,8 @@ def write_bytes(path: str | os.PathLike, data: bytes, what: str | None = None) -
     finally:
         if fd >= 0:
             os.close(fd)
-        try:
+        with contextlib.suppress(OSError):  # the temp file is gone once renamed into place
             os.unlink(tmp)
-        except OSError:
-            pass  # renamed into place, or never created
     return p
 
 
