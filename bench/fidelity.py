@@ -12,6 +12,10 @@ Measured data (all fp16 on the same H200; the same kernel and timing protocol):
   bench/data/h200_matmul_run6.csv       run 6: 10 new shapes x the grid, and the v4 picks (tie orders) of them
   bench/data/h200_matmul_run6b.csv      run 6: the v4 picks not measured before of 18 of the 28 earlier shapes
   bench/data/h200_matmul_run9.csv       run 9: 12 more new shapes x the grid, and the final model's picks of them
+  bench/data/h200_matmul_run10[ab].csv  run 10: issue 16's 24 shape-class GEMMs (bench/shape_classes.py) x the grid,
+                                        the model's plain and diverse top-8, NVIDIA's top-4 and 24 random tilings
+  bench/data/h200_matmul_run11.csv      run 11: the re-fitted (short-row) model's top-8 picks of those 24 shapes
+                                        not measured in run 10
 
 A (shape, tiling) measured more than once is one row with the median time. Two views per shape:
 
@@ -71,6 +75,9 @@ DATA = [
     DATA_DIR / "h200_matmul_run6.csv",
     DATA_DIR / "h200_matmul_run6b.csv",
     DATA_DIR / "h200_matmul_run9.csv",
+    DATA_DIR / "h200_matmul_run10a.csv",
+    DATA_DIR / "h200_matmul_run10b.csv",
+    DATA_DIR / "h200_matmul_run11.csv",
 ]
 PICKS = DATA_DIR / "model_picks_h200.csv"
 KNOBS = ["BLOCK_M", "BLOCK_N", "BLOCK_K", "num_stages", "num_warps", "GROUP_M", "ORDER", "SPLIT_K"]

@@ -22,6 +22,9 @@ import csv
 import sys
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
@@ -72,8 +75,9 @@ def dims(s: str) -> tuple[int, int, int]:
     return M, N, K
 
 
-def candidates(out: str, seed: int = 16) -> None:
-    """Write the tilings to measure (columns M,N,K,KNOBS,source,model_rank,predicted_us)."""
+def candidates(out: str, seed: int = 16, picks_only: bool = False, source_tag: str = "") -> None:
+    """Write the tilings to measure (columns M,N,K,KNOBS,source,model_rank,predicted_us). `picks_only`: the
+    model's plain and diverse top-8 alone (a re-fitted profile's picks, to measure after a fit)."""
     from estimate_rate import feasible_table
     from nvidia_picks import nvidia_top
 
@@ -90,11 +94,13 @@ def candidates(out: str, seed: int = 16) -> None:
     for i, s in enumerate(CLASS_OF):
         M, N, K = dims(s)
         p = parse_problem("matmul", {"M": M, "N": N, "K": K})
-        for source, diverse in (("model_plain", False), ("model_diverse", True)):
+        for source, diverse in ((f"model_plain{source_tag}", False), (f"model_diverse{source_tag}", True)):
             res = search(p, chip, space, top=8, diverse=diverse)
             for r in range(len(res.est["time_us"])):
                 knobs = [int(res.cands[k][r]) for k in KNOBS]
                 rows.append([M, N, K, *knobs, source, r + 1, round(float(res.est["time_us"][r]), 3)])
+        if picks_only:
+            continue
         for r, pk in enumerate(nvidia_top(M, N, K, 4)):
             rows.append([M, N, K, *(pk[k] for k in KNOBS), "peer", r + 1, round(pk["predicted_us"], 3)])
         rnd = feasible_table(p, chip, space, model, RANDOM_PER_SHAPE, seed + i)
@@ -109,15 +115,118 @@ def candidates(out: str, seed: int = 16) -> None:
     print(f"{len(rows)} rows -> {out}", file=sys.stderr)
 
 
+DATA = [ROOT / "bench" / "data" / f for f in ("h200_matmul_run10a.csv", "h200_matmul_run10b.csv", "h200_matmul_run11.csv")]
+
+
+def _time_of(d, cfg: dict) -> float:
+    """The measured time (ms) of one tiling of a shape's rows `d`, NaN if it was not measured."""
+    hit = np.logical_and.reduce([d[k].to_numpy() == int(cfg[k]) for k in KNOBS])
+    return float(d.loc[hit, "ms"].min()) if hit.any() else float("nan")
+
+
+def evaluate(files: list[Path], chip_id: str = "h200") -> pd.DataFrame:
+    """Per shape: best measured / measured time of the model's top-1, of the best of its plain and diverse top-4,
+    and of NVIDIA's top-1 and top-4 (source=peer, in rank order), with cuBLAS; `reach` is how many of the diverse
+    order's tilings it takes to come within 0.99 of the best (NaN: not within 4)."""
+    from fidelity import merge_measured
+
+    from tiler.hardware import load_chip
+    from tiler.problem import parse_problem
+    from tiler.search import search
+    from tiler.space import load_space
+
+    chip = load_chip(chip_id)
+    space = load_space("matmul", chip.family)
+    frames = [(f.name, pd.read_csv(f)) for f in files]
+    measured = merge_measured(frames)
+    raw = pd.concat([d for _, d in frames])
+    rows = []
+    for s, cls in CLASS_OF.items():
+        M, N, K = dims(s)
+        d = measured[(measured.M == M) & (measured.N == N) & (measured.K == K)]
+        if not len(d):
+            continue
+        best = float(d["ms"].min())
+        p = parse_problem("matmul", {"M": M, "N": N, "K": K})
+        plain = search(p, chip, space, top=4, diverse=False)
+        div = search(p, chip, space, top=4, diverse=True)
+        tp = [_time_of(d, {k: plain.cands[k][i] for k in KNOBS}) for i in range(len(plain.est["time_us"]))]
+        td = [_time_of(d, {k: div.cands[k][i] for k in KNOBS}) for i in range(len(div.est["time_us"]))]
+        r = raw[(raw.M == M) & (raw.N == N) & (raw.K == K)]
+        peer = r[r.source == "peer"].drop_duplicates(KNOBS)
+        tpeer = [_time_of(d, row) for _, row in peer.head(4).iterrows()]
+        cub = r.loc[r.impl == "torch", "ms"]
+        within = [i + 1 for i, t in enumerate(td) if best / t >= 0.99]
+        rows.append(
+            {
+                "shape": s,
+                "class": cls,
+                "held_out": s in HELD_OUT,
+                "best_ms": best,
+                "top1": best / tp[0],
+                "plain4": best / np.nanmin(tp),
+                "diverse4": best / np.nanmin(td),
+                "reach": within[0] if within else np.nan,
+                "unmeasured": int(np.isnan(tp).sum() + np.isnan(td).sum()),
+                "peer1": best / tpeer[0] if tpeer else np.nan,
+                "peer4": best / np.nanmin(tpeer) if tpeer else np.nan,
+                "cublas": best / float(cub.median()) if len(cub) else np.nan,
+                "pick": " ".join(str(int(plain.cands[k][0])) for k in KNOBS),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def _geo(x) -> float:
+    x = np.asarray(x, dtype=float)
+    x = x[~np.isnan(x)]
+    return float(np.exp(np.log(x).mean())) if len(x) else float("nan")
+
+
+def report(res: pd.DataFrame) -> str:
+    cols = ["top1", "plain4", "diverse4", "peer1", "peer4", "cublas"]
+    lines = [res.drop(columns=["pick"]).to_string(index=False, float_format=lambda v: f"{v:.3f}"), ""]
+    lines.append("geomean (min) of best measured / measured; cublas = best Triton / cuBLAS")
+    for label, g in (("held out", res[res.held_out]), ("fitted", res[~res.held_out]), ("all", res)):
+        if not len(g):
+            continue
+        parts = [f"{c} {_geo(g[c]):.3f} ({np.nanmin(g[c]):.3f})" for c in cols]
+        reach = int((g["reach"] <= 4).sum())
+        lines.append(
+            f"{label:>9} ({len(g)}): " + ", ".join(parts) + f"; 0.99 within 4 (diverse): {reach}/{len(g)}"
+        )
+    for cls in CLASSES:
+        g = res[res["class"] == cls]
+        lines.append(
+            f"{cls:>12}: top1 {_geo(g.top1):.3f} (min {np.nanmin(g.top1):.3f}), diverse4 {_geo(g.diverse4):.3f}"
+        )
+    h = res[res.held_out]
+    if len(h):
+        t1, d4, reach = _geo(h.top1), _geo(h.diverse4), int((h["reach"] <= 4).sum())
+        lines.append(
+            f"targets on the held-out shapes: top-1 {t1:.3f} / 0.95 = {t1 / 0.95:.3f}, min {h.top1.min():.3f} / 0.85,"
+            f" diverse best-of-4 {d4:.3f} / 0.98 = {d4 / 0.98:.3f}, 0.99 within 4 on {reach}/{len(h)}"
+            f" (target {int(np.ceil(5 * len(h) / 6))}/{len(h)})"
+        )
+    return "\n".join(lines)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     c = sub.add_parser("candidates")
     c.add_argument("--out", required=True)
     c.add_argument("--seed", type=int, default=16)
+    c.add_argument("--picks-only", action="store_true", help="only the model's plain and diverse top-8")
+    c.add_argument("--tag", default="", help="appended to the model sources, e.g. _v6")
+    e = sub.add_parser("eval")
+    e.add_argument("--data", nargs="+", type=Path, default=DATA)
+    e.add_argument("--chip", default="h200", help="profile id or .toml path (e.g. a re-fit not yet shipped)")
     a = ap.parse_args(argv)
     if a.cmd == "candidates":
-        candidates(a.out, a.seed)
+        candidates(a.out, a.seed, a.picks_only, a.tag)
+    else:
+        print(report(evaluate(a.data, a.chip)))
     return 0
 
 

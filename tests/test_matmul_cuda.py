@@ -362,3 +362,39 @@ def test_register_estimate_matches_ptxas_on_the_aligned_path():
     assert table.loc["sync AB", "ptxas spills"] > 10 * max(aligned["ptxas spills"], 1)
     # misaligned A rows: one 64-bit address per element (2 per row instead ran a median 22 registers low)
     assert table.loc["sync A", "median |model - demand|"] <= 30
+
+
+# ---------------------------------------------------------------- short rows reach HBM as short requests
+def test_short_rows_cost_hbm_rate(model, chip):
+    """Issue 16's tall-skinny class (run 10, measured): on 50000x64x1024 A streams 102 MB from HBM; BLOCK_K 32
+    (64-B rows of A) ran 0.053 ms against 0.038 ms for BLOCK_K 64 (128-B rows), same tile and stages. The model
+    charges a row shorter than a line a fixed request cost (dram_request_bytes), so it must rank them the same
+    way, and by more than the old line-slot model did (it predicted them within 6 %)."""
+    p = Matmul(50000, 64, 1024)
+    c = cands(BLOCK_M=128, BLOCK_N=64, BLOCK_K=[32, 64], num_stages=4, num_warps=4, GROUP_M=8, ORDER=1)
+    t32, t64 = predict(model, chip, p, c)
+    assert measured_ms(
+        ["h200_matmul_run10a.csv"], p, BLOCK_K=32, num_stages=5, num_warps=4
+    ) > 1.2 * measured_ms(["h200_matmul_run10a.csv"], p, BLOCK_K=64, num_stages=3, num_warps=4, BLOCK_M=128)
+    assert t32 > 1.15 * t64
+    # with the request cost taken away (a 128-B line and a 64-B row at the same rate) the gap closes
+    from tiler.ops.matmul import cuda as mc
+
+    e = dict(mc.efficiency(chip), dram_request_bytes=1e-6)
+    flat = mc.timing(mc.prepare(p, chip, c), chip, e)["time_us"]
+    assert flat[0] < 1.1 * flat[1]
+
+
+def test_a_tile_spanning_whole_rows_is_one_contiguous_request(chip):
+    """When BLOCK_K covers all of K, a tile's rows follow each other in memory: the request is the whole tile, not
+    one short row (so more K never makes the rows look longer than they are)."""
+    from tiler.ops.matmul import cuda as mc
+
+    g = mc.prepare(
+        Matmul(4096, 4096, 16), chip, cands(BLOCK_M=64, BLOCK_N=64, BLOCK_K=[16, 64], num_stages=2)
+    )
+    assert (g["a_seg"] == 64 * 16 * 2).all()
+    g = mc.prepare(
+        Matmul(4096, 4096, 4096), chip, cands(BLOCK_M=64, BLOCK_N=64, BLOCK_K=[16, 64], num_stages=2)
+    )
+    assert list(g["a_seg"]) == [32, 128]

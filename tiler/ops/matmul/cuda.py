@@ -76,6 +76,9 @@ DEFAULTS = {
     "extra_kernel_us": 2.0,  # each extra kernel of split-K (zero fill, cast) beyond its memory time
     "unaligned_elems_per_cycle": 4.0,  # elements per SM cycle of synchronous scalar loads (rows not 16-B aligned)
     "spill_cycles_per_reg": 60.0,  # cycles per K step per register a thread spills to local memory
+    # fixed cost of one DRAM request, in bytes of transfer time: a tile row shorter than a 128-B line reaches HBM
+    # as short requests, which move fewer bytes per activation and command slot (docs/model_cuda.md, "Short rows")
+    "dram_request_bytes": 32.0,
     # the launch order reported when the model predicts several orders of a tiling exactly equal (tie_rank):
     # 0 = row-major, -1 = serpentine, g > 0 = grouped with GROUP_M = g; one for 16-B aligned (cp.async) loads,
     # one for the synchronous path. Chosen from measurements by `tiler calibrate` (choose_tie_orders), not fitted
@@ -97,6 +100,7 @@ FITTABLE = {
     "extra_kernel_us": (0.01, 50.0),
     "unaligned_elems_per_cycle": (0.1, 64.0),
     "spill_cycles_per_reg": (0.1, 1e4),
+    "dram_request_bytes": (0.1, 1024.0),
 }
 _BASE_REGS = (
     24  # per-thread registers besides accumulator, fragments and load addresses (indices, loop, masks)
@@ -371,6 +375,11 @@ def prepare(p: Matmul, chip, c: dict, l2_hits: bool = True) -> dict[str, np.ndar
     )  # zero + atomics' write-back + cast, or the store
     out_l2 = np.where(split, mn * 4 * (2 * sk + 1) + mn * (4 + ob), mn * ob)
     hbm = np.maximum(hbm_read + out_hbm, p.compulsory_bytes)
+    # contiguous bytes a tile asks HBM for at a time: one tile row, or the whole tile when its rows span the
+    # operand's contiguous axis (consecutive rows then follow each other in memory)
+    a_seg = np.where(a_len >= len_a, a_rows * len_a, a_len) * b
+    b_seg = np.where(b_len >= len_b, b_rows * len_b, b_len) * b
+    c_seg = np.where(bn >= p.N, bm * p.N, bn) * ob
     f = lambda x: np.asarray(x, dtype=np.float64)  # noqa: E731
     return {
         "n": np.full(n, 1.0),
@@ -417,6 +426,14 @@ def prepare(p: Matmul, chip, c: dict, l2_hits: bool = True) -> dict[str, np.ndar
         "l2_read": a_l2 + b_l2,
         "hbm_read": hbm_read,
         "hbm": hbm,
+        "a_miss": a_l2 * (1.0 - a_hit_req),
+        "b_miss": b_l2 * (1.0 - b_hit),
+        "out_hbm": f(out_hbm),
+        "a_miss_step": a_step * (1.0 - a_hit_req),
+        "b_miss_step": b_step * (1.0 - b_hit),
+        "a_seg": f(a_seg),
+        "b_seg": f(b_seg),
+        "c_seg": f(c_seg),
         "l2_total": a_l2 + b_l2 + out_l2,
         "mn": np.full(n, mn),
         "macs_per_cycle": np.full(n, chip.macs_per_cycle(p.dtype)),
@@ -460,6 +477,17 @@ def timing(g: dict, chip, e: dict[str, float]) -> dict[str, np.ndarray]:
     t_mte1 = g["smem_traffic"] / (e["smem_bytes_per_cycle"] * f)
     stages = g["stages"]
     sync = unal_ab > 0
+    # HBM serves rows shorter than a line at a lower rate: each request carries a fixed cost worth
+    # `dram_request_bytes` of transfer; relative to a whole 128-B line (the rate hbm_efficiency describes), a row
+    # of s bytes runs at (s / (s + r)) / (128 / (128 + r)), and at full rate from 128 B on
+    r0 = e["dram_request_bytes"]
+
+    def row_rate(seg):
+        return np.minimum(1.0, seg / (seg + r0) * (128.0 + r0) / 128.0)
+
+    ra, rb, rc = row_rate(g["a_seg"]), row_rate(g["b_seg"]), row_rate(g["c_seg"])
+    # a K step's HBM bytes, each operand's weighted by its row rate, per byte requested
+    miss = (g["a_miss_step"] / ra + g["b_miss_step"] / rb) / (g["a_step"] + g["b_step"])
 
     def step(k, act):
         """Busy time of one SM for one K step of its `k` resident programs, with `act` SMs loading at once."""
@@ -467,7 +495,7 @@ def timing(g: dict, chip, e: dict[str, float]) -> dict[str, np.ndarray]:
         t_mma = macs / (rate * eff)
         # the SM's fill port, its share of the L2 bandwidth, and its share of HBM for the bytes that miss L2
         # (HBM fills L2 while L2 serves the SMs: the two overlap, the slower one sets the pace)
-        per_byte = np.maximum(act / l2_bw, (1.0 - g["hit"]) * act / hbm_bw)
+        per_byte = np.maximum(act / l2_bw, miss * act / hbm_bw)
         t_x = np.maximum(async_lines * g["line_bytes"] / sm_bw, async_b * per_byte)
         # Little's law: each program keeps (stages - 1) steps of loads in flight; with 1 stage the load is serial
         t_lat = np.where(stages >= 2, (lat + k * t_x) / np.maximum(stages - 1, 1), lat + k * t_x + t_mma)
@@ -496,7 +524,7 @@ def timing(g: dict, chip, e: dict[str, float]) -> dict[str, np.ndarray]:
     r_full = g["rounds"] - 1.0
     steps = g["steps"]
     main = r_full * (steps * s_full + fill + epi_f) + steps * s_last + fill + epi_l
-    hbm_t = g["hbm"] / hbm_bw
+    hbm_t = np.maximum(g["a_miss"] / ra + g["b_miss"] / rb + g["out_hbm"] / rc, g["compulsory"]) / hbm_bw
     l2_t = g["l2_total"] / l2_bw
     body = np.maximum(main, np.maximum(hbm_t, l2_t))
     split = g["sk"] > 1
