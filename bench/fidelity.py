@@ -16,6 +16,8 @@ Measured data (all fp16 on the same H200; the same kernel and timing protocol):
                                         the model's plain and diverse top-8, NVIDIA's top-4 and 24 random tilings
   bench/data/h200_matmul_run11.csv      run 11: the re-fitted (short-row) model's top-8 picks of those 24 shapes
                                         not measured in run 10
+  bench/data/h200_matmul_run12.csv      run 12: the picks of the model with shared memory as allocated not measured
+                                        before (28)
 
 A (shape, tiling) measured more than once is one row with the median time. Two views per shape:
 
@@ -78,6 +80,7 @@ DATA = [
     DATA_DIR / "h200_matmul_run10a.csv",
     DATA_DIR / "h200_matmul_run10b.csv",
     DATA_DIR / "h200_matmul_run11.csv",
+    DATA_DIR / "h200_matmul_run12.csv",
 ]
 PICKS = DATA_DIR / "model_picks_h200.csv"
 KNOBS = ["BLOCK_M", "BLOCK_N", "BLOCK_K", "num_stages", "num_warps", "GROUP_M", "ORDER", "SPLIT_K"]

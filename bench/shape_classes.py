@@ -75,7 +75,9 @@ def dims(s: str) -> tuple[int, int, int]:
     return M, N, K
 
 
-def candidates(out: str, seed: int = 16, picks_only: bool = False, source_tag: str = "") -> None:
+def candidates(
+    out: str, seed: int = 16, picks_only: bool = False, source_tag: str = "", chip_id: str = "h200"
+) -> None:
     """Write the tilings to measure (columns M,N,K,KNOBS,source,model_rank,predicted_us). `picks_only`: the
     model's plain and diverse top-8 alone (a re-fitted profile's picks, to measure after a fit)."""
     from estimate_rate import feasible_table
@@ -87,7 +89,7 @@ def candidates(out: str, seed: int = 16, picks_only: bool = False, source_tag: s
     from tiler.search import search
     from tiler.space import load_space
 
-    chip = load_chip("h200")
+    chip = load_chip(chip_id)
     space = load_space("matmul", chip.family)
     model = get_operator("matmul", chip.family)
     rows = []
@@ -115,7 +117,10 @@ def candidates(out: str, seed: int = 16, picks_only: bool = False, source_tag: s
     print(f"{len(rows)} rows -> {out}", file=sys.stderr)
 
 
-DATA = [ROOT / "bench" / "data" / f for f in ("h200_matmul_run10a.csv", "h200_matmul_run10b.csv", "h200_matmul_run11.csv")]
+DATA = [
+    ROOT / "bench" / "data" / f
+    for f in ("h200_matmul_run10a.csv", "h200_matmul_run10b.csv", "h200_matmul_run11.csv")
+]
 
 
 def _time_of(d, cfg: dict) -> float:
@@ -219,12 +224,13 @@ def main(argv=None) -> int:
     c.add_argument("--seed", type=int, default=16)
     c.add_argument("--picks-only", action="store_true", help="only the model's plain and diverse top-8")
     c.add_argument("--tag", default="", help="appended to the model sources, e.g. _v6")
+    c.add_argument("--chip", default="h200", help="profile id or .toml path (e.g. a re-fit not yet shipped)")
     e = sub.add_parser("eval")
     e.add_argument("--data", nargs="+", type=Path, default=DATA)
     e.add_argument("--chip", default="h200", help="profile id or .toml path (e.g. a re-fit not yet shipped)")
     a = ap.parse_args(argv)
     if a.cmd == "candidates":
-        candidates(a.out, a.seed, a.picks_only, a.tag)
+        candidates(a.out, a.seed, a.picks_only, a.tag, a.chip)
     else:
         print(report(evaluate(a.data, a.chip)))
     return 0

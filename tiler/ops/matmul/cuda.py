@@ -252,10 +252,31 @@ def smem_bytes(p: Matmul, c: dict) -> np.ndarray:
     )
 
 
+def smem_allocated(p: Matmul, chip, c: dict) -> np.ndarray:
+    """Shared memory the compiler allocates for the K loop's operand buffers (what limits residency).
+
+    Read off ptxas for 768 tilings of 4 shapes (bench/data/h200_registers.csv, column `shared`; exact on 90 % of
+    them, the rest below by an epilogue scratch): an operand loaded with cp.async gets `num_stages` buffers under
+    wgmma and `num_stages - 1` under mma.sync; an operand on the synchronous path (rows not 16-element aligned,
+    `_vector_elems` = 1) goes through registers into a single buffer. smem_bytes() (every operand `num_stages`
+    buffers) stays the conservative feasibility check: it is never below this."""
+    bm, bn, bk = _i(c, "BLOCK_M"), _i(c, "BLOCK_N"), _i(c, "BLOCK_K")
+    st, w = _i(c, "num_stages"), _i(c, "num_warps")
+    b = p.in_bytes
+    v3 = (float(chip.get("mma_version", DEFAULTS["mma_version"])) >= 3) & (w % 4 == 0) & (bm % 64 == 0)
+    v3 &= (bn % 16 == 0) & (bk * b >= 32)
+    bufs = np.where(v3, st, np.maximum(st - 1, 1))
+    len_a, len_b = contiguous_lengths(p)
+    sync_a = _vector_elems(len_a, p.a_transposed or p.K % 16 == 0, b, chip) == 1
+    sync_b = _vector_elems(len_b, not p.b_transposed or p.K % 16 == 0, b, chip) == 1
+    return (bm * bk * (1 if sync_a else bufs) + bk * bn * (1 if sync_b else bufs)) * b
+
+
 def occupancy(p: Matmul, chip, c: dict, regs) -> np.ndarray:
-    """Blocks resident per SM: the tightest of shared memory, registers, threads and the block limit."""
+    """Blocks resident per SM: the tightest of shared memory (as allocated), registers, threads and the block
+    limit."""
     w = _i(c, "num_warps")
-    smem = smem_bytes(p, c) + _SMEM_RESERVED
+    smem = smem_allocated(p, chip, c) + _SMEM_RESERVED
     by_smem = int(chip["smem_bytes_per_sm"]) // np.maximum(smem, 1)
     alloc = np.ceil(np.minimum(regs, _reg_cap(chip, w)) / 8.0) * 8.0
     by_regs = np.floor(int(chip["regs_per_sm"]) / np.maximum(alloc * 32 * w, 1)).astype(np.int64)
@@ -625,7 +646,13 @@ def prefix_bound(p: Matmul, chip, c: dict, domains: dict) -> np.ndarray:
     hi = (programs - (n_sm - 1) * sms).astype(np.float64)
     # the most resident programs of any completion
     st_min, w_dom = min(domains["num_stages"]), sorted(domains["num_warps"])
-    smem = (ibm * ibk + ibk * ibn) * b * st_min + _SMEM_RESERVED
+    # shared memory as allocated (smem_allocated) with the fewest stages: at least one buffer per operand, and
+    # st_min - 1 for one on the asynchronous path (mma.sync allocates one buffer fewer than wgmma)
+    len_a, len_b = contiguous_lengths(p)
+    buf_min = max(st_min - 1, 1)
+    a_buf = 1 if _vector_elems(len_a, p.a_transposed or p.K % 16 == 0, b, chip) == 1 else buf_min
+    b_buf = 1 if _vector_elems(len_b, not p.b_transposed or p.K % 16 == 0, b, chip) == 1 else buf_min
+    smem = (ibm * ibk * a_buf + ibk * ibn * b_buf) * b + _SMEM_RESERVED
     occ_ub = np.minimum(int(chip["smem_bytes_per_sm"]) // np.maximum(smem, 1), int(chip["max_blocks_per_sm"]))
     occ_ub = np.minimum(occ_ub, int(chip["max_threads_per_sm"]) // (32 * w_dom[0]))
     by_regs = np.zeros_like(occ_ub)
