@@ -6,11 +6,20 @@ BLOCK_N. Each step loads a K and a V block (`num_stages` steps in flight), compu
 SFU), rescales the BLOCK_M x D accumulator and adds P·V (tensor cores). Under the causal mask a program stops at
 its last visible key, so the programs of one head differ in length: the last query blocks are the heaviest.
 
+A step, per SM: the resident warpgroups (programs x warpgroups per program) share the tensor cores and the CUDA
+cores, each warpgroup alternating its MMAs with its softmax (this kernel does not overlap the two within one
+warpgroup); how well one warpgroup's MMAs overlap another's softmax is a closed queueing network solved by mean
+value analysis (`_mva_levels`): one warpgroup alone runs its MMAs and softmax back to back, many keep both units
+busy. A program's warpgroups meet at a barrier every step (the shared K/V stage), so the last one starts its softmax
+one QKᵀ per warpgroup late. The K/V stream is a separate pipeline: num_stages - 1 blocks in flight per program
+cover the L2 latency plus the transfer of every resident program's blocks at the SM's share of the L2 bandwidth.
+
 Programs go to SM slots (SMs x resident programs) as slots free up, in launch order: ORDER 0 walks the query blocks
 of each head in order (light to heavy), ORDER 1 launches the heaviest blocks of every head first. `prepare()`
-deals the programs to the slots once per candidate (greedy, in waves of one per slot) and keeps, per candidate, the
-slots that can finish last as (programs, steps) pairs; `timing()` prices a program and a step with the
-[efficiency] constants and takes the busiest slot. docs/model_cuda.md, "Flash attention", gives the equations.
+deals the programs to the slots once per candidate (exact greedy list scheduling), keeps the slots that can finish
+last as (programs, steps) pairs and how many programs each SM still holds as the grid drains (the tail, where the
+last programs run with fewer neighbours and so faster); `timing()` prices a program and a step at each residency
+with the [efficiency] constants and takes the busiest slot. docs/model_cuda.md §10 gives the equations.
 """
 
 from __future__ import annotations
@@ -21,6 +30,7 @@ from ...errors import ProblemError
 from ...model.common import ceil_div, classify_bound, group_rows, roofline_us
 from ...operator import Operator, register
 from . import views
+from .compiled import COMPILED
 from .problem import FlashAttention
 
 KNOBS = ("BLOCK_M", "BLOCK_N", "num_stages", "num_warps", "ORDER")
@@ -38,40 +48,44 @@ RULE_TEXT = {
     "occupancy": "one program fits an SM (threads, shared memory)",
     "rows": "BLOCK_M >= 16*num_warps/4: every warp owns at least 16 query rows of the dot",
 }
-# The [efficiency] constants, with the values before calibration (counted instructions of the kernel's loop and
-# rough latencies: guesses until `tiler calibrate` fits them to bench/data/h200_fa*.csv) and their fit boxes.
+# The [efficiency] constants, with the values before calibration (rough counts and latencies: guesses until
+# `tiler calibrate` fits them to bench/data/h200_fa_cal.csv) and their fit boxes.
 DEFAULTS = {
     "fa_mma_efficiency": 0.7,  # share of the SM's tensor-core peak a wide wgmma reaches
     "fa_mma_n_half": 16.0,  # instruction N at which an MMA reaches half of that (a fixed cost per instruction)
     "fa_mma_sync_efficiency": 0.6,  # share of the peak mma.sync reaches (no wgmma: BLOCK_M < 64 or < 4 warps)
     "fa_softmax_lanes": 10.0,  # CUDA-core instructions per score element: scale, mask, max, exp2, sum, convert
-    "fa_rescale_lanes": 2.0,  # per accumulator element per step: the alpha rescale
-    "fa_step_cycles": 300.0,  # per step of one warpgroup: barriers, waits, loop
-    "fa_row_lanes": 20.0,  # per query row per step: the row max and sum reductions across lanes, alpha's exp2
-    "fa_load_latency_cycles": 800.0,  # a K/V block's L2 round trip; num_stages - 1 blocks are in flight
-    "fa_sync_cycles": 200.0,  # per step and extra warpgroup of a program: the barrier on the shared K/V stage
+    "fa_step_cycles": 30.0,  # per step of one warpgroup: loop, wgmma fences and waits
+    "fa_load_latency_cycles": 700.0,  # a K/V block's L2 round trip unloaded; num_stages - 1 blocks are in flight
+    "fa_sync_cycles": 50.0,  # per step and extra warpgroup of a program: the barrier on the shared K/V stage
     "fa_program_cycles": 2000.0,  # per program: start, Q load, index math, final divide and O store
-    "fa_overlap_power": 3.0,  # p of the soft max (sum x^p)^(1/p) joining the resident programs' pipes
-    "fa_spill_cycles_per_reg": 40.0,  # cycles per step per register a thread spills to local memory
-    "fa_l2_efficiency": 0.8,  # share of the profile's L2 bandwidth the K/V re-reads reach
+    "fa_phase_cv2": 1.0,  # squared coefficient of variation of a warpgroup's MMA and softmax phases (MVA)
+    "fa_spill_cycles_per_reg": 40.0,  # cycles per step per 32-bit word a thread spills to local memory
 }
 FITTABLE = {
     "fa_mma_efficiency": (0.1, 1.0),
     "fa_mma_n_half": (0.5, 256.0),
     "fa_mma_sync_efficiency": (0.05, 1.0),
     "fa_softmax_lanes": (1.0, 64.0),
-    "fa_rescale_lanes": (0.1, 32.0),
     "fa_step_cycles": (10.0, 5000.0),
-    "fa_row_lanes": (0.1, 500.0),
     "fa_load_latency_cycles": (10.0, 1e4),
     "fa_sync_cycles": (1.0, 1e4),
     "fa_program_cycles": (10.0, 1e5),
-    "fa_overlap_power": (1.0, 16.0),
+    "fa_phase_cv2": (0.01, 4.0),
     "fa_spill_cycles_per_reg": (0.1, 1000.0),
-    "fa_l2_efficiency": (0.2, 3.0),
 }
+# Counted, not fitted: CUDA-core instructions (thread lanes) per step of the loop that scale with the accumulator
+# and with the rows. The rescale acc *= alpha is one FMUL per accumulator element. Per query row (held by a quad
+# of 4 threads in the wgmma layout): the row max and the row sum each reduce across the quad (2 SHFL + 2 FMNMX /
+# FADD per thread: 16 lanes each), the new max (4), alpha = exp2(old - new) (FADD + MUFU: 8) and the row-sum update
+# (FFMA: 4): 48.
+RESCALE_LANES = 1.0
+ROW_LANES = 48.0
+LANES_PER_CYCLE = 128.0  # 4 schedulers x 32 lanes per SM and cycle
 # prepare() keeps this many (programs, steps) pairs per candidate: the slots on the upper hull of all slots' pairs
 HULL = 8
+# residency levels tracked as the grid drains: programs resident on one SM (32 blocks at most, the CUDA limit)
+RMAX = 32
 # registers(): base, per accumulator, score and K/V element per thread (fit to bench/data/h200_fa_registers.csv)
 _REG_BASE, _REG_ACC, _REG_SCORE, _REG_KV = 51.5, 0.962, 1.437, 0.407
 
@@ -80,11 +94,13 @@ def _i(c: dict, k: str) -> np.ndarray:
     return np.asarray(c[k], dtype=np.int64)
 
 
-def _wgmma(c: dict) -> np.ndarray:
+def _wgmma(c: dict, chip=None) -> np.ndarray:
     """Hopper's warpgroup MMA when every warpgroup (4 warps) owns 64 query rows (BLOCK_M >= 16*num_warps);
-    else mma.sync (BLOCK_M = 64 on 8 warps measures like mma.sync: 0.45-0.55 of the best, bench/data/h200_fa*)."""
+    else mma.sync (BLOCK_M = 64 on 8 warps measures like mma.sync: 0.45-0.55 of the best, bench/data/h200_fa*).
+    A chip before Hopper (mma_version < 3) has mma.sync only."""
     w = _i(c, "num_warps")
-    return (w >= 4) & (_i(c, "BLOCK_M") >= 16 * w)
+    hopper = chip is None or chip.get("mma_version", 3.0) >= 3.0
+    return (w >= 4) & (_i(c, "BLOCK_M") >= 16 * w) & hopper
 
 
 def smem_bytes(p: FlashAttention, c: dict) -> np.ndarray:
@@ -110,14 +126,41 @@ def registers(p: FlashAttention, c: dict) -> np.ndarray:
     return _REG_BASE + (_REG_ACC * bm * p.D + _REG_SCORE * bm * bn + _REG_KV * bn * p.D) / threads
 
 
+def compiled(p: FlashAttention, chip, c: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Registers per thread, spilled words per thread and shared bytes per program: the compiler's own figures
+    (compiled.py, Triton 3.6 for sm_90 on the H200) for the tilings it compiled when the chip is a Hopper
+    (mma_version 3: the same instructions and register file), else registers() (its excess over 255 spilled) and
+    smem_bytes(). A tiling the compiler could not fit gets infinite shared memory."""
+    bm, bn, st, w = (_i(c, k) for k in ("BLOCK_M", "BLOCK_N", "num_stages", "num_warps"))
+    regs = np.asarray(registers(p, c), dtype=np.float64)
+    spill = np.maximum(regs - 255.0, 0.0)
+    smem = np.asarray(smem_bytes(p, c), dtype=np.float64)
+    if p.in_bytes == 2 and chip.get("mma_version", 3.0) >= 3.0:
+        for j, key in enumerate(zip(bm.tolist(), bn.tolist(), st.tolist(), w.tolist(), strict=True)):
+            got = COMPILED.get((p.D, *key), 0)
+            if got == 0:
+                continue
+            if got is None:
+                smem[j] = np.inf
+            else:
+                regs[j], spill[j], smem[j] = got
+    regs = np.minimum(regs, 255.0)
+    return regs, spill, smem
+
+
 def occupancy(p: FlashAttention, chip, c: dict) -> np.ndarray:
     """Programs one SM holds: threads, blocks, shared memory (+1 KB reserved per block) and registers."""
     threads = 32 * _i(c, "num_warps")
-    alloc = np.minimum(np.ceil(registers(p, c) / 8) * 8, 256)
+    regs, _, smem = compiled(p, chip, c)
+    alloc = np.minimum(np.ceil(regs / 8) * 8, 256)
     by_regs = chip["regs_per_sm"] // (alloc * threads)
     by_threads = chip["max_threads_per_sm"] // threads
-    by_smem = chip["smem_bytes_per_sm"] // (smem_bytes(p, c) + 1024)
-    return np.minimum(np.minimum(np.minimum(by_regs, by_threads), by_smem), chip["max_blocks_per_sm"])
+    by_smem = np.where(
+        np.isfinite(smem), chip["smem_bytes_per_sm"] // (np.where(np.isfinite(smem), smem, 0) + 1024), 0
+    )
+    return np.minimum(np.minimum(np.minimum(by_regs, by_threads), by_smem), chip["max_blocks_per_sm"]).astype(
+        np.int64
+    )
 
 
 def program_steps(p: FlashAttention, bm: int, bn: int) -> np.ndarray:
@@ -139,17 +182,26 @@ def launch_order(p: FlashAttention, steps: np.ndarray, order: int) -> np.ndarray
 
 
 def deal(durations: np.ndarray, slots: int) -> tuple[np.ndarray, np.ndarray]:
-    """Greedy list scheduling of jobs in launch order onto `slots` identical slots, in waves: each wave of
-    `slots` jobs goes to the slots in order of when they free up (the k-th job to the k-th earliest). Exact when
-    no job of a wave ends before the wave's last one starts (jobs of similar length, as here). Returns per slot
-    the jobs it ran and their summed durations."""
+    """Greedy list scheduling of jobs in launch order onto `slots` identical slots: each job goes to the slot that
+    frees first (the block scheduler hands the next program of the grid to the first SM slot that frees). Exact:
+    the jobs are placed in chunks, each chunk's k-th job to the k-th earliest free slot, a chunk ending before the
+    first of its jobs that would start after an earlier job of the chunk has ended (that slot would take it).
+    Returns per slot the jobs it ran and their summed durations."""
     free = np.zeros(slots)
     count = np.zeros(slots)
-    for start in range(0, durations.size, slots):
-        jobs = durations[start : start + slots]
-        to = np.argsort(free, kind="stable")[: jobs.size]
-        free[to] += jobs
+    pos = 0
+    while pos < durations.size:
+        order = np.argsort(free, kind="stable")
+        k = min(slots, durations.size - pos)
+        start = free[order[:k]]
+        jobs = durations[pos : pos + k]
+        ends = np.minimum.accumulate(start + jobs)
+        late = np.flatnonzero(ends[:-1] < start[1:])  # job j+1 starts after an earlier job of the chunk ended
+        m = int(late[0]) + 1 if late.size else k
+        to = order[:m]
+        free[to] += jobs[:m]
         count[to] += 1
+        pos += m
     return count, free
 
 
@@ -170,11 +222,14 @@ def hull(count: np.ndarray, steps: np.ndarray, k: int = HULL) -> np.ndarray:
 
 def prepare(p: FlashAttention, chip, c: dict) -> dict[str, np.ndarray]:
     """Per candidate, what the constants do not change: per-step MACs, score and accumulator elements, bytes,
-    occupancy, registers, and the busiest slots' (programs, steps) from dealing the programs (cached per grid)."""
+    occupancy, spills, the busiest slots' (programs, steps) from dealing the programs (once per grid), and the
+    drain profile: `tail_r`, the nominal time (steps, a program's start counted as one) at which the busiest SM
+    holds fewer than r + 1 programs."""
     bm, bn, w, order = (_i(c, k) for k in ("BLOCK_M", "BLOCK_N", "num_warps", "ORDER"))
     occ = np.maximum(occupancy(p, chip, c), 1)
     n = bm.size
     pairs = np.zeros((n, HULL, 2))
+    tail = np.zeros((n, RMAX))
     total_steps = np.zeros(n)
     programs = np.zeros(n)
     first, inv = group_rows([bm, bn, order, occ])
@@ -185,11 +240,16 @@ def prepare(p: FlashAttention, chip, c: dict) -> dict[str, np.ndarray]:
         got = hull(count, load - count)
         rows = inv == j
         pairs[rows] = got
+        # the drain: a slot is busy from 0 to its finish without a gap (greedy), so while more than (r - 1) * SMs
+        # slots are busy the busiest SM holds r or more programs; tail[r - 1] is the time that stops being so
+        fin = np.sort(load)[::-1]
+        idx = np.arange(RMAX) * chip.cores
+        tail[rows] = np.where(idx < fin.size, fin[np.minimum(idx, fin.size - 1)], 0.0)
         total_steps[rows] = seq.sum()
         programs[rows] = seq.size
     b = p.in_bytes
     threads = 32 * w
-    regs = registers(p, c)
+    _, spill, _ = compiled(p, chip, c)
     # K/V from HBM: ORDER 0 runs a head's query blocks together, so each K/V block comes from HBM once; ORDER 1
     # walks every head for one query block before the next, so a K/V block is read again by the next query block
     # from L2 only if all heads' K/V (the visible part) stay in L2 between the passes
@@ -210,11 +270,12 @@ def prepare(p: FlashAttention, chip, c: dict) -> dict[str, np.ndarray]:
         "kv_bytes_step": (2.0 * bn * p.D * b).astype(np.float64),
         "threads": threads.astype(np.float64),
         "occupancy": occ.astype(np.float64),
-        "spill": np.maximum(regs - 255, 0).astype(np.float64),
-        "wgmma": _wgmma(c).astype(np.float64),
+        "spill": spill,
+        "wgmma": _wgmma(c, chip).astype(np.float64),
         "stages": _i(c, "num_stages").astype(np.float64),
         **{f"slot_programs_{k}": pairs[:, k, 0] for k in range(HULL)},
         **{f"slot_steps_{k}": pairs[:, k, 1] for k in range(HULL)},
+        **{f"tail_{r}": tail[:, r] for r in range(RMAX)},
         "total_steps": total_steps,
         "programs": programs,
         "flops": np.full(n, p.flops),
@@ -225,11 +286,28 @@ def prepare(p: FlashAttention, chip, c: dict) -> dict[str, np.ndarray]:
     }
 
 
-def _smax(terms, pw):
-    """Soft maximum (sum x^p)^(1/p): the pipes overlap, but not perfectly."""
-    big = np.maximum.reduce(terms)
-    big = np.maximum(big, 1e-30)
-    return big * np.sum([(t / big) ** pw for t in terms], axis=0) ** (1.0 / pw)
+def _mva_levels(wg: np.ndarray, occ: np.ndarray, demands: list, z: np.ndarray, cv2: float) -> np.ndarray:
+    """(RMAX, n): cycles for r resident programs of wg warpgroups each to complete one step, r = 1..RMAX.
+
+    The SM as a closed queueing network: r * wg warpgroups (customers) cycle through the tensor cores and the CUDA
+    cores (queueing stations, `demands` = one warpgroup's cycles on each per step) and a delay z (latencies no other
+    warpgroup's work waits on). Approximate mean value analysis with general service times: an arriving warpgroup
+    waits for those queued and for (1 + cv2) / 2 of the one in service. One warpgroup alone takes the sum of its
+    phases plus z; many saturate the busier unit (never faster than it). Levels above a candidate's occupancy are not
+    used."""
+    q = [np.zeros_like(z) for _ in demands]
+    u = [np.zeros_like(z) for _ in demands]
+    top = int(np.max(np.round(occ * wg))) if z.size else 0
+    cycle = np.zeros((max(top, 1), z.size))  # cycle[j - 1]: j customers, one cycle each
+    for j in range(1, top + 1):
+        resid = [d * (1.0 + qq - uu * (1.0 - cv2) / 2.0) for d, qq, uu in zip(demands, q, u, strict=True)]
+        x = j / (z + sum(resid))  # customers' cycles per SM cycle
+        q = [x * rr for rr in resid]
+        u = [x * d for d in demands]
+        # the approximation may undercut the busiest unit's own time by a little: no unit outruns its rate
+        cycle[j - 1] = np.maximum(j / x, j * np.maximum.reduce(demands))
+    j = np.clip(np.round(np.arange(1, RMAX + 1)[:, None] * wg[None, :]).astype(np.int64), 1, max(top, 1))
+    return np.take_along_axis(cycle, j - 1, axis=0)
 
 
 def timing(g: dict, chip, e: dict[str, float]) -> dict[str, np.ndarray]:
@@ -237,48 +315,57 @@ def timing(g: dict, chip, e: dict[str, float]) -> dict[str, np.ndarray]:
     f = chip.clock_hz
     sms = chip.cores
     occ = g["occupancy"]
-    # the SM's rates, shared by its `occ` resident programs when all run
+    n = occ.size
     mma_rate = chip.macs_per_cycle("fp16") * e["fa_mma_efficiency"]
-    lanes_rate = 128.0  # 4 schedulers x 32 lanes per cycle
-    l2_per_sm = chip["l2_gbps"] * 1e9 * e["fa_l2_efficiency"] / f / sms  # bytes per cycle and SM
+    l2_per_sm = chip["l2_gbps"] * 1e9 / f / sms  # the measured L2 bandwidth, bytes per cycle and SM
+    hbm_per_sm = chip["hbm_gbps"] * 1e9 * chip.get("hbm_efficiency", 0.92) / f / sms
     # each of the two MMAs (half the MACs) at the efficiency of its instruction N; mma.sync at its own share
-    width = 0.5 / (g["n_qk"] / (g["n_qk"] + e["fa_mma_n_half"])) + 0.5 / (
-        g["n_pv"] / (g["n_pv"] + e["fa_mma_n_half"])
-    )
-    sync_share = np.where(g["wgmma"] > 0, 1.0, e["fa_mma_sync_efficiency"] / e["fa_mma_efficiency"])
-    mma = g["macs_step"] * width / (mma_rate * sync_share)
+    n_eff = lambda nn: nn / (nn + e["fa_mma_n_half"])  # noqa: E731
+    share = np.where(g["wgmma"] > 0, 1.0, e["fa_mma_sync_efficiency"] / e["fa_mma_efficiency"])
+    qk = g["macs_step"] * 0.5 / n_eff(g["n_qk"]) / (mma_rate * share)  # the program's QKᵀ per step
+    mma = qk + g["macs_step"] * 0.5 / n_eff(g["n_pv"]) / (mma_rate * share)
     alu = (
-        g["score_elems"] * e["fa_softmax_lanes"]
-        + g["acc_elems"] * e["fa_rescale_lanes"]
-        + g["rows"] * e["fa_row_lanes"]
-    ) / lanes_rate
-    # the K/V stream's bandwidth: L2 for the re-reads, HBM for the share that misses (time adds: harmonic mix)
+        g["score_elems"] * e["fa_softmax_lanes"] + g["acc_elems"] * RESCALE_LANES + g["rows"] * ROW_LANES
+    ) / LANES_PER_CYCLE
+    # the K/V stream: L2 for the re-reads, HBM for the share that misses (time adds: harmonic mix)
     kv_all = np.maximum(g["total_steps"] * g["kv_bytes_step"], 1.0)
     miss = np.clip(g["kv_hbm_bytes"] / kv_all, 0.0, 1.0)
-    hbm_per_sm = chip["hbm_gbps"] * 1e9 * chip.get("hbm_efficiency", 0.92) / f / sms
     load = g["kv_bytes_step"] * ((1.0 - miss) / l2_per_sm + miss / hbm_per_sm)
     spill = e["fa_spill_cycles_per_reg"] * g["spill"]
     wg = g["warpgroups"]
-    # one step of the SM's resident programs together (throughput: the tensor cores, the CUDA cores and the L2
-    # port overlap across programs), or one warpgroup's dependent chain: its share of the MMAs, then its softmax
-    # (the simple kernel does not overlap its own MMAs and softmax), the loop and barrier, the wait for its
-    # warpgroups to meet at the shared K/V stage, and the K/V latency the num_stages - 1 blocks in flight do not
-    # hide
-    shared = _smax([mma * occ, alu * occ, load * occ], e["fa_overlap_power"])
-    in_flight = np.maximum(g["stages"] - 1.0, 0.5)
-    chain = (
-        (mma + alu) / wg
+    in_flight = g["stages"] - 1.0
+    latency = e["fa_load_latency_cycles"]
+    # one warpgroup's delay per step: the loop, its spills, and the barrier on the shared K/V stage, where the
+    # program's last warpgroup starts its softmax one QKᵀ per warpgroup ahead of it late; without pipelining
+    # (num_stages = 1) the K/V load is in the chain too
+    z = (
+        e["fa_step_cycles"]
         + spill
-        + e["fa_step_cycles"]
-        + e["fa_sync_cycles"] * (wg - 1.0)
-        + e["fa_load_latency_cycles"] / in_flight
+        + (e["fa_sync_cycles"] + qk / wg) * (wg - 1.0)
+        + np.where(in_flight < 1.0, latency + load, 0.0)
     )
-    step = np.maximum(shared, chain)
+    compute = _mva_levels(wg, occ, [mma / wg, alu / wg], z, e["fa_phase_cv2"])
+    # the K/V pipeline (Little's law): a block arrives one L2 latency plus the transfer of every resident program's
+    # outstanding blocks after it was asked for, and num_stages - 1 blocks are in flight per program
+    r = np.arange(1, RMAX + 1)[:, None]
+    stream = r * load[None, :] + (latency / np.maximum(in_flight, 1.0))[None, :]
+    step_r = np.maximum(compute, stream)  # (RMAX, n): a step of every program when r are resident
+    top = np.clip(occ.astype(np.int64), 1, RMAX) - 1
+    step = step_r[top, np.arange(n)]  # at full residency
     program = e["fa_program_cycles"] + g["io_bytes_program"] / l2_per_sm
-    slots = np.stack([g[f"slot_programs_{k}"] * program + g[f"slot_steps_{k}"] * step for k in range(HULL)])
-    make = slots.max(axis=0)
+    # each candidate busiest slot: its programs, and its steps at the residency its SM has at the time (the drain
+    # profile tail_r, in the deal's nominal time)
+    edges = np.stack([g[f"tail_{k}"] for k in range(RMAX)] + [np.zeros(n)])  # (RMAX + 1, n)
+    slots = []
+    for k in range(HULL):
+        progs, steps = g[f"slot_programs_{k}"], g[f"slot_steps_{k}"]
+        end = progs + steps
+        spent = np.maximum(np.minimum(end, edges[:-1]) - np.minimum(end, edges[1:]), 0.0)  # at residency r
+        mean_step = (spent * step_r).sum(axis=0) / np.maximum(end, 1e-30)
+        slots.append(progs * program + steps * mean_step)
+    make = np.max(slots, axis=0)
     launch = chip["launch_us"]
-    hbm_bytes = g["compulsory"] - g["kv_once"] + g["kv_hbm_bytes"] if "kv_once" in g else g["compulsory"]
+    hbm_bytes = g["compulsory"] - g["kv_once"] + g["kv_hbm_bytes"]
     hbm_s = hbm_bytes / (chip["hbm_gbps"] * 1e9 * chip.get("hbm_efficiency", 0.92))
     time_us = np.maximum(make / f, hbm_s) * 1e6 + launch
     per_sm_steps = g["total_steps"] / sms
@@ -325,11 +412,15 @@ class FlashAttentionCuda(Operator):
     SHAPE_KNOBS = ("BLOCK_M", "BLOCK_N")
     SAMPLE_ORDER = ("BLOCK_M", "BLOCK_N", "num_warps", "num_stages", "ORDER")
     CHECKLIST = {
-        "tensor": "tensor-core bound: larger blocks keep the MMAs fed; the softmax already overlaps",
-        "alu": "CUDA-core bound (the softmax): larger BLOCK_N amortises the row reductions; exp2 on the SFU",
+        "tensor": "tensor-core bound: other warpgroups' softmax already runs under these MMAs; a wider BLOCK_N "
+        "(the QKᵀ instruction's N) raises the MMA rate",
+        "alu": "CUDA-core bound (the softmax): larger BLOCK_N amortises the row reductions and the rescale; exp2 on "
+        "the SFU",
         "issue": "issue bound (per-step and per-program overhead): fewer, larger steps and programs",
-        "load": "memory bound: K and V re-read per query block; larger BLOCK_M re-reads them less",
-        "latency": "no unit saturated: more resident programs (fewer registers per thread) or more stages",
+        "load": "memory bound: K and V re-read per query block; larger BLOCK_M re-reads them less, more stages "
+        "cover the L2 latency",
+        "latency": "no unit saturated: too few warpgroups per SM to run one's MMAs under another's softmax (more "
+        "resident programs: fewer registers or less shared memory each), or more stages for the K/V latency",
     }
     WHAT_IF = {
         "ORDER": ("multi-core: launch the heaviest query blocks first (causal)", (0, 1)),
@@ -357,7 +448,7 @@ class FlashAttentionCuda(Operator):
             elif r == "threads":
                 out[r] = 32 * _i(c, "num_warps") <= 1024
             elif r == "smem":
-                out[r] = smem_bytes(p, c) <= chip["smem_bytes_per_block"]
+                out[r] = compiled(p, chip, c)[2] <= chip["smem_bytes_per_block"]
             elif r == "occupancy":
                 out[r] = occupancy(p, chip, c) >= 1
             elif r == "rows":
