@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import ConfigError, ProblemError
-from ...model.common import ceil_div, classify_bound, roofline_us
+from ...model.common import ceil_div, classify_bound, group_rows, roofline_us
 from ...model.schedule import panel_hits
 from ...operator import Operator, register
 from . import views
@@ -298,9 +298,10 @@ def _panel_hit_rates(p: Matmul, chip, c: dict, tm, tn, sk, occ_eff, rows_a, bn):
     a_panel = rows_a * kslice * b
     b_panel = np.minimum(bn, p.N) * kslice * b
     l2 = float(chip["l2_bytes"])
-    keys = np.stack([tm, tn, sk, slots, group, serp.astype(np.int64), a_panel, b_panel], axis=1)
-    uniq, inv = np.unique(keys, axis=0, return_inverse=True)
-    inv = inv.ravel()
+    keys = [tm, tn, sk, slots, group, serp.astype(np.int64), a_panel, b_panel]
+    keys = [np.broadcast_to(np.asarray(k, dtype=np.int64), tm.shape) for k in keys]
+    first, inv = group_rows(keys)
+    uniq = np.stack([k[first] for k in keys], axis=1)
     a_hit_u, b_hit_u = np.zeros(len(uniq)), np.zeros(len(uniq))
     for j, (t_m, t_n, s_k, sl, g, sp, ap, bp) in enumerate(uniq):
         a_hit_u[j], b_hit_u[j] = panel_hits(
@@ -339,8 +340,10 @@ def prepare(p: Matmul, chip, c: dict, l2_hits: bool = True) -> dict[str, np.ndar
     programs = tm * tn * sk * p.batch
     # --- tensor-core path (Triton supportMMA / warpsPerTile)
     v3 = (mma_version >= 3) & (w % 4 == 0) & (bm % 64 == 0) & (bn % 16 == 0) & (bk * b >= 32)
-    wm3, wn3 = _warps_v3(bm, w)
-    wm2, wn2 = _warps_v2(bm, bn, w)
+    # the warp layouts depend on (BLOCK_M, BLOCK_N, num_warps) alone: solved once per distinct triple
+    first, inv = group_rows([bm, bn, w])
+    wm3, wn3 = (x[inv] for x in _warps_v3(bm[first], w[first]))
+    wm2, wn2 = (x[inv] for x in _warps_v2(bm[first], bn[first], w[first]))
     wm, wn = np.where(v3, wm3, wm2), np.where(v3, wn3, wn2)
     instr_n = np.minimum(bn // wn, 256)
     # warps beyond what the tile can feed repeat the same mma.sync work (layout replication)
