@@ -112,9 +112,10 @@ def classify_bound(pipes_us: dict[str, np.ndarray], busy_us: np.ndarray) -> np.n
     family_of_pipes(names)
     stack = np.stack([pipes_us[p] for p in names])
     top = stack.argmax(axis=0)
-    label = np.array([_PIPE_INDEX[p][1] for p in names], dtype=object)[top]
-    saturated = stack.max(axis=0) >= SATURATED * np.maximum(busy_us, 1e-12)
-    return np.where(saturated, label, "latency")
+    saturated = np.take_along_axis(stack, top[None], axis=0)[0] >= SATURATED * np.maximum(busy_us, 1e-12)
+    # one lookup: the pipes' labels, then `latency` for rows with no pipe saturated
+    labels = np.array([*(_PIPE_INDEX[p][1] for p in names), "latency"], dtype=object)
+    return labels[np.where(saturated, top, len(names))]
 
 
 def mixed_bandwidth(hit_rate, l2_bytes_per_s, hbm_bytes_per_s):

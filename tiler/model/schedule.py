@@ -15,6 +15,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from .common import group_rows
+
 # Columns of a core's work vector (CoreWork.vectors): tiles of the 8 types in full rounds (type = 2*edge_m +
 # edge_n + 4*reuse_b), sub-tiles of the 4 edge types from a re-cut last round, and 1 when the core runs anything.
 TILE_TYPES = 8
@@ -257,8 +259,20 @@ def block_grid(gm, gn, splits, cores):
     slice on its own cores (usedCoreNum = um*un*splits <= cores). The block shape minimises the most tiles one
     core runs, then the GM reads of the blocks (each block row re-reads B, each block column re-reads A: about
     un*gm + um*gn panel loads), then the cores used. Vectorised over candidates (arrays broadcast);
-    returns (um, un, bm, bn) as int64 arrays. Slices that do not fit (splits > cores) get one core each."""
+    returns (um, un, bm, bn) as int64 arrays. Slices that do not fit (splits > cores) get one core each.
+
+    Each distinct (gm, gn, splits) is solved once (candidates share few grids)."""
     gm, gn, splits = np.broadcast_arrays(*(np.asarray(x, dtype=np.int64) for x in (gm, gn, splits)))
+    if gm.size > 512:  # below this the direct pass is cheaper than finding the distinct grids
+        first, inv = group_rows([gm.ravel(), gn.ravel(), splits.ravel()])
+        if first.size < gm.size:
+            flat = (gm.ravel()[first], gn.ravel()[first], splits.ravel()[first])
+            return tuple(x[inv].reshape(gm.shape) for x in _block_grid(*flat, cores))
+    return _block_grid(gm, gn, splits, cores)
+
+
+def _block_grid(gm, gn, splits, cores):
+    """block_grid on int64 arrays of one shape."""
     per = np.maximum(cores // np.maximum(splits, 1), 1)[..., None]  # cores per slice
     cm = np.arange(1, cores + 1, dtype=np.int64)  # candidate block rows, one column each
     ok = cm <= np.minimum(gm[..., None], per)
@@ -517,6 +531,16 @@ def max_b_reuse(
     return int(same.sum(axis=1).max())
 
 
+# clear functions of caches that models keep over this module's results (on_clear), run by clear_caches
+_CLEARERS: list = []
+
+
+def on_clear(fn) -> None:
+    """Have clear_caches() also call `fn` (a model's own tables built from these simulations)."""
+    if fn not in _CLEARERS:
+        _CLEARERS.append(fn)
+
+
 def clear_caches() -> None:
     """Forget every cached walk and simulation (benchmarks time a search from a cold start with this)."""
     global _WALK_ELEMS
@@ -524,3 +548,5 @@ def clear_caches() -> None:
     for cache in (_WALKS, _WORK, _HITS):
         cache.clear()
     _WALK_ELEMS = 0
+    for fn in _CLEARERS:
+        fn()

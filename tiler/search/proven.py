@@ -126,6 +126,21 @@ def _no_feasible(space: Space, rejected: dict[str, int], model: Operator) -> Inf
     )
 
 
+def _contenders(time_us: np.ndarray, top: int) -> np.ndarray | None:
+    """Rows of one scored batch that can enter a top `top` of distinct times: those at or below the batch's own
+    `top`-th smallest distinct time (every other row has `top` distinct faster times in the batch alone). All rows
+    of each such time are kept, so top_distinct picks among ties as it would from the whole batch. None: keep
+    every row (a small batch, or fewer than `top` distinct finite times among its fastest)."""
+    n = time_us.size
+    m = 8 * top
+    if n <= 4 * m:
+        return None
+    fastest = np.unique(np.partition(time_us, m - 1)[:m])
+    if fastest.size < top or not np.isfinite(fastest[top - 1]):
+        return None
+    return np.flatnonzero(time_us <= fastest[top - 1])
+
+
 def _incumbent(best_e: dict, top: int) -> float:
     """The time a candidate must beat to enter the top `top` (infinite until `top` are found)."""
     return float(best_e["time_us"][top - 1]) if best_e and length(best_e) >= top else np.inf
@@ -200,6 +215,9 @@ def exhaustive(problem: Problem, chip, space: Space, top: int = 5) -> SearchResu
             full = take(full, ~model.dominated(problem, chip, full, domains))
         est = model.estimate(problem, chip, full)
         evaluated += length(full)
+        keep = _contenders(est["time_us"], top)  # only these can enter the top `top`: merge just them
+        if keep is not None:
+            full, est = take(full, keep), take(est, keep)
         merged_c = {k: np.concatenate([best_c[k], full[k]]) if best_c else full[k] for k in full}
         merged_e = {k: np.concatenate([best_e[k], est[k]]) if best_e else est[k] for k in est}
         prefer = tie_preference(model, problem, chip, merged_c)

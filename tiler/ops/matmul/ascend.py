@@ -29,6 +29,7 @@ from ...model.schedule import (
     core_work_many,
     first_touch_only,
     max_b_reuse,
+    on_clear,
     panel_hits_many,
     same_walk,
 )
@@ -172,6 +173,14 @@ def _segment_ceiling(contiguous_bytes, granule: int = 32) -> np.ndarray:
     return np.maximum(segment_efficiency(x, granule), (j - 1) / j)
 
 
+def _stride_scalar(stride_bytes: int, burst: int, misaligned: float) -> float:
+    """common.stride_efficiency of one row stride, in plain Python (the same value; a problem's strides are
+    scalars, and tile_cost runs once per scored batch)."""
+    if stride_bytes % burst == 0:
+        return 1.0
+    return misaligned if stride_bytes % 32 == 0 else misaligned * 0.5
+
+
 def _transfer_efficiency(p: Matmul, chip, c: dict, mt, nt, ka, kb) -> tuple:
     """Share of the GM->L1 bandwidth the transfers of A and of B reach (docs/model.md, "Layouts").
 
@@ -194,8 +203,8 @@ def _transfer_efficiency(p: Matmul, chip, c: dict, mt, nt, ka, kb) -> tuple:
         seg_b = np.where(ml, kb, c["base_k"])
     else:
         seg_b = np.where(ml, np.minimum(nt, c["base_n"] * c["step_n"]), c["base_n"])
-    eff_a = stride_efficiency(stride_a, burst, mis) * segment_efficiency(seg_a * b)
-    eff_b = stride_efficiency(stride_b, burst, mis) * segment_efficiency(seg_b * b)
+    eff_a = _stride_scalar(stride_a, burst, mis) * segment_efficiency(seg_a * b)
+    eff_b = _stride_scalar(stride_b, burst, mis) * segment_efficiency(seg_b * b)
     return eff_a, (np.ones_like(eff_b) if p.b_nz else eff_b)
 
 
@@ -282,10 +291,11 @@ def tile_cost(p: Matmul, chip, c: dict, mt, nt, kc, hit_a, hit_b, b_resident, ac
     res_a = ka >= kc  # A's whole K slice sits in L1: loaded once per tile
     res_b = (kb >= kc) | wr
     # --- MTE2: GM -> L1. First pass of each panel comes from L2 (hit) or HBM; re-streams are L2 hits.
+    pass_a, pass_b = np.where(res_a, 1, nbn), np.where(res_b, 1, nbm)  # passes over the K slice
     a_first = mt * kc * b
-    a_bytes = a_first * np.where(res_a, 1, nbn)
+    a_bytes = a_first * pass_a
     b_first = np.where(b_resident, 0.0, _b_elems(p, nt, kc) * b)
-    b_bytes = b_first * np.where(res_b, 1, nbm)
+    b_bytes = b_first * pass_b
     hbm_share, l2_share = r["hbm"] / active, r["l2"] / active
     # stride and row-segment efficiency along the axis each operand's stored rows run (the layout)
     eff_a, eff_b = _transfer_efficiency(p, chip, c, mt, nt, ka, kb)
@@ -296,17 +306,19 @@ def tile_cost(p: Matmul, chip, c: dict, mt, nt, kc, hit_a, hit_b, b_resident, ac
     bw_b = np.minimum(r["core_gm"], mixed_bandwidth(hit_b_all, l2_share, hbm_share)) * eff_b
     t_a, t_b = a_bytes / bw_a, b_bytes / bw_b
     # transfers: MDL (multi_load) moves a whole L1 chunk at once; Norm one base block per transfer
-    chunks_a = ceil_div(kc, ka) * np.where(res_a, 1, nbn)
-    chunks_b = np.where(b_resident, 0, ceil_div(kc, kb) * np.where(res_b, 1, nbm))
+    chunks_a = ceil_div(kc, ka) * pass_a
+    chunks_b = np.where(b_resident, 0, ceil_div(kc, kb) * pass_b)
     per_chunk_a = np.where(ml, 1, nbm * ceil_div(ka, bk))
     per_chunk_b = np.where(ml, 1, nbn * ceil_div(kb, bk))
     xfers = chunks_a * per_chunk_a + chunks_b * per_chunk_b
     stages = c["l1_stages"]
     # Each transfer waits one GM latency before data flows; with `stages` buffers that many transfers overlap
     # their latencies (the MTE2 queue issues ahead), so latency is exposed only when transfers are small.
-    t_mte2 = np.maximum(t_a + t_b, (xfers * r["lat"] + t_a + t_b) / stages)
+    t_ab = t_a + t_b
+    t_mte2 = np.maximum(t_ab, (xfers * r["lat"] + t_a + t_b) / stages)
     # --- MTE1: L1 -> L0A/L0B, padded to fractals; one L0 operand stays put across the inner loop if K fits one step
-    mt16, nt16, kcp = round_up(mt, 16), round_up(nt, 16), round_up(kc, k0)
+    m16, n16 = ceil_div(mt, 16), ceil_div(nt, 16)  # fractal rows and columns
+    mt16, nt16, kcp = m16 * 16, n16 * 16, round_up(kc, k0)
     one_k = nk == 1
     a_l0 = mt16 * kcp * b * np.where(one_k & (c["iterate_order"] == 1), 1, nbn)
     b_l0 = nt16 * kcp * b * np.where(one_k & (c["iterate_order"] == 0), 1, nbm)
@@ -314,9 +326,8 @@ def tile_cost(p: Matmul, chip, c: dict, mt, nt, kc, hit_a, hit_b, b_resident, ac
     # --- MAC: one fractal (16 x 16 x C0) per mac_cycle; edge blocks padded to 16; tiny blocks need a PIPE_M barrier
     mmads = nbm * nbn * nk
     small = (bm // 16) * (bn // 16) < 10
-    mac_cycles = (mt16 // 16) * (nt16 // 16) * (kcp // k0) * r["mac_cycle"] + np.where(
-        small, mmads * chip["sync_cycles"], 0
-    )
+    mn16 = m16 * n16
+    mac_cycles = mn16 * (kcp // k0) * r["mac_cycle"] + np.where(small, mmads * chip["sync_cycles"], 0)
     t_mac = mac_cycles / f
     # --- FIXPIPE: L0C -> GM; split-K writes fp32 partials with atomic adds (read-modify-write: twice the bytes)
     split = c["split_k"] > 1
@@ -326,14 +337,15 @@ def tile_cost(p: Matmul, chip, c: dict, mt, nt, kc, hit_a, hit_b, b_resident, ac
         bm * bn * 4 * 2 <= chip["l0c_bytes"]
     )  # a second L0C buffer lets the write-out overlap the next block
     # --- SCALAR: every instruction is issued by the scalar unit; every loop iteration pays its head and flags
-    instr = mmads * 3 + xfers + nbm * nbn
+    blocks = nbm * nbn
+    instr = mmads * 3 + xfers + blocks
     loops = mmads + chunks_a + chunks_b
     t_scalar = (instr * chip["scalar_cycles_per_instr"] + loops * chip["scalar_cycles_per_loop"]) / f
     # --- composition
     pp = c["l0_pingpong"] == 1
     steps = np.maximum(mmads, 1)
     inner = np.where(pp, np.maximum(t_mte1, t_mac) + np.minimum(t_mte1, t_mac) / steps, t_mte1 + t_mac)
-    t_comp = inner + np.where(l0c_db, t_fix / np.maximum(nbm * nbn, 1), t_fix)
+    t_comp = inner + np.where(l0c_db, t_fix / np.maximum(blocks, 1), t_fix)
     t_gm = t_mte2 + t_fix  # reads and write-backs share the core's GM port and the HBM channels
     # The cube starts once A's first L1 chunk and B's first chunk (unless B is resident) have landed: their bytes
     # over the bandwidth plus their transfers' latency. The pipeline's grain is the finer of the two K extents:
@@ -344,32 +356,34 @@ def tile_cost(p: Matmul, chip, c: dict, mt, nt, kc, hit_a, hit_b, b_resident, ac
         + np.where(b_resident, 0.0, _b_elems(p, nt, kb) * b / bw_b)
         + (per_chunk_a + np.where(b_resident, 0, per_chunk_b)) * r["lat"] / stages
     )
-    step_mac = (mt16 // 16) * (nt16 // 16) * (bk / k0) * r["mac_cycle"] / f
+    step_mac = mn16 * (bk / k0) * r["mac_cycle"] / f
     step_mte1 = (
         mt16 * bk * b / chip["l1_to_l0a_bytes_per_cycle"] + nt16 * bk * b / chip["l1_to_l0b_bytes_per_cycle"]
     ) / f
     step = np.where(pp, np.maximum(step_mac, step_mte1), step_mac + step_mte1)
     c_chunk = ceil_div(k_first, bk) * step
-    # preload: the next tile's first chunk loads while MTE2 idles during this tile's last `preload` chunks
-    hidden = np.minimum(l_chunk, c["preload"] * np.maximum(c_chunk - l_chunk, 0.0))
-    # two-stage pipeline over the chunks: the slower stage throughout, plus one chunk of the faster one
-    piped = (
-        np.maximum(np.maximum(np.maximum(t_mte2, t_comp), t_scalar), t_gm)
-        + np.minimum(l_chunk, c_chunk)
-        - hidden
+    # preload: the next tile's first chunk loads while MTE2 idles during this tile's last `preload` chunks, and
+    # only while the core's GM port has room: reads and write-backs share it (t_gm), so a tile that keeps the port
+    # busy throughout leaves nothing to load early into (more compute per chunk cannot hide more there)
+    slowest = np.maximum(np.maximum(np.maximum(t_mte2, t_comp), t_scalar), t_gm)
+    hidden = np.minimum(
+        np.minimum(l_chunk, c["preload"] * np.maximum(c_chunk - l_chunk, 0.0)), slowest - t_gm
     )
+    # two-stage pipeline over the chunks: the slower stage throughout, plus one chunk of the faster one
+    piped = slowest + np.minimum(l_chunk, c_chunk) - hidden
     serial = np.maximum(t_mte2 + t_comp, np.maximum(t_scalar, t_gm))
-    busy = np.where(stages >= 2, piped, serial)
+    two = stages >= 2
+    busy = np.where(two, piped, serial)
     # fill: the first tile of a core waits for its first chunk (serial tiles already pay their loads)
     return {
         "busy": busy,
-        "fill": np.where(stages >= 2, l_chunk, 0.0),
+        "fill": np.where(two, l_chunk, 0.0),
         "mac": t_mac,
         "scalar": t_scalar,
         "mte1": t_mte1,
         "mte2": t_mte2,
         "fixpipe": t_fix,
-        "mte2_bw": t_a + t_b,
+        "mte2_bw": t_ab,
         "l2_read": a_bytes + b_bytes,
         "hbm_read": a_first * (1 - hit_a) + b_first * (1 - hit_b),
     }
@@ -999,6 +1013,90 @@ class MatmulAscend(Operator):
     def estimate(self, p: Matmul, chip, c: dict) -> dict[str, np.ndarray]:
         """The estimate record (common.record("ascend")) plus tail-split sub-block sizes, one row per candidate.
 
+        Work is shared where the physics allows: each distinct schedule is simulated once per process (its core
+        work and L2 hit rates are kept in tables per problem, found by a packed integer code, so a search or a
+        sweep pays no Python per schedule once it is known), each distinct (tiling, hit rates, re-cut) gets its
+        tile costs once, only for the work columns its schedules use (a tile after a B-panel reuse costs what a
+        tile does unless its B panel is resident), and a core's time is its work vector (tiles per type,
+        schedule.core_work) dotted with those costs. The result is estimate_reference's, bit for bit.
+        """
+        n = len(c["base_m"])
+        g = _geometry(p, c)
+        cores = chip.cores
+        cap = chip["l2_bytes"] * chip["l2_usable_fraction"]
+        tm, tn, kc = (g[k].astype(np.int64) for k in ("tm", "tn", "kc"))
+        splits = np.asarray(g["splits"]).astype(np.int64)
+        tiles = g["tiles"]
+        block = c["core_split"] == 1
+        last, pieces = _tail(g, cores)
+        pieces = np.where((c["tail_split"] == 1) & (last > 0) & ~block, np.maximum(pieces, 1), 1).astype(
+            np.int64
+        )
+        sched = tuple(np.where(block, 0, c[k]) for k in ("swizzle_offset", "swizzle_direction", "serpentine"))
+        code = _pack([tm, tn, splits, *sched, pieces, block], _SCHED_BITS)
+        walk_code = _pack([tm, tn, splits, *sched, c["base_k"]], _HIT_BITS)
+        if n == 0 or code is None or walk_code is None:  # sizes beyond the tables' codes (never feasible)
+            return self.estimate_reference(p, chip, c)
+        scodes, gi = np.unique(code, return_inverse=True)
+        gi = gi.ravel()
+        works = _work_table(p, cores)
+        sid = works.ids(scodes, lambda missing: _new_work(p, cores, missing))
+        gm, gn = g["gm"].astype(np.int64), g["gn"].astype(np.int64)
+        a_panel, b_panel = tm * kc * p.in_bytes, tn * kc * p.in_bytes
+        hit_a, hit_b = 1.0 - 1.0 / gn, 1.0 - 1.0 / gm
+        walk = ~first_touch_only(tiles, cores, (gm * a_panel + gn * b_panel) * splits * p.batch, cap) & ~block
+        um, un, bm_t, bn_t = works.blocks[sid][gi].T
+        if block.any():
+            fits = gm * a_panel + un * b_panel <= cap
+            hit_a = np.where(block, 1.0 - np.where(fits, 1.0, bn_t) / gn, hit_a)
+            hit_b = np.where(block, 1.0 - 1.0 / gm, hit_b)
+        hit_key = np.zeros(n, dtype=np.int64)
+        if walk.any():
+            rows = np.flatnonzero(walk)
+            wcodes, wi = np.unique(walk_code[rows], return_inverse=True)
+            hits = _hit_table(p, cores, cap)
+            hid = hits.ids(wcodes, lambda missing: _new_hits(p, cores, cap, missing))
+            rate = hits.values[hid[wi.ravel()]]
+            hit_a[rows], hit_b[rows] = rate[:, 0], rate[:, 1]
+            hit_key[rows] = 1 + hid[wi.ravel()]
+        # tile costs once per distinct (tiling, hit rates, pieces): the schedule reaches the tile only there
+        tiling = [c[k] for k in KNOBS if k not in SCHEDULE_KNOBS and k in c]
+        ufirst, ui = group_rows([*tiling, hit_key, pieces, block])
+        cu = {k: v[ufirst] for k, v in c.items()}
+        gu = {k: v[ufirst] if np.ndim(v) else v for k, v in g.items()}
+        total = works.total[sid]
+        used = works.used[sid]
+        present = (total[:, :-1] > 0).any(axis=0)
+        cols = np.flatnonzero(present | (np.arange(WORK_COLUMNS - 1) == 0))  # type 0 gives the fill
+        active = np.where(block, np.minimum(um * un * splits, cores), np.minimum(cores, tiles))
+        # the work columns each distinct tile-cost row needs: those its schedules use (and type 0, the fill)
+        bits = (total[:, :-1] > 0) @ (1 << np.arange(WORK_COLUMNS - 1))
+        need = np.zeros(ufirst.size, dtype=np.int64)
+        np.bitwise_or.at(need, ui, bits[gi])
+        cost, order = _tile_costs(
+            p,
+            chip,
+            cu,
+            gu,
+            need | 1,
+            pieces[ufirst],
+            hit_a[ufirst],
+            hit_b[ufirst],
+            active[ufirst],
+            cores,
+            cols,
+        )
+        if order is not None:  # the cost rows come in `order`: renumber the rows' references to them
+            rank = np.empty(order.size, dtype=np.int64)
+            rank[order] = np.arange(order.size)
+            ui = rank[ui]
+        out = _per_core_table(cost, ui, gi, works, sid, cols)
+        fill = cost["fill"][ui, 0]
+        return _record(p, chip, c, g, out, fill, used[gi], pieces, block, bm_t, bn_t)
+
+    def estimate_reference(self, p: Matmul, chip, c: dict) -> dict[str, np.ndarray]:
+        """estimate(), formulated plainly: the reference the fast path is tested against (bit for bit).
+
         Work is shared where the physics allows: each distinct schedule is simulated once (cached), each distinct
         (tiling, hit rates, re-cut) gets its tile costs once, and a core's time is its work vector (tiles per
         type, schedule.core_work) dotted with those costs.
@@ -1091,46 +1189,343 @@ class MatmulAscend(Operator):
         # per row: the busiest core of its schedule, plus the pipeline fill every working core pays once
         out = _per_core(cost, ui, gi, work, cols)
         fill = cost["fill"][ui, 0]
-        make = out["busy"] + fill
-        mean = (out["busy_sum"] + fill * used[gi]) / cores
-        cores_used = used[gi]
-        head = _head_us(chip, cores_used)
-        red = _reduction_us(p, chip, c)
-        time_us = make * 1e6 + head + red
-        pipes_us = {p_: np.zeros(n) for p_ in pipes("ascend")}
-        for k in ("mac", "scalar", "mte1", "fixpipe"):
-            pipes_us[k] = out[k] * 1e6
-        pipes_us["mte2"] = out["mte2_bw"] * 1e6  # busy moving bytes; waiting on latency is not busy
-        split = c["split_k"] > 1
-        pipes_us["vec"] = np.where(split, red, 0.0)  # the cast runs on the vector cores
-        bound = classify_bound(
-            {k: pipes_us[k] for k in ("mac", "mte2", "mte1", "fixpipe", "scalar")}, make * 1e6
+        return _record(p, chip, c, g, out, fill, used[gi], pieces, block, bm_t, bn_t)
+
+
+def _record(
+    p: Matmul, chip, c: dict, g: dict, out: dict, fill, cores_used, pieces, block, bm_t, bn_t
+) -> dict:
+    """The estimate record from the busiest core's time and pipes (`out`, _per_core), the fill, the cores used,
+    the tail re-cut and the block split's block shape, one row per candidate."""
+    n = len(c["base_m"])
+    tiles = g["tiles"]
+    tm, tn = (np.asarray(g[k]).astype(np.int64) for k in ("tm", "tn"))
+    cores = chip.cores
+    make = out["busy"] + fill
+    mean = (out["busy_sum"] + fill * cores_used) / cores
+    head = _head_us(chip, cores_used)
+    red = _reduction_us(p, chip, c)
+    time_us = make * 1e6 + head + red
+    pipes_us = {p_: np.zeros(n) for p_ in pipes("ascend")}
+    for k in ("mac", "scalar", "mte1", "fixpipe"):
+        pipes_us[k] = out[k] * 1e6
+    pipes_us["mte2"] = out["mte2_bw"] * 1e6  # busy moving bytes; waiting on latency is not busy
+    split = c["split_k"] > 1
+    pipes_us["vec"] = np.where(split, red, 0.0)  # the cast runs on the vector cores
+    bound = classify_bound({k: pipes_us[k] for k in ("mac", "mte2", "mte1", "fixpipe", "scalar")}, make * 1e6)
+    mn = float(p.batch * p.M * p.N)
+    out_hbm = mn * p.out_bytes + np.where(split, mn * 4 * 3, 0.0)  # zero + atomics (r+w) of fp32 partials
+    l2_read = out["l2_read"]
+    hit = 1.0 - out["hbm_read"] / np.maximum(l2_read, 1)
+    need_sub = pieces >= 2
+    sub_tm = np.where(g["tm"] >= g["tn"], round_up(ceil_div(g["tm"], pieces), 16), g["tm"])
+    sub_tn = np.where(g["tm"] >= g["tn"], g["tn"], round_up(ceil_div(g["tn"], pieces), 16))
+    return {
+        "time_us": time_us,
+        "bound": bound,
+        **{f"{k}_us": v for k, v in pipes_us.items()},
+        "cores_used": cores_used.astype(np.int64),
+        "waves": ceil_div(tiles, cores).astype(np.int64),
+        "balance": mean / np.maximum(make, 1e-30),
+        "l2_hit_rate": hit,
+        "hbm_bytes": out["hbm_read"] + out_hbm,
+        "l2_bytes": l2_read + out_hbm,
+        "roofline_us": roofline_us(
+            p.flops, p.compulsory_bytes, chip.peak_tflops(p.dtype) * 1e12, chip["hbm_gbps"] * 1e9, head
+        ),
+        "tiles": tiles.astype(np.int64),
+        "tail_sub_m": np.where(need_sub, sub_tm, 0).astype(np.int64),
+        "tail_sub_n": np.where(need_sub, sub_tn, 0).astype(np.int64),
+        "tail_sub_count": np.where(need_sub, pieces, 0).astype(np.int64),
+        # the block split's per-core share (AscendC singleCoreM/N); 0 for the walk
+        "single_core_m": np.where(block, np.minimum(bm_t * tm, p.M), 0).astype(np.int64),
+        "single_core_n": np.where(block, np.minimum(bn_t * tn, p.N), 0).astype(np.int64),
+    }
+
+
+# ---------------------------------------------------------------- the fast estimate's tables and tile costs
+# Packed codes (field widths in bits, most significant first) of a schedule: tm, tn, splits, swizzle offset,
+# direction, serpentine, tail pieces, block split; and of an L2 walk: tm, tn, splits, offset, direction,
+# serpentine, base_k (with the problem, base_k and splits give the K slice). A row whose values do not fit is
+# scored by estimate_reference (no feasible tiling comes near these limits).
+_SCHED_BITS = (16, 16, 6, 6, 1, 1, 8, 1)
+_HIT_BITS = (16, 16, 6, 6, 1, 1, 13)
+_TABLE_ROWS = 1 << 17  # rows a table keeps before it starts over
+_TABLES: dict = {}
+_TABLES_MAX = 16  # tables (problems) kept before all start over
+_COST_KEYS = ("busy", "fill", "mac", "scalar", "mte1", "mte2_bw", "fixpipe", "l2_read", "hbm_read")
+_SMALL = 2048  # tile-cost rows scored in one pass; larger tables are split by the work columns they need
+_BUCKET_MIN = 256  # rows a work-column pattern needs for a pass of its own
+
+
+def _pack(columns, bits) -> np.ndarray | None:
+    """One int64 code per row (the columns' values in `bits`-wide fields, the first most significant, so codes
+    sort as the rows do), or None when a value does not fit its field."""
+    code = None
+    for col, b in zip(columns, bits, strict=True):
+        col = np.asarray(col).astype(np.int64, copy=False)
+        if col.size and (int(col.min()) < 0 or int(col.max()) >= 1 << b):
+            return None
+        code = col.copy() if code is None else (code << b) | col
+    return code
+
+
+def _unpack(code: np.ndarray, bits) -> list[np.ndarray]:
+    """The fields of packed codes, in _pack's order."""
+    out = []
+    for b in reversed(bits):
+        out.append(code & ((1 << b) - 1))
+        code = code >> b
+    return out[::-1]
+
+
+class _Table:
+    """Rows computed once per process and found again by their packed code (a sorted array and searchsorted:
+    no Python per row once a row is known). Subclasses keep the rows' values by id."""
+
+    def __init__(self):
+        self.codes = np.empty(0, dtype=np.int64)  # sorted
+        self.order = np.empty(0, dtype=np.int64)  # the id of each sorted code
+        self.count = 0
+
+    def _find(self, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        pos = np.searchsorted(self.codes, codes)
+        found = pos < self.codes.size
+        found[found] = self.codes[pos[found]] == codes[found]
+        return pos, found
+
+    def ids(self, codes: np.ndarray, compute) -> np.ndarray:
+        """Ids of sorted distinct `codes`; `compute(missing codes)` makes the rows not yet in the table."""
+        pos, found = self._find(codes)
+        if not found.all():
+            if self.count + codes.size > _TABLE_ROWS:  # start over; every code of this call is added again
+                self.__init__()
+                found = np.zeros(codes.size, dtype=bool)
+            missing = codes[~found]
+            self._add(compute(missing))
+            codes_all = np.concatenate([self.codes, missing])
+            ids_all = np.concatenate([self.order, np.arange(self.count, self.count + missing.size)])
+            self.count += missing.size
+            sort = np.argsort(codes_all, kind="stable")
+            self.codes, self.order = codes_all[sort], ids_all[sort]
+            pos, _ = self._find(codes)
+        return self.order[pos]
+
+
+class _WorkTable(_Table):
+    """CoreWork of schedules (schedule.core_work_many / block_work) of one problem grid family, by id: cores
+    used, the work-vector totals, the padded work vectors grouped by their count (depth), and the block split's
+    shape of the schedule's grid (schedule.block_grid: um, un, bm, bn)."""
+
+    def __init__(self):
+        super().__init__()
+        self.used = np.empty(0)
+        self.total = np.empty((0, WORK_COLUMNS))
+        self.depth = np.empty(0, dtype=np.int64)
+        self.slot = np.empty(0, dtype=np.int64)
+        self.buckets: dict[int, np.ndarray] = {}  # depth -> (schedules, depth, WORK_COLUMNS) float32
+        self.blocks = np.empty((0, 4), dtype=np.int64)
+
+    def _add(self, new: tuple) -> None:
+        works, blocks = new
+        self.blocks = np.concatenate([self.blocks, blocks])
+        depth = np.array([len(w.padded) for w in works], dtype=np.int64)
+        slot = np.empty(len(works), dtype=np.int64)
+        for d in np.unique(depth).tolist():
+            new = np.flatnonzero(depth == d)
+            have = self.buckets.get(d)
+            start = 0 if have is None else len(have)
+            slot[new] = start + np.arange(new.size)
+            stacked = np.stack([works[i].padded for i in new.tolist()])
+            self.buckets[d] = stacked if have is None else np.concatenate([have, stacked])
+        self.used = np.concatenate([self.used, [float(w.cores_used) for w in works]])
+        self.total = np.concatenate([self.total, np.stack([w.total for w in works])])
+        self.depth = np.concatenate([self.depth, depth])
+        self.slot = np.concatenate([self.slot, slot])
+
+
+class _HitTable(_Table):
+    """L2 hit rates (A, B) of walked schedules and K slices of one problem, by id."""
+
+    def __init__(self):
+        super().__init__()
+        self.values = np.empty((0, 2))
+
+    def _add(self, values: np.ndarray) -> None:
+        self.values = np.concatenate([self.values, values])
+
+
+on_clear(_TABLES.clear)  # schedule.clear_caches() starts the tables over too
+
+
+def _table(key: tuple, kind):
+    table = _TABLES.get(key)
+    if table is None:
+        if len(_TABLES) >= _TABLES_MAX:
+            _TABLES.clear()
+        table = _TABLES[key] = kind()
+    return table
+
+
+def _work_table(p: Matmul, cores: int) -> _WorkTable:
+    return _table(("work", p.M, p.N, p.batch, cores), _WorkTable)
+
+
+def _hit_table(p: Matmul, cores: int, cap: float) -> _HitTable:
+    return _table(("hits", p.M, p.N, p.K, p.batch, p.in_bytes, cores, float(cap)), _HitTable)
+
+
+def _new_work(p: Matmul, cores: int, codes: np.ndarray) -> tuple[list, np.ndarray]:
+    """The CoreWork of each schedule code (estimate_reference's simulation: one pass per tile grid), and the
+    block split's shape of its grid (um, un, bm, bn)."""
+    fields = _unpack(codes, _SCHED_BITS)
+    gm, gn = -(-p.M // fields[0]), -(-p.N // fields[1])
+    blocks = np.stack(block_grid(gm, gn, fields[2], cores), axis=1)
+    tm, tn, splits, off, dirn, snake, pieces, block = (f.tolist() for f in fields)
+    works: list = [None] * len(tm)
+    grids: dict = {}
+    for i, key in enumerate(zip(tm, tn, splits, strict=True)):
+        grids.setdefault(key, []).append(i)
+    for (a, b, s), idx in grids.items():
+        grid = (-(-p.M // a), -(-p.N // b), s, p.batch, cores, bool(p.M % a), bool(p.N % b))
+        walked = [i for i in idx if not block[i]]
+        if walked:
+            setting = np.array([(off[i], dirn[i], snake[i], pieces[i]) for i in walked], dtype=np.int64)
+            for i, w in zip(walked, core_work_many(*grid, setting), strict=True):
+                works[i] = w
+        for i in idx:
+            if block[i]:
+                works[i] = block_work(*grid)
+    return works, blocks
+
+
+def _new_hits(p: Matmul, cores: int, cap: float, codes: np.ndarray) -> np.ndarray:
+    """L2 hit rates (A, B) of each walk code (schedule.panel_hits_many, one pass per grid and panel size)."""
+    tm, tn, splits, off, dirn, snake, bk = (f.tolist() for f in _unpack(codes, _HIT_BITS))
+    out = np.empty((len(tm), 2))
+    groups: dict = {}
+    for i in range(len(tm)):
+        steps = -(-p.K // bk[i])
+        kc = min(-(-steps // splits[i]) * bk[i], p.K)
+        grid = (-(-p.M // tm[i]), -(-p.N // tn[i]), splits[i], p.batch, cores)
+        panels = (float(tm[i] * kc * p.in_bytes), float(tn[i] * kc * p.in_bytes), float(cap))
+        groups.setdefault((grid, panels), []).append(i)
+    for (grid, panels), idx in groups.items():
+        setting = np.array([(off[i], dirn[i], snake[i]) for i in idx], dtype=np.int64)
+        out[idx] = panel_hits_many(*grid, setting, *panels)
+    return out
+
+
+def _buckets(need: np.ndarray) -> list[tuple[np.ndarray | None, np.ndarray]]:
+    """Passes over the tile-cost rows: (rows or None for all, work columns), so that a row is costed on the
+    columns it needs (bit j of `need`) and a few more: one pass for a small table, else one per pattern of
+    columns shared by enough rows, and one for the rest on the union of their columns."""
+
+    def columns(bits: int) -> np.ndarray:
+        return np.flatnonzero((bits >> np.arange(WORK_COLUMNS - 1)) & 1)
+
+    if need.size <= _SMALL:
+        return [(None, columns(int(np.bitwise_or.reduce(need))))]
+    pats, inv, counts = np.unique(need, return_inverse=True, return_counts=True)
+    if pats.size == 1:
+        return [(None, columns(int(pats[0])))]
+    inv = inv.ravel()
+    order = np.argsort(inv, kind="stable")
+    groups = np.split(order, np.cumsum(counts)[:-1])
+    out, rest, rest_bits = [], [], 0
+    for pat, rows in zip(pats.tolist(), groups, strict=True):
+        if rows.size >= _BUCKET_MIN:
+            out.append((rows, columns(pat)))
+        else:
+            rest.append(rows)
+            rest_bits |= pat
+    if rest:
+        out.append((np.concatenate(rest), columns(rest_bits)))
+    return out
+
+
+def _tile_costs(p: Matmul, chip, cu: dict, gu: dict, need, pieces, hit_a, hit_b, active, cores, cols):
+    """tile_cost of the work columns `cols` (of schedule.WORK_COLUMNS but the last: 4 tile types, the same after a
+    B-panel reuse, 4 re-cut sub-tile types) of the distinct tile-cost rows: ({cost: (U, len(cols))}, order), the
+    rows in `order` (None: as given). Only the columns a row needs (bit j of `need`) are computed; the others
+    are 0 or a copy (their work is 0 in every schedule of the row).
+
+    A tile after a B-panel reuse costs what the tile does unless its B panel is resident (weight_resident), so
+    such rows need the tile's column instead. The arguments of tile_cost are estimate_reference's, element for
+    element, so the costs are the same bit for bit."""
+    ms, ns = (np.stack(x, axis=1) for x in _sizes(gu))  # (U, 4)
+    pu = pieces[:, None]
+    along_m = (gu["tm"] >= gu["tn"])[:, None]
+    sub_m = np.where(along_m, np.minimum(round_up(ceil_div(ms, pu), 16), ms), ms)
+    sub_n = np.where(along_m, ns, np.minimum(round_up(ceil_div(ns, pu), 16), ns))
+    mts = np.concatenate(
+        [ms, ms, sub_m], axis=1
+    )  # (U, 12): what estimate_reference's where() picks per column
+    nts = np.concatenate([ns, ns, sub_n], axis=1)
+    kind = np.arange(WORK_COLUMNS - 1) // 4  # 0: tile, 1: tile after a B-panel reuse, 2: re-cut sub-tile
+    wr = cu["weight_resident"] == 1
+    need = np.where(wr, need, (need & 0xF0F) | ((need >> 4) & 0xF))
+    parts = {k: [] for k in _COST_KEYS}
+    passes = _buckets(need)
+    for rows, bcols in passes:
+        at = slice(None) if rows is None else rows
+        kd = kind[bcols]
+        cost = tile_cost(
+            p,
+            chip,
+            {k: v[at, None] for k, v in cu.items()},
+            mts[at][:, bcols],
+            nts[at][:, bcols],
+            gu["kc"][at, None],
+            hit_a[at, None],
+            hit_b[at, None],
+            wr[at, None] & (kd == 1),
+            np.where(kd == 2, cores, active[at, None]),
         )
-        mn = float(p.batch * p.M * p.N)
-        out_hbm = mn * p.out_bytes + np.where(split, mn * 4 * 3, 0.0)  # zero + atomics (r+w) of fp32 partials
-        l2_read = out["l2_read"]
-        hit = 1.0 - out["hbm_read"] / np.maximum(l2_read, 1)
-        need_sub = pieces >= 2
-        sub_tm = np.where(g["tm"] >= g["tn"], round_up(ceil_div(g["tm"], pieces), 16), g["tm"])
-        sub_tn = np.where(g["tm"] >= g["tn"], g["tn"], round_up(ceil_div(g["tn"], pieces), 16))
-        return {
-            "time_us": time_us,
-            "bound": bound,
-            **{f"{k}_us": v for k, v in pipes_us.items()},
-            "cores_used": cores_used.astype(np.int64),
-            "waves": ceil_div(tiles, cores).astype(np.int64),
-            "balance": mean / np.maximum(make, 1e-30),
-            "l2_hit_rate": hit,
-            "hbm_bytes": out["hbm_read"] + out_hbm,
-            "l2_bytes": l2_read + out_hbm,
-            "roofline_us": roofline_us(
-                p.flops, p.compulsory_bytes, chip.peak_tflops(p.dtype) * 1e12, chip["hbm_gbps"] * 1e9, head
-            ),
-            "tiles": tiles.astype(np.int64),
-            "tail_sub_m": np.where(need_sub, sub_tm, 0).astype(np.int64),
-            "tail_sub_n": np.where(need_sub, sub_tn, 0).astype(np.int64),
-            "tail_sub_count": np.where(need_sub, pieces, 0).astype(np.int64),
-            # the block split's per-core share (AscendC singleCoreM/N); 0 for the walk
-            "single_core_m": np.where(block, np.minimum(bm_t * tm, p.M), 0).astype(np.int64),
-            "single_core_n": np.where(block, np.minimum(bn_t * tn, p.N), 0).astype(np.int64),
-        }
+        # each output column from the pass's: itself, else (a reuse column) the tile's, else none (0)
+        pos = np.full(WORK_COLUMNS - 1, bcols.size)
+        pos[bcols] = np.arange(bcols.size)
+        src = pos[cols]
+        reuse = (src == bcols.size) & (kind[cols] == 1)
+        src[reuse] = pos[cols[reuse] - 4]
+        direct = bool((src == np.arange(bcols.size)).all()) if src.size == bcols.size else False
+        for k in _COST_KEYS:
+            v = cost[k]
+            if direct:
+                parts[k].append(v)
+            else:
+                v = np.concatenate([v, np.zeros((v.shape[0], 1))], axis=1) if (src == bcols.size).any() else v
+                parts[k].append(v[:, src])
+    if len(passes) == 1:
+        return {k: v[0] for k, v in parts.items()}, passes[0][0]
+    return {k: np.concatenate(v) for k, v in parts.items()}, np.concatenate([r for r, _ in passes])
+
+
+def _per_core_table(cost: dict, ui: np.ndarray, gi: np.ndarray, works: _WorkTable, sid, cols) -> dict:
+    """_per_core with the schedules' work from a _WorkTable (`sid`: the table id of each distinct schedule):
+    the same arrays in the same operations, so the same results bit for bit."""
+    n = ui.size
+    total = works.total[sid][:, cols]
+    depth = works.depth[sid]
+    slot = works.slot[sid]
+    at = np.empty((n, cols.size), dtype=np.float32)
+    busy = np.take(cost["busy"], ui, axis=0)
+    busy32 = busy.astype(np.float32)
+    row_depth = depth[gi]
+    for d in np.unique(depth).tolist():
+        groups = np.flatnonzero(depth == d)
+        local = np.zeros(sid.size, dtype=np.int64)
+        local[groups] = np.arange(groups.size)
+        rows = np.flatnonzero(row_depth == d) if len(groups) < sid.size else np.arange(n)
+        w = np.take(works.buckets[d][slot[groups]][:, :, cols], local[gi[rows]], axis=0)  # (rows, d, k)
+        crit = np.matmul(w, busy32[rows][:, :, None])[:, :, 0].argmax(axis=1)
+        at[rows] = w[np.arange(rows.size), crit]
+    out = {"busy": np.einsum("rk,rk->r", busy, at)}
+    names = ("mac", "scalar", "mte1", "mte2_bw", "fixpipe")
+    per = np.take(np.stack([cost[k] for k in names], axis=1).astype(np.float32), ui, axis=0)
+    out.update(zip(names, np.einsum("rpk,rk->pr", per, at).astype(np.float64), strict=True))
+    tot = np.take(total.astype(np.float32), gi, axis=0)
+    out["busy_sum"] = np.einsum("rk,rk->r", busy, tot)
+    sums = np.take(np.stack([cost["l2_read"], cost["hbm_read"]], axis=1).astype(np.float32), ui, axis=0)
+    out["l2_read"], out["hbm_read"] = np.einsum("rpk,rk->pr", sums, tot).astype(np.float64)
+    return out
