@@ -110,9 +110,15 @@ def classify_bound(pipes_us: dict[str, np.ndarray], busy_us: np.ndarray) -> np.n
     """
     names = list(pipes_us)
     family_of_pipes(names)
-    stack = np.stack([pipes_us[p] for p in names])
-    top = stack.argmax(axis=0)
-    saturated = np.take_along_axis(stack, top[None], axis=0)[0] >= SATURATED * np.maximum(busy_us, 1e-12)
+    # the first largest pipe, by a running comparison (argmax over a stacked axis is several times slower)
+    cols = [np.asarray(pipes_us[p], dtype=np.float64) for p in names]
+    largest = cols[0].copy()
+    top = np.zeros(np.shape(largest), dtype=np.int64)
+    for i, col in enumerate(cols[1:], start=1):
+        more = col > largest
+        top[more] = i
+        np.maximum(largest, col, out=largest)
+    saturated = largest >= SATURATED * np.maximum(busy_us, 1e-12)
     # one lookup: the pipes' labels, then `latency` for rows with no pipe saturated
     labels = np.array([*(_PIPE_INDEX[p][1] for p in names), "latency"], dtype=object)
     return labels[np.where(saturated, top, len(names))]

@@ -570,7 +570,7 @@ def timing(g: dict, chip, e: dict[str, float]) -> dict[str, np.ndarray]:
         "store": (r_full * (epi_f - lat) + epi_l - lat) * 1e6,
     }
     bound = classify_bound({k: pipes[k] for k in ("tensor", "load", "smem", "store", "issue")}, body * 1e6)
-    bound = np.where(hbm_t >= main, "load", bound)
+    bound[hbm_t >= main] = "load"
     roof = roofline_us(g["flops"], g["compulsory"], g["peak"], chip["hbm_gbps"] * 1e9, launch)
     return {
         "time_us": time_us,
