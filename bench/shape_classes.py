@@ -119,7 +119,12 @@ def candidates(
 
 DATA = [
     ROOT / "bench" / "data" / f
-    for f in ("h200_matmul_run10a.csv", "h200_matmul_run10b.csv", "h200_matmul_run11.csv")
+    for f in (
+        "h200_matmul_run10a.csv",
+        "h200_matmul_run10b.csv",
+        "h200_matmul_run11.csv",
+        "h200_matmul_run12.csv",
+    )
 ]
 
 

@@ -400,10 +400,11 @@ def prepare(p: Matmul, chip, c: dict, l2_hits: bool = True) -> dict[str, np.ndar
     out_l2 = np.where(split, mn * 4 * (2 * sk + 1) + mn * (4 + ob), mn * ob)
     hbm = np.maximum(hbm_read + out_hbm, p.compulsory_bytes)
     # contiguous bytes a tile asks HBM for at a time: one tile row, or the whole tile when its rows span the
-    # operand's contiguous axis (consecutive rows then follow each other in memory)
-    a_seg = np.where(a_len >= len_a, a_rows * len_a, a_len) * b
-    b_seg = np.where(b_len >= len_b, b_rows * len_b, b_len) * b
-    c_seg = np.where(bn >= p.N, bm * p.N, bn) * ob
+    # operand's contiguous axis (consecutive rows then follow each other in memory: one block, counted at the
+    # tile's size, so that more K never makes the request look longer than before)
+    a_seg = np.where(a_len >= len_a, a_rows * a_len, a_len) * b
+    b_seg = np.where(b_len >= len_b, b_rows * b_len, b_len) * b
+    c_seg = np.where(bn >= p.N, bm * bn, bn) * ob
     f = lambda x: np.asarray(x, dtype=np.float64)  # noqa: E731
     return {
         "n": np.full(n, 1.0),
