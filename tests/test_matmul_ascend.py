@@ -44,7 +44,9 @@ def test_weight_resident_cuts_traffic_when_b_panel_fits_l1(b3):
     resident = score(b3, p, weight_resident=1, **sched)
     assert resident["hbm_bytes"] < reload["hbm_bytes"]
     assert resident["l2_bytes"] < 0.7 * reload["l2_bytes"]  # GM->L1 traffic: B is about half of it
-    assert resident["time_us"] < 0.9 * reload["time_us"]
+    # the reload tile is GM-port bound (B's MTE2 + write-out), the resident one compute + serial write-out bound
+    # (two 128x256 fp32 accumulators do not fit L0C); preload hides both tiles' bubbles, so time falls by ~7%
+    assert resident["time_us"] < 0.95 * reload["time_us"]
 
 
 def test_double_buffering_beats_single_when_mte2_and_mac_are_close(b3):
@@ -103,3 +105,32 @@ def test_more_cores_finish_faster(b3):
     p = mm(8192, 8192, 8192)
     ratio = score(b3, p)["time_us"] / score(b1, p)["time_us"]
     assert 1.05 < ratio < 1.35
+
+
+def test_preload_overlaps_next_tile_load_with_compute_when_mte2_bound():
+    """AscendC's MTE2-preload case (128x24576x512 fp16, MDL, each tile one L1 chunk, 8 tiles a core): the tile is
+    MTE2-bound (load longer than compute), so a model that only hides the next load in idle MTE2 time predicts no
+    gain. The real preload loads the next tile's chunk into the free L1 buffer while this tile computes and writes
+    out, removing the load/compute bubble of every tile but a core's last: published 1.083, modelled ~1.18. A core
+    with a single tile has nothing to preload: no gain."""
+    from tiler.hardware import load_chip
+
+    b2 = load_chip("ascend910b2")
+    knobs = dict(
+        base_m=128, base_n=128, base_k=64, step_ka=8, step_kb=8, l1_stages=2, multi_load=1, core_split=1
+    )
+    p = mm(128, 24576, 512)
+    off, on = score(b2, p, preload=0, **knobs), score(b2, p, preload=1, **knobs)
+    assert off["bound"] == on["bound"] == "mte2" and off["mte2_us"] > 2 * off["mac_us"]
+    assert 1.05 < off["time_us"] / on["time_us"] < 1.35
+    one = mm(128, 128 * 20, 512)  # 20 tiles on 24 cores: one tile each
+    assert score(b2, one, preload=1, **knobs)["time_us"] == score(b2, one, preload=0, **knobs)["time_us"]
+
+
+def test_preload_never_adds_time_for_one_edge_tile_per_core(b3):
+    """20x6144x16384 with 32x320 tiles: every core runs one edge tile (20 of 32 rows). The drain preload cannot
+    hide on a core's last tile is charged at that core's own size, not the interior tile's, so preload (which
+    resolve() always maximises) costs nothing here rather than a little."""
+    p = mm(20, 6144, 16384)
+    knobs = dict(base_m=32, base_n=320, base_k=32, step_ka=4, step_kb=4, l1_stages=2)
+    assert score(b3, p, preload=1, **knobs)["time_us"] <= score(b3, p, preload=0, **knobs)["time_us"]

@@ -187,7 +187,9 @@ def _transfer_efficiency(p: Matmul, chip, c: dict, mt, nt, ka, kb) -> tuple:
     ND operands: the row stride's alignment (stride_efficiency) times the row-segment overhead
     (segment_efficiency) of the contiguous bytes per row of one transfer, along the axis the stored rows run:
     A `n` K (MDL: the L1 chunk's ka, Norm: base_k), A `t` M (MDL: the tile's rows, Norm: base_m); B `n` N (the
-    tile's columns / base_n), B `t` K (kb / base_k). That is the cost of the ND->NZ conversion MTE2 does on the
+    tile's columns / base_n), B `t` K (kb / base_k). Along M or N an edge tile's rows are shorter (its real mt or
+    nt), in either mode: Norm's edge block moves only those elements too, so Norm and MDL stay the same transfer
+    when a chunk is one base block (dominated()'s twin). That is the cost of the ND->NZ conversion MTE2 does on the
     way in. B in NZ (b_format nz) is already fractal: each 16 x C0 fractal is 512 contiguous, burst-aligned
     bytes, moved as they are: full rate.
     """
@@ -195,14 +197,14 @@ def _transfer_efficiency(p: Matmul, chip, c: dict, mt, nt, ka, kb) -> tuple:
     burst, mis = chip["gm_burst_bytes"], chip["gm_misaligned_efficiency"]
     ml = c["multi_load"] == 1
     stride_a, stride_b = _row_strides(p)
-    if p.a_transposed:
-        seg_a = np.where(ml, np.minimum(mt, c["base_m"] * c["step_m"]), c["base_m"])
+    if p.a_transposed:  # an edge tile's rows hold only its mt real elements, in either load mode
+        seg_a = np.minimum(mt, np.where(ml, c["base_m"] * c["step_m"], c["base_m"]))
     else:
         seg_a = np.where(ml, ka, c["base_k"])
     if p.b_transposed:
         seg_b = np.where(ml, kb, c["base_k"])
     else:
-        seg_b = np.where(ml, np.minimum(nt, c["base_n"] * c["step_n"]), c["base_n"])
+        seg_b = np.minimum(nt, np.where(ml, c["base_n"] * c["step_n"], c["base_n"]))
     eff_a = _stride_scalar(stride_a, burst, mis) * segment_efficiency(seg_a * b)
     eff_b = _stride_scalar(stride_b, burst, mis) * segment_efficiency(seg_b * b)
     return eff_a, (np.ones_like(eff_b) if p.b_nz else eff_b)
@@ -219,15 +221,12 @@ def _stride_floor(p: Matmul, chip) -> np.ndarray:
 def _segment_floor(p: Matmul, c: dict, tm, tn, ka, kb) -> tuple:
     """Row-segment efficiencies of A and B at least as high as every tile's in tile_cost (a floor's view): along
     K the same for every tile (ka, kb or base_k); along M or N, MDL rows are at most the tile's `tm` (`tn`) and
-    shorter at the edges, so their best efficiency (_segment_ceiling) is taken; Norm's are base_m (base_n)."""
+    shorter at the edges, so their best efficiency (_segment_ceiling) is taken; Norm's likewise, of at most base_m
+    (base_n)."""
     b = p.in_bytes
     ml = c["multi_load"] == 1
     if p.a_transposed:
-        seg_a = np.where(
-            ml,
-            _segment_ceiling(np.minimum(tm, c["base_m"] * c["step_m"]) * b),
-            segment_efficiency(c["base_m"] * b),
-        )
+        seg_a = _segment_ceiling(np.minimum(tm, np.where(ml, c["base_m"] * c["step_m"], c["base_m"])) * b)
     else:
         seg_a = segment_efficiency(np.where(ml, ka, c["base_k"]) * b)
     if p.b_nz:
@@ -235,11 +234,7 @@ def _segment_floor(p: Matmul, c: dict, tm, tn, ka, kb) -> tuple:
     elif p.b_transposed:
         seg_b = segment_efficiency(np.where(ml, kb, c["base_k"]) * b)
     else:
-        seg_b = np.where(
-            ml,
-            _segment_ceiling(np.minimum(tn, c["base_n"] * c["step_n"]) * b),
-            segment_efficiency(c["base_n"] * b),
-        )
+        seg_b = _segment_ceiling(np.minimum(tn, np.where(ml, c["base_n"] * c["step_n"], c["base_n"])) * b)
     return seg_a, seg_b
 
 
@@ -362,22 +357,27 @@ def tile_cost(p: Matmul, chip, c: dict, mt, nt, kc, hit_a, hit_b, b_resident, ac
     ) / f
     step = np.where(pp, np.maximum(step_mac, step_mte1), step_mac + step_mte1)
     c_chunk = ceil_div(k_first, bk) * step
-    # preload: the next tile's first chunk loads while MTE2 idles during this tile's last `preload` chunks, and
-    # only while the core's GM port has room: reads and write-backs share it (t_gm), so a tile that keeps the port
-    # busy throughout leaves nothing to load early into (more compute per chunk cannot hide more there)
+    # preload (cross-tile double buffering): the next tile's first chunk is loaded into the L1 buffer this tile's
+    # second-to-last chunk has freed (preload < l1_stages), while the cube computes this tile's last chunk and the
+    # fixpipe writes it out. Without it that load waits for the next tile's loop, so every tile pays the
+    # pipeline's fill/drain bubble min(l, c) on top of its slowest stage; with it the bubble is gone and the tile
+    # costs its slowest stage (MTE2, compute, scalar or the shared GM port) alone: in steady state tile i+1's load
+    # runs while tile i computes. Hiding exactly the bubble keeps busy >= every pipe (so the bounds, which floor
+    # busy by the pipes, hold) and keeps busy monotone in K.
     slowest = np.maximum(np.maximum(np.maximum(t_mte2, t_comp), t_scalar), t_gm)
-    hidden = np.minimum(
-        np.minimum(l_chunk, c["preload"] * np.maximum(c_chunk - l_chunk, 0.0)), slowest - t_gm
-    )
+    hidden = np.where(c["preload"] >= 1, np.minimum(l_chunk, c_chunk), 0.0)
     # two-stage pipeline over the chunks: the slower stage throughout, plus one chunk of the faster one
     piped = slowest + np.minimum(l_chunk, c_chunk) - hidden
     serial = np.maximum(t_mte2 + t_comp, np.maximum(t_scalar, t_gm))
     two = stages >= 2
     busy = np.where(two, piped, serial)
-    # fill: the first tile of a core waits for its first chunk (serial tiles already pay their loads)
+    # fill: the first tile of a core waits for its first chunk (serial tiles already pay their loads). drain: the
+    # bubble preload hid; a core's last tile has no successor to overlap it with, so _record charges it once per
+    # core (a core running one tile gains nothing from preload)
     return {
         "busy": busy,
         "fill": np.where(two, l_chunk, 0.0),
+        "drain": hidden,
         "mac": t_mac,
         "scalar": t_scalar,
         "mte1": t_mte1,
@@ -471,7 +471,7 @@ def _per_core(cost: dict, ui: np.ndarray, gi: np.ndarray, work: list, cols: np.n
         at[rows] = w[pick, crit]
     # the busy time in float64 (it is the kernel time); the pipes and sums in float32 (reported, not ranked)
     out = {"busy": np.einsum("rk,rk->r", busy, at)}
-    names = ("mac", "scalar", "mte1", "mte2_bw", "fixpipe")
+    names = ("mac", "scalar", "mte1", "mte2_bw", "fixpipe", "drain")
     per = np.take(np.stack([cost[k] for k in names], axis=1).astype(np.float32), ui, axis=0)
     out.update(zip(names, np.einsum("rpk,rk->pr", per, at).astype(np.float64), strict=True))
     tot = np.take(total.astype(np.float32), gi, axis=0)
@@ -741,7 +741,8 @@ class MatmulAscend(Operator):
 
         Proof of dominance (docs/model.md): with everything else fixed, the estimate never rises when
         l0_pingpong goes 0 -> 1 (max + one step <= sum), when l1_stages grows (more loads in flight, pipelined
-        instead of serial) or when preload grows (more of the next tile's first load hidden); these knobs cost
+        instead of serial) or when preload grows (0 -> 1 hides every tile's bubble and charges at most one back per
+        core as the drain, _fill; beyond 1 nothing changes); these knobs cost
         only buffer capacity. So the largest value that fits wins.
         """
         c = dict(c)
@@ -1091,7 +1092,7 @@ class MatmulAscend(Operator):
             rank[order] = np.arange(order.size)
             ui = rank[ui]
         out = _per_core_table(cost, ui, gi, works, sid, cols)
-        fill = cost["fill"][ui, 0]
+        fill = _fill(cost, ui, out)
         return _record(p, chip, c, g, out, fill, used[gi], pieces, block, bm_t, bn_t)
 
     def estimate_reference(self, p: Matmul, chip, c: dict) -> dict[str, np.ndarray]:
@@ -1188,8 +1189,15 @@ class MatmulAscend(Operator):
         )
         # per row: the busiest core of its schedule, plus the pipeline fill every working core pays once
         out = _per_core(cost, ui, gi, work, cols)
-        fill = cost["fill"][ui, 0]
+        fill = _fill(cost, ui, out)
         return _record(p, chip, c, g, out, fill, used[gi], pieces, block, bm_t, bn_t)
+
+
+def _fill(cost: dict, ui: np.ndarray, out: dict) -> np.ndarray:
+    """What every working core pays once besides its tiles: the first chunk's load (the interior tile's), and with
+    preload the bubble its last tile could not hide (no successor): the interior tile's, or less when the busiest
+    core's tiles hid less in all (a core with one small edge tile), so that preload never adds time."""
+    return cost["fill"][ui, 0] + np.minimum(cost["drain"][ui, 0], out["drain"])
 
 
 def _record(
@@ -1253,7 +1261,7 @@ _HIT_BITS = (16, 16, 6, 6, 1, 1, 13)
 _TABLE_ROWS = 1 << 17  # rows a table keeps before it starts over
 _TABLES: dict = {}
 _TABLES_MAX = 16  # tables (problems) kept before all start over
-_COST_KEYS = ("busy", "fill", "mac", "scalar", "mte1", "mte2_bw", "fixpipe", "l2_read", "hbm_read")
+_COST_KEYS = ("busy", "fill", "drain", "mac", "scalar", "mte1", "mte2_bw", "fixpipe", "l2_read", "hbm_read")
 _SMALL = 2048  # tile-cost rows scored in one pass; larger tables are split by the work columns they need
 _BUCKET_MIN = 256  # rows a work-column pattern needs for a pass of its own
 
@@ -1521,7 +1529,7 @@ def _per_core_table(cost: dict, ui: np.ndarray, gi: np.ndarray, works: _WorkTabl
         crit = np.matmul(w, busy32[rows][:, :, None])[:, :, 0].argmax(axis=1)
         at[rows] = w[np.arange(rows.size), crit]
     out = {"busy": np.einsum("rk,rk->r", busy, at)}
-    names = ("mac", "scalar", "mte1", "mte2_bw", "fixpipe")
+    names = ("mac", "scalar", "mte1", "mte2_bw", "fixpipe", "drain")
     per = np.take(np.stack([cost[k] for k in names], axis=1).astype(np.float32), ui, axis=0)
     out.update(zip(names, np.einsum("rpk,rk->pr", per, at).astype(np.float64), strict=True))
     tot = np.take(total.astype(np.float32), gi, axis=0)
