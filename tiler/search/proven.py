@@ -20,6 +20,9 @@ from .result import SearchResult, top_distinct
 CHUNK = 1 << 18  # rows per vectorised pass: bounds memory, keeps numpy's per-call overhead small
 PREFIX_SEED = 16  # first-level prefixes expanded first (at least; 2% of them if more) to find an incumbent
 PREFIX_BATCH = 256  # prefixes expanded per round after that, the incumbent refreshed between rounds
+BNB_BLOCK = 1024  # rows bounded (bound()) before there is an incumbent
+BNB_BATCH = 32  # tilings in the branch and bound's first scored batch
+BNB_GROWTH = 4  # each later batch this many times larger (fewer, larger estimate calls)
 
 
 def _levels(space: Space, model: Operator) -> list[list[str]]:
@@ -148,12 +151,18 @@ def _incumbent(best_e: dict, top: int) -> float:
 
 def _branch_and_bound(problem, chip, model, table: Candidates, domains: dict, score, incumbent) -> int:
     """Score the rows of `table` (expanded over the schedule knobs by `score`) in increasing lower bound,
-    stopping when no remaining row's bound is below the incumbent. Returns how many rows got the full bound.
+    stopping when every remaining row's bound is above the incumbent. Returns how many rows got the full bound.
 
     Two bounds, both valid for every schedule: `quick_bound` (whole-kernel floors, cheap) orders all rows;
-    `bound` (per-tile pipelines) is computed block by block in that order, only while the block's quick bound is
-    below the incumbent. A row is scored once its bound is below the quick bound of every row not yet bounded,
-    so rows are scored in increasing bound overall and the first bound at or above the incumbent ends the search.
+    `bound` (per-tile pipelines) is computed only where the quick bound is at most the incumbent: while there is
+    none, for a first block of BNB_BLOCK rows in quick-bound order (enough to find one), then in one call for
+    every row whose quick bound is at most it (the incumbent only falls, so no row left out can enter the top).
+    A row is scored once its bound is below the quick bound of every row not yet bounded, so rows are scored in
+    increasing bound overall, in few large batches (BNB_BATCH tilings first, BNB_GROWTH times more per round:
+    at these sizes each call's fixed cost, not its rows, dominates), and the search ends when every bound left
+    is above the incumbent. The result is that of scoring every row: a row is left out only when its bound,
+    hence its time, is above the top-`top` time of the rows scored; a row whose bound equals it is still scored
+    (it may tie exactly, and top_distinct's tie preference then decides as it would over every row).
     """
     n = length(table)
     quick = np.concatenate(
@@ -161,30 +170,49 @@ def _branch_and_bound(problem, chip, model, table: Candidates, domains: dict, sc
     )
     order = np.argsort(quick, kind="stable")
     pool_lb, pool_idx = np.empty(0), np.empty(0, dtype=np.int64)
-    pos, bounded, block, batch = 0, 0, 256, 8
+    pos, bounded, batch = 0, 0, BNB_BATCH
     while True:
         q_next = quick[order[pos]] if pos < n else np.inf
         inc = incumbent()
-        if q_next >= inc and (pool_lb.size == 0 or pool_lb.min() >= inc):
-            break  # every row left has a bound at or above the top-`top` time: none can enter it
-        if pos < n and (pool_lb.size == 0 or pool_lb.min() > q_next):
-            idx = order[pos : pos + block]
-            pos += idx.size
+        if pool_lb.size:  # rows whose bound is above the incumbent can never enter the top: drop them
+            live = pool_lb <= inc
+            if not live.all():
+                pool_lb, pool_idx = pool_lb[live], pool_idx[live]
+        if (pos >= n or q_next > inc) and pool_lb.size == 0:
+            break  # every row left has a bound above the top-`top` time: none can enter it
+        if pos < n and q_next <= inc and (pool_lb.size == 0 or pool_lb.min() > q_next):
+            if np.isfinite(inc):  # every row whose quick bound is at most the incumbent, in one call
+                stop = pos + int(np.searchsorted(quick[order[pos:]], inc, side="right"))
+            else:
+                stop = pos + BNB_BLOCK
+            stop = min(max(stop, pos + 1), pos + CHUNK, n)
+            idx = order[pos:stop]
+            pos = stop
             full = model.bound(problem, chip, take(table, idx), domains)  # None: the quick bound alone
             lb = quick[idx] if full is None else np.maximum(quick[idx], full)
             bounded += idx.size
-            keep = lb < inc
+            keep = lb <= inc
             pool_lb, pool_idx = np.concatenate([pool_lb, lb[keep]]), np.concatenate([pool_idx, idx[keep]])
-            block = min(block * 2, CHUNK)
             continue
-        first = np.argsort(pool_lb, kind="stable")[:batch]
+        ranked = np.argsort(pool_lb, kind="stable")
+        first = ranked[:batch]
         first = first[pool_lb[first] <= q_next] if np.isfinite(q_next) else first
         if first.size == 0:
-            first = np.argsort(pool_lb, kind="stable")[:1]
+            first = ranked[:1]
         score(take(table, pool_idx[first]))
-        pool_lb, pool_idx = np.delete(pool_lb, first), np.delete(pool_idx, first)
-        batch = min(batch * 2, 4096)
+        keep = np.ones(pool_lb.size, dtype=bool)
+        keep[first] = False
+        pool_lb, pool_idx = pool_lb[keep], pool_idx[keep]
+        batch = min(batch * BNB_GROWTH, CHUNK)
     return bounded
+
+
+def _expand(rows: Candidates, sched: Candidates) -> Candidates:
+    """product(rows, sched): each row with every schedule, rows outer (np.repeat/np.tile, no index grids)."""
+    n, s = length(rows), length(sched)
+    out = {k: np.repeat(v, s) for k, v in rows.items()}
+    out.update({k: np.tile(v, n) for k, v in sched.items()})
+    return out
 
 
 def exhaustive(problem: Problem, chip, space: Space, top: int = 5) -> SearchResult:
@@ -192,7 +220,7 @@ def exhaustive(problem: Problem, chip, space: Space, top: int = 5) -> SearchResu
 
     With a model that bounds whole first-level prefixes (`prefix_bound`: a floor of quick_bound over every
     completion of a row of base sizes and split-K), prefixes are expanded in increasing bound: a first few to
-    find an incumbent, then only those whose bound is below it; the rest cannot enter the top `top`.
+    find an incumbent, then only those whose bound is at most it; the rest cannot enter the top `top`.
     """
     t0 = time.perf_counter()
     model = get_operator(space.op, space.family, space.target)
@@ -210,9 +238,12 @@ def exhaustive(problem: Problem, chip, space: Space, top: int = 5) -> SearchResu
 
     def score(rows: Candidates):
         nonlocal best_c, best_e, evaluated
-        full = product(rows, sched) if sched else rows
-        if sched:  # schedules that are twins of another schedule of the same tiling
+        if sched:
+            full = _expand(rows, sched)
+            # schedules that are twins of another schedule of the same tiling
             full = take(full, ~model.dominated(problem, chip, full, domains))
+        else:
+            full = rows
         est = model.estimate(problem, chip, full)
         evaluated += length(full)
         keep = _contenders(est["time_us"], top)  # only these can enter the top `top`: merge just them
@@ -254,8 +285,9 @@ def exhaustive(problem: Problem, chip, space: Space, top: int = 5) -> SearchResu
         while rest.size:
             solve(take(prefixes, rest[:batch]))
             rest = rest[batch:]
-            # rest is in bound order: the prefixes whose floor is below the incumbent come first
-            batch = min(PREFIX_BATCH, int(np.searchsorted(floor[rest], incumbent())))
+            # rest is in bound order: the prefixes whose floor is at most the incumbent come first (one whose
+            # floor equals it may hold an exact tie that the tie preference ranks first)
+            batch = min(PREFIX_BATCH, int(np.searchsorted(floor[rest], incumbent(), side="right")))
             if batch == 0:
                 break
         if rest.size:
