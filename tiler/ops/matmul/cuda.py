@@ -18,7 +18,7 @@ import numpy as np
 
 from ...errors import ConfigError, ProblemError
 from ...model.common import ceil_div, classify_bound, group_rows, roofline_us
-from ...model.schedule import panel_hits
+from ...model.schedule import panel_hits_many
 from ...operator import Operator, register
 from . import views
 from .problem import Matmul
@@ -302,21 +302,19 @@ def _panel_hit_rates(p: Matmul, chip, c: dict, tm, tn, sk, occ_eff, rows_a, bn):
     keys = [np.broadcast_to(np.asarray(k, dtype=np.int64), tm.shape) for k in keys]
     first, inv = group_rows(keys)
     uniq = np.stack([k[first] for k in keys], axis=1)
-    a_hit_u, b_hit_u = np.zeros(len(uniq)), np.zeros(len(uniq))
-    for j, (t_m, t_n, s_k, sl, g, sp, ap, bp) in enumerate(uniq):
-        a_hit_u[j], b_hit_u[j] = panel_hits(
-            int(t_m),
-            int(t_n),
-            int(s_k),
-            p.batch,
-            int(sl),
-            max(int(g), 1),
-            0,
-            bool(sp),
-            float(ap),
-            float(bp),
-            l2,
+    hits = np.zeros((len(uniq), 2))
+    # one panel_hits_many call per grid (tm, tn, splits, slots, panel sizes) with all of its launch orders
+    grid_cols = [0, 1, 2, 3, 6, 7]
+    gfirst, ginv = group_rows([uniq[:, j] for j in grid_cols])
+    for gi, row in enumerate(gfirst):
+        t_m, t_n, s_k, sl, _, _, ap, bp = (int(x) for x in uniq[row])
+        members = np.flatnonzero(ginv == gi)
+        settings = np.stack(
+            [np.maximum(uniq[members, 4], 1), np.zeros(members.size, dtype=np.int64), uniq[members, 5]],
+            axis=1,
         )
+        hits[members] = panel_hits_many(t_m, t_n, s_k, p.batch, sl, settings, float(ap), float(bp), l2)
+    a_hit_u, b_hit_u = hits[:, 0], hits[:, 1]
     a_hit, b_hit = a_hit_u[inv], b_hit_u[inv]
     return a_hit, b_hit
 
