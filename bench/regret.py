@@ -1,15 +1,17 @@
 """Regret of the Bayesian search against the exhaustive optimum, and an offline replay of measured search.
 
     python3 bench/regret.py [--quick] [--jobs N] [--seeds 0,1,2] [--budgets 100] [--chips a,b] [--shapes MxNxK,..]
-                            [--wide] [--warm] [--baseline OLD_BAYES.py] [--no-regret] [--no-replay]
+                            [--wide] [--warm] [--baseline OLD_BAYES.py] [--only S,..] [--no-regret] [--no-replay]
 
 1. Regret (model objective): for a suite of matmul shapes (8 LLM layers and odd sizes; --wide: the 20 of the
    earlier suite) x 4 chips (ascend910b3, ascend910b1, ascend310p3, h200) x seeds (default 0, 1, 2), run
    `tpe` (the default: TPE over the feasible tile grid with the model-guided local search), `tpe-plain` (the same
-   TPE without the local search: what a measured objective gets), `random`, optionally `tpe --warm-start` (--warm)
-   and `tpe` of another version of tiler/search/bayes.py (--baseline FILE, e.g. the committed one:
-   `git show HEAD:tiler/search/bayes.py > /tmp/bayes_head.py`), each for max(--budgets) evaluated trials, and read
-   the best prediction after each budget (the first N trials of a longer run are the N-trial run, same seed).
+   TPE without the local search: what a measured objective gets), `random`, `random+local` (random proposals with
+   the same local search), optionally `tpe+warm` (--warm-start, with --warm) and `tpe@baseline`: `tpe` of another
+   version of tiler/search/bayes.py (--baseline FILE, e.g. the one before issue 15:
+   `git show 9b23d7d:tiler/search/bayes.py > /tmp/bayes_head.py`); --only picks strategies by these names. Each
+   runs for max(--budgets) evaluated trials, and the bench reads the best prediction after each budget (the first
+   N trials of a longer run are the N-trial run, same seed).
    regret = best predicted time found / exhaustive optimum - 1. Prints per (strategy, trials) the median, p90,
    worst and mean regret over the (shape, chip, seed) runs, the share within 1 % and 5 %, and per run the
    evaluated trials and the model evaluations (candidates the model scored: inside the trials, every inner
