@@ -42,6 +42,16 @@ def ascend_space():
     return load_space("matmul", "ascend")
 
 
+def restrict(space, domains):
+    """`space` with the given knobs cut to the given values (a small space the tests can brute-force)."""
+    from dataclasses import replace
+
+    knobs = dict(space.knobs)
+    for k, vals in domains.items():
+        knobs[k] = replace(knobs[k], values=tuple(vals))
+    return replace(space, knobs=knobs)
+
+
 def mm(M, N, K, dtype="fp16", batch=1):
     return parse_problem("matmul", {"M": M, "N": N, "K": K, "batch": batch}, dtype)
 

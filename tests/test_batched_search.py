@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import mm
+from conftest import mm, restrict
 
 from tiler.hardware import load_chip
 from tiler.operator import get_operator, tie_preference
@@ -23,15 +23,6 @@ SMALL = {
     "swizzle_offset": [1, 3],
     "split_k": [1, 4],
 }
-
-
-def _restrict(space, domains):
-    from dataclasses import replace
-
-    knobs = dict(space.knobs)
-    for k, vals in domains.items():
-        knobs[k] = replace(knobs[k], values=tuple(vals))
-    return replace(space, knobs=knobs)
 
 
 def _brute_force(problem, chip, space, top):
@@ -57,7 +48,7 @@ def test_batched_search_equals_brute_force(ascend_space, chip_id, shape, top):
     """Same top-`top` tilings and times as scoring the whole candidate set at once: the bounds, the batching and
     the prefix cuts lose nothing, exact ties included (rows whose bound equals the incumbent are still scored)."""
     chip = load_chip(chip_id)
-    space = _restrict(ascend_space, SMALL)
+    space = restrict(ascend_space, SMALL)
     p = mm(*shape)
     want_c, want_t = _brute_force(p, chip, space, top)
     res = search(p, chip, space, top=top)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import mm
+from conftest import mm, restrict
 
 from tiler.errors import InfeasibleError, SpaceError
 from tiler.operator import get_operator
@@ -22,15 +22,6 @@ SMALL = {
 }
 
 
-def _restrict(space, domains):
-    from dataclasses import replace
-
-    knobs = dict(space.knobs)
-    for k, vals in domains.items():
-        knobs[k] = replace(knobs[k], values=tuple(vals))
-    return replace(space, knobs=knobs)
-
-
 def _brute_force(problem, chip, space):
     model = get_operator(space.op, space.family)
     cand = space.product(space.names)
@@ -43,7 +34,7 @@ def _brute_force(problem, chip, space):
 @pytest.mark.parametrize("shape", [(256, 512, 1024), (1000, 300, 4096), (64, 64, 65536), (2048, 2048, 512)])
 def test_exhaustive_equals_brute_force(b3, ascend_space, shape):
     """Same optimum as scoring every point of a small space one by one (the pruning is exact)."""
-    space = _restrict(ascend_space, SMALL)
+    space = restrict(ascend_space, SMALL)
     p = mm(*shape)
     best, n = _brute_force(p, b3, space)
     res = search(p, b3, space)
