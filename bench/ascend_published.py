@@ -51,6 +51,9 @@ DATA = Path(__file__).resolve().parent / "data"
 EQUAL = math.log(1.02)
 PROBLEM_KEYS = ("b_format", "transpose")
 FLIP = {"n": "t", "t": "n"}
+# what each published metric is, as an estimate column: the kernel's time, the cube cores' busy time (msprof's
+# aic_time: no launch head, no split-K cast pass on the vector cores), or the MTE2 pipe's busy time
+METRIC_COLUMN = {"time": "time_us", "aic_time": "core_us", "mte2_time": "mte2_us"}
 
 
 def direction(r: float) -> str:
@@ -107,7 +110,7 @@ def predict(row: dict, variant: dict, chip, base_space, notes: list[str]) -> tup
             pins[knob] = cap
     res = search(problem, chip, pin_space(base_space, pins, notes), top=1)
     est = res.row(0)
-    value = est["mte2_us"] if row["metric"] == "mte2_time" else est["time_us"]
+    value = est[METRIC_COLUMN[row["metric"]]]
     return float(value), res.tiling(0), est
 
 
@@ -166,7 +169,7 @@ def report(recs: list[dict], elapsed: float) -> None:
             continue
         d = f"{direction(r['pub'])}{direction(r['pred'])}{'ok' if r['agree'] else 'XX'}"
         extra = f"  [{'; '.join(r['notes'])}]" if r["notes"] else ""
-        what = " mte2" if r["metric"] == "mte2_time" else ""
+        what = {"mte2_time": " mte2", "aic_time": " aic"}.get(r["metric"], "")
         print(
             f"{r['id']:34s} {r['knob']:18s} {r['pub']:7.3f} {r['pred']:7.3f} {d:5s}{r['err']:+8.3f}  "
             f"{r['ta']:.1f} {r['bound_a']} / {r['tb']:.1f} {r['bound_b']}{what}{extra}"

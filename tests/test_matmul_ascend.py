@@ -134,3 +134,15 @@ def test_preload_never_adds_time_for_one_edge_tile_per_core(b3):
     p = mm(20, 6144, 16384)
     knobs = dict(base_m=32, base_n=320, base_k=32, step_ka=4, step_kb=4, l1_stages=2)
     assert score(b3, p, preload=1, **knobs)["time_us"] <= score(b3, p, preload=0, **knobs)["time_us"]
+
+
+def test_core_time_leaves_out_the_launch_head_and_split_k_cast(b3):
+    """A 16x16x1024 GEMV-like product: splitting K over 2 cores halves each cube core's work (msprof's aic_time,
+    `core_us`, falls by about 40 %) while the kernel as a whole gets slower: the second core's launch head and
+    split-K's zero and cast pass on the vector cores cost more than the halved K saves."""
+    one = score(b3, mm(16, 16, 1024), split_k=1, base_m=16, base_n=16, base_k=64)
+    two = score(b3, mm(16, 16, 1024), split_k=2, base_m=16, base_n=16, base_k=64)
+    assert two["core_us"] < 0.7 * one["core_us"]
+    assert two["time_us"] > one["time_us"]
+    assert one["time_us"] - one["core_us"] < two["time_us"] - two["core_us"]
+    assert two["time_us"] - two["core_us"] >= two["vec_us"] > 0

@@ -1232,6 +1232,9 @@ def _record(
         "time_us": time_us,
         "bound": bound,
         **{f"{k}_us": v for k, v in pipes_us.items()},
+        # the busiest cube core from its first load to its last write (its fill included), without the launch
+        # head and split-K's separate zero/cast pass: what msprof's aic_time reports for the AIC side
+        "core_us": make * 1e6,
         "cores_used": cores_used.astype(np.int64),
         "waves": ceil_div(tiles, cores).astype(np.int64),
         "balance": mean / np.maximum(make, 1e-30),
