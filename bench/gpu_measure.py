@@ -428,6 +428,14 @@ def main(argv=None) -> int:
     ap.add_argument("--no-grid", action="store_true", help="time only torch and the candidates")
     ap.add_argument("--max-configs", type=int, default=0, help="first N grid configs only (smoke runs)")
     ap.add_argument("--no-ceilings", action="store_true")
+    ap.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="time each shape's tilings this many times in interleaved rounds (all of them once, then again): "
+        "one row per measurement, so that clock drift between tilings averages out (fidelity.merge_measured "
+        "takes the median)",
+    )
     args = ap.parse_args(argv)
     t_start = time.time()
 
@@ -516,7 +524,7 @@ def main(argv=None) -> int:
             n_ok += 1
             torch_ms = res["ms"]
             timed, fails = [], 0
-            for source, knobs in items:
+            for source, knobs in [it for _ in range(max(args.rounds, 1)) for it in items]:
                 if time.time() - t_start > args.budget_s:
                     stopped = f"budget reached inside {M}x{N}x{K}"
                     break

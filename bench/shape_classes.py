@@ -126,6 +126,9 @@ DATA = [
         "h200_matmul_run12.csv",
     )
 ]
+# run 13: the contenders of each shape (its 10 best tilings of runs 10-12, the model's plain top-8 and diverse
+# picks, NVIDIA's top-4) re-measured head to head: 5 interleaved rounds on one machine, median per tiling
+HEAD_TO_HEAD = [ROOT / "bench" / "data" / f for f in ("h200_matmul_run13a.csv", "h200_matmul_run13b.csv")]
 
 
 def _time_of(d, cfg: dict) -> float:
@@ -134,10 +137,10 @@ def _time_of(d, cfg: dict) -> float:
     return float(d.loc[hit, "ms"].min()) if hit.any() else float("nan")
 
 
-def evaluate(files: list[Path], chip_id: str = "h200") -> pd.DataFrame:
+def evaluate(files: list[Path], chip_id: str = "h200", peer_files: list[Path] = DATA) -> pd.DataFrame:
     """Per shape: best measured / measured time of the model's top-1, of the best of its plain and diverse top-4,
-    and of NVIDIA's top-1 and top-4 (source=peer, in rank order), with cuBLAS; `reach` is how many of the diverse
-    order's tilings it takes to come within 0.99 of the best (NaN: not within 4)."""
+    and of NVIDIA's top-1 and top-4 (source=peer of `peer_files`, in rank order), with cuBLAS; `reach` is how many
+    of the diverse order's tilings it takes to come within 0.99 of the best (NaN: not within 4)."""
     from fidelity import merge_measured
 
     from tiler.hardware import load_chip
@@ -150,6 +153,8 @@ def evaluate(files: list[Path], chip_id: str = "h200") -> pd.DataFrame:
     frames = [(f.name, pd.read_csv(f)) for f in files]
     measured = merge_measured(frames)
     raw = pd.concat([d for _, d in frames])
+    peers = pd.concat([pd.read_csv(f) for f in peer_files])
+    peers = peers[peers.source == "peer"]
     rows = []
     for s, cls in CLASS_OF.items():
         M, N, K = dims(s)
@@ -163,7 +168,7 @@ def evaluate(files: list[Path], chip_id: str = "h200") -> pd.DataFrame:
         tp = [_time_of(d, {k: plain.cands[k][i] for k in KNOBS}) for i in range(len(plain.est["time_us"]))]
         td = [_time_of(d, {k: div.cands[k][i] for k in KNOBS}) for i in range(len(div.est["time_us"]))]
         r = raw[(raw.M == M) & (raw.N == N) & (raw.K == K)]
-        peer = r[r.source == "peer"].drop_duplicates(KNOBS)
+        peer = peers[(peers.M == M) & (peers.N == N) & (peers.K == K)].drop_duplicates(KNOBS)
         tpeer = [_time_of(d, row) for _, row in peer.head(4).iterrows()]
         cub = r.loc[r.impl == "torch", "ms"]
         within = [i + 1 for i, t in enumerate(td) if best / t >= 0.99]
@@ -231,13 +236,27 @@ def main(argv=None) -> int:
     c.add_argument("--tag", default="", help="appended to the model sources, e.g. _v6")
     c.add_argument("--chip", default="h200", help="profile id or .toml path (e.g. a re-fit not yet shipped)")
     e = sub.add_parser("eval")
-    e.add_argument("--data", nargs="+", type=Path, default=DATA)
+    e.add_argument("--data", nargs="+", type=Path, default=DATA, help="single-pass measurements (runs 10-12)")
+    e.add_argument(
+        "--head-to-head",
+        nargs="*",
+        type=Path,
+        default=HEAD_TO_HEAD,
+        help="re-measured contenders (run 13), reported apart; none: skip",
+    )
     e.add_argument("--chip", default="h200", help="profile id or .toml path (e.g. a re-fit not yet shipped)")
     a = ap.parse_args(argv)
     if a.cmd == "candidates":
         candidates(a.out, a.seed, a.picks_only, a.tag, a.chip)
     else:
+        print("== single-pass measurements: " + ", ".join(f.name for f in a.data))
         print(report(evaluate(a.data, a.chip)))
+        if a.head_to_head:
+            print(
+                "\n== head to head, 5 interleaved rounds on one machine: "
+                + ", ".join(f.name for f in a.head_to_head)
+            )
+            print(report(evaluate(a.head_to_head, a.chip)))
     return 0
 
 
