@@ -24,6 +24,7 @@ import pandas as pd
 from tiler.calibrate import calibrate, load_measurements, shape_quality
 from tiler.hardware import load_chip
 from tiler.operator import get_operator
+from tiler.problem import parse_problem
 
 DATA = Path(__file__).resolve().parent / "data"
 FIELDS = ["B", "heads", "kv_heads", "S1", "S2", "D", "causal"]
@@ -92,7 +93,32 @@ def main() -> None:
         f" ({len(moot)} with one query block per head: moot); fixed tiling {fixed} {g(out.fixed):.3f}; "
         f"torch SDPA time over the best measured tiling {g(out.sdpa):.3f} (>1: the kernel beats SDPA)"
     )
+    h2h = DATA / "h200_fa_order_h2h.csv"
+    if h2h.exists():
+        print(order_pairs(pd.read_csv(h2h), chip, model))
     print(f"({time.perf_counter() - t0:.1f} s)")
+
+
+def order_pairs(h2h: pd.DataFrame, chip, model) -> str:
+    """The ORDER pairs re-measured head to head (bench/fa_order_h2h.py): per pair of blocks, is the model's faster
+    ORDER the one whose median over the rounds is faster?"""
+    med = h2h.groupby([*FIELDS, *KNOBS]).ms.median().unstack("ORDER").dropna().reset_index()
+    right, lines = 0, []
+    for _, r in med.iterrows():
+        p = parse_problem("flash_attention", {k: int(r[k]) for k in FIELDS})
+        c = {k: np.full(2, int(r[k]), dtype=np.int64) for k in KNOBS[:4]}
+        c["ORDER"] = np.array([0, 1], dtype=np.int64)
+        t = model.estimate(p, chip, c)["time_us"]
+        ok = (t[0] < t[1]) == (r[0] < r[1])
+        right += ok
+        if not ok:
+            blocks = "x".join(str(int(r[k])) for k in KNOBS[:2])
+            lines.append(
+                f"  wrong: {'x'.join(str(int(r[k])) for k in FIELDS[:6])} {blocks} s{int(r.num_stages)} "
+                f"w{int(r.num_warps)}: measured ORDER 0 / 1 {r[0] / r[1]:.3f}, predicted {t[0] / t[1]:.3f}"
+            )
+    head = f"ORDER pairs head to head ({h2h.shape[0]} runs, median per pair): model's faster ORDER right on {right}/{len(med)}"
+    return "\n".join([head, *lines])
 
 
 if __name__ == "__main__":
