@@ -7,9 +7,9 @@ built: every knob not in the operator's RESOLVED drawn uniformly from `load_spac
 RESOLVED knobs filled by the operator's `resolve()` (as tiler/search/proven.py does), and only rows passing
 `get_operator(...).masks(...)` kept. Then `model.estimate(problem, chip, cands)` is timed (median of `repeat`
 calls, one process; BLAS/OpenMP threads pinned to 1 before numpy is imported, so the rate is per core). The
-first call per shape is a warm-up and is not counted (caches the model keeps per (problem, chip) stay warm, as
-they would in a search). The issue's target: >= 2 million candidates/s per core on 910B3 and H200. A bench
-reports; it asserts nothing.
+first call per shape is a warm-up and is not counted (the schedule and L2 hit-rate tables the models keep per
+problem, grid and chip stay warm, as they would in a search). The issue's target: >= 2 million candidates/s per
+core on 910B3 and H200. A bench reports; it asserts nothing.
 """
 
 from __future__ import annotations

@@ -531,6 +531,64 @@ def max_b_reuse(
     return int(same.sum(axis=1).max())
 
 
+# ---------------------------------------------------------------- packed-code tables (the models' own caches)
+def pack_codes(columns, bits) -> np.ndarray | None:
+    """One int64 code per row (the columns' values in `bits`-wide fields, the first most significant, so codes
+    sort as the rows do), or None when a value does not fit its field."""
+    code = None
+    for col, b in zip(columns, bits, strict=True):
+        col = np.asarray(col).astype(np.int64, copy=False)
+        if col.size and (int(col.min()) < 0 or int(col.max()) >= 1 << b):
+            return None
+        code = col.copy() if code is None else (code << b) | col
+    return code
+
+
+def unpack_codes(code: np.ndarray, bits) -> list[np.ndarray]:
+    """The fields of packed codes, in pack_codes' order."""
+    out = []
+    for b in reversed(bits):
+        out.append(code & ((1 << b) - 1))
+        code = code >> b
+    return out[::-1]
+
+
+class CodeTable:
+    """Rows computed once per process and found again by their packed code (a sorted array and searchsorted:
+    no Python per row once a row is known). Subclasses keep the rows' values by id (`_add`); a table holding
+    MAX_ROWS rows starts over."""
+
+    MAX_ROWS = 1 << 17
+
+    def __init__(self):
+        self.codes = np.empty(0, dtype=np.int64)  # sorted
+        self.order = np.empty(0, dtype=np.int64)  # the id of each sorted code
+        self.count = 0
+
+    def _find(self, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        pos = np.searchsorted(self.codes, codes)
+        found = pos < self.codes.size
+        found[found] = self.codes[pos[found]] == codes[found]
+        return pos, found
+
+    def ids(self, codes: np.ndarray, compute) -> np.ndarray:
+        """Ids of sorted distinct `codes`; `compute(missing codes)` makes the rows not yet in the table."""
+        pos, found = self._find(codes)
+        if not found.all():
+            if self.count + codes.size > self.MAX_ROWS:  # start over; every code of this call is added again
+                self.__init__()
+                found = np.zeros(codes.size, dtype=bool)
+            missing = codes[~found]
+            self._add(compute(missing))
+            codes_all = np.concatenate([self.codes, missing])
+            ids_all = np.concatenate([self.order, np.arange(self.count, self.count + missing.size)])
+            self.count += missing.size
+            sort = np.argsort(codes_all, kind="stable")
+            self.codes, self.order = codes_all[sort], ids_all[sort]
+            pos, _ = self._find(codes)
+        return self.order[pos]
+
+
 # clear functions of caches that models keep over this module's results (on_clear), run by clear_caches
 _CLEARERS: list = []
 

@@ -66,7 +66,7 @@ def enumerate_feasible(
         last = i == len(levels) - 1
         if i == 0:
             if prefixes is None:
-                table = take(grid, check(grid, length(grid), applied))
+                table = take(grid, np.flatnonzero(check(grid, length(grid), applied)))
             else:
                 table = prefixes
                 applied.update(r for r, ks in model.RULES.items() if set(ks) <= set(lv))
@@ -81,16 +81,16 @@ def enumerate_feasible(
                     twin = ok & model.dominated(problem, chip, t, domains)
                     twins += int(twin.sum())
                     ok &= ~twin
-                pieces.append(take(t, ok))
+                pieces.append(take(t, np.flatnonzero(ok)))
             table = {k: np.concatenate([p[k] for p in pieces]) for k in pieces[0]}
         if length(table) and resolved and resolved[0] not in table and needs <= set(table):
             table = model.resolve(problem, chip, table, space.domains(resolved))
-            table = take(table, check(table, length(table), applied))
+            table = take(table, np.flatnonzero(check(table, length(table), applied)))
         if not length(table):
             break
     feasible = length(table) + twins
     if len(levels) == 1 and feasible:
-        table = take(table, ~model.dominated(problem, chip, table, domains))
+        table = take(table, np.flatnonzero(~model.dominated(problem, chip, table, domains)))
     return table, rejected, feasible
 
 
@@ -99,7 +99,7 @@ def first_level(problem: Problem, chip, space: Space, model) -> tuple[Candidates
     grid = space.product(_levels(space, model)[0])
     rejected: dict[str, int] = {}
     ok, _ = _passing(problem, chip, model, grid, length(grid), list(model.RULES), rejected)
-    return take(grid, ok), rejected
+    return take(grid, np.flatnonzero(ok)), rejected
 
 
 def _passing(problem, chip, model, t: Candidates, rows: int, rules: list[str], rejected: dict[str, int]):
@@ -241,7 +241,7 @@ def exhaustive(problem: Problem, chip, space: Space, top: int = 5) -> SearchResu
         if sched:
             full = _expand(rows, sched)
             # schedules that are twins of another schedule of the same tiling
-            full = take(full, ~model.dominated(problem, chip, full, domains))
+            full = take(full, np.flatnonzero(~model.dominated(problem, chip, full, domains)))
         else:
             full = rows
         est = model.estimate(problem, chip, full)

@@ -15,23 +15,28 @@ from ...model.common import (
     ceil_div,
     classify_bound,
     group_rows,
+    group_rows_any,
     mixed_bandwidth,
     pipes,
     roofline_us,
     round_up,
     segment_efficiency,
     stride_efficiency,
+    unique_inverse,
 )
 from ...model.schedule import (
     WORK_COLUMNS,
+    CodeTable,
     block_grid,
     block_work,
     core_work_many,
     first_touch_only,
     max_b_reuse,
     on_clear,
+    pack_codes,
     panel_hits_many,
     same_walk,
+    unpack_codes,
 )
 from ...operator import Operator, register
 from . import views
@@ -400,8 +405,11 @@ def _tail(g: dict, cores: int) -> tuple[np.ndarray, np.ndarray]:
     """Tiles in a partial last round (0 when every round is full), and the pieces tail_split=auto cuts each of
     them into: as many as the idle cores allow, along the longer side, at least 16 rows or columns each."""
     tiles = g["tiles"]
-    last = np.where(tiles > cores, tiles % cores, np.where(tiles < cores, tiles, 0))
-    return last, np.minimum(cores // np.maximum(last, 1), ceil_div(np.maximum(g["tm"], g["tn"]), 16))
+    # tiles % cores and cores // last, by true division and floor: the same values (whole numbers far below 2**52 /
+    # cores, so the rounded quotient never reaches the next integer) without numpy's slower float divmod
+    rem = tiles - np.floor(tiles / cores) * cores
+    last = np.where(tiles > cores, rem, np.where(tiles < cores, tiles, 0))
+    return last, np.minimum(np.floor(cores / np.maximum(last, 1)), ceil_div(np.maximum(g["tm"], g["tn"]), 16))
 
 
 def _sizes(g: dict):
@@ -1015,11 +1023,13 @@ class MatmulAscend(Operator):
         """The estimate record (common.record("ascend")) plus tail-split sub-block sizes, one row per candidate.
 
         Work is shared where the physics allows: each distinct schedule is simulated once per process (its core
-        work and L2 hit rates are kept in tables per problem, found by a packed integer code, so a search or a
-        sweep pays no Python per schedule once it is known), each distinct (tiling, hit rates, re-cut) gets its
-        tile costs once, only for the work columns its schedules use (a tile after a B-panel reuse costs what a
-        tile does unless its B panel is resident), and a core's time is its work vector (tiles per type,
-        schedule.core_work) dotted with those costs. The result is estimate_reference's, bit for bit.
+        work is kept in a table per batch and core count, found by a packed integer code of the tile grid, its
+        edges and the schedule, so every shape of a sweep with that grid shares it; its L2 hit rates in a table
+        per problem and L2 size; a search or a sweep pays no Python per schedule once it is known), each
+        distinct (tiling, hit rates, re-cut) gets its tile costs once, only for the work columns its schedules
+        use (a tile after a B-panel reuse costs what a tile does unless its B panel is resident), and a core's
+        time is its work vector (tiles per type, schedule.core_work) dotted with those costs. The result is
+        estimate_reference's, bit for bit.
         """
         n = len(c["base_m"])
         g = _geometry(p, c)
@@ -1034,15 +1044,16 @@ class MatmulAscend(Operator):
             np.int64
         )
         sched = tuple(np.where(block, 0, c[k]) for k in ("swizzle_offset", "swizzle_direction", "serpentine"))
-        code = _pack([tm, tn, splits, *sched, pieces, block], _SCHED_BITS)
+        gm, gn = g["gm"].astype(np.int64), g["gn"].astype(np.int64)
+        # a schedule's core work depends on the problem only through its tile grid and edges (_new_work)
+        edges = (p.M % tm != 0, p.N % tn != 0)
+        code = _pack([gm, gn, splits, *edges, *sched, pieces, block], _SCHED_BITS)
         walk_code = _pack([tm, tn, splits, *sched, c["base_k"]], _HIT_BITS)
         if n == 0 or code is None or walk_code is None:  # sizes beyond the tables' codes (never feasible)
             return self.estimate_reference(p, chip, c)
-        scodes, gi = np.unique(code, return_inverse=True)
-        gi = gi.ravel()
+        scodes, gi, _ = unique_inverse(code)
         works = _work_table(p, cores)
         sid = works.ids(scodes, lambda missing: _new_work(p, cores, missing))
-        gm, gn = g["gm"].astype(np.int64), g["gn"].astype(np.int64)
         a_panel, b_panel = tm * kc * p.in_bytes, tn * kc * p.in_bytes
         hit_a, hit_b = 1.0 - 1.0 / gn, 1.0 - 1.0 / gm
         walk = ~first_touch_only(tiles, cores, (gm * a_panel + gn * b_panel) * splits * p.batch, cap) & ~block
@@ -1054,7 +1065,7 @@ class MatmulAscend(Operator):
         hit_key = np.zeros(n, dtype=np.int64)
         if walk.any():
             rows = np.flatnonzero(walk)
-            wcodes, wi = np.unique(walk_code[rows], return_inverse=True)
+            wcodes, wi, _ = unique_inverse(walk_code[rows])
             hits = _hit_table(p, cores, cap)
             hid = hits.ids(wcodes, lambda missing: _new_hits(p, cores, cap, missing))
             rate = hits.values[hid[wi.ravel()]]
@@ -1062,9 +1073,12 @@ class MatmulAscend(Operator):
             hit_key[rows] = 1 + hid[wi.ravel()]
         # tile costs once per distinct (tiling, hit rates, pieces): the schedule reaches the tile only there
         tiling = [c[k] for k in KNOBS if k not in SCHEDULE_KNOBS and k in c]
-        ufirst, ui = group_rows([*tiling, hit_key, pieces, block])
-        cu = {k: v[ufirst] for k, v in c.items()}
-        gu = {k: v[ufirst] if np.ndim(v) else v for k, v in g.items()}
+        ufirst, ui = group_rows_any([*tiling, hit_key, pieces, block])
+        # groups numbered in the order of their representative rows: the gathers at them then run forward
+        by_row = ufirst.argsort()
+        rank = np.empty(by_row.size, dtype=np.int64)
+        rank[by_row] = np.arange(by_row.size)
+        ufirst, ui = ufirst[by_row], rank[ui]
         total = works.total[sid]
         used = works.used[sid]
         present = (total[:, :-1] > 0).any(axis=0)
@@ -1077,8 +1091,9 @@ class MatmulAscend(Operator):
         cost, order = _tile_costs(
             p,
             chip,
-            cu,
-            gu,
+            c,
+            ufirst,
+            g,
             need | 1,
             pieces[ufirst],
             hit_a[ufirst],
@@ -1092,7 +1107,7 @@ class MatmulAscend(Operator):
             rank[order] = np.arange(order.size)
             ui = rank[ui]
         out = _per_core_table(cost, ui, gi, works, sid, cols)
-        fill = _fill(cost, ui, out)
+        fill = cost["fill0"][ui] + np.minimum(cost["drain0"][ui], out["drain"])  # _fill's
         return _record(p, chip, c, g, out, fill, used[gi], pieces, block, bm_t, bn_t)
 
     def estimate_reference(self, p: Matmul, chip, c: dict) -> dict[str, np.ndarray]:
@@ -1255,76 +1270,30 @@ def _record(
 
 
 # ---------------------------------------------------------------- the fast estimate's tables and tile costs
-# Packed codes (field widths in bits, most significant first) of a schedule: tm, tn, splits, swizzle offset,
-# direction, serpentine, tail pieces, block split; and of an L2 walk: tm, tn, splits, offset, direction,
-# serpentine, base_k (with the problem, base_k and splits give the K slice). A row whose values do not fit is
-# scored by estimate_reference (no feasible tiling comes near these limits).
-_SCHED_BITS = (16, 16, 6, 6, 1, 1, 8, 1)
+# Packed codes (field widths in bits, most significant first) of a schedule: tiles along M (gm) and N (gn), splits,
+# partial last tile row and column (edges), swizzle offset, direction, serpentine, tail pieces, block split (with
+# the batch and the cores, all a schedule's core work depends on: its table is shared by every problem of a batch
+# and a core count, e.g. the shapes of a sweep); and of an L2 walk: tm, tn, splits, offset, direction,
+# serpentine, base_k (with the problem, base_k and splits give the K slice; one table per problem and L2). A row
+# whose values do not fit is scored by estimate_reference (no feasible tiling comes near these limits).
+_SCHED_BITS = (16, 16, 6, 1, 1, 6, 1, 1, 8, 1)
 _HIT_BITS = (16, 16, 6, 6, 1, 1, 13)
-_TABLE_ROWS = 1 << 17  # rows a table keeps before it starts over
 _TABLES: dict = {}
-_TABLES_MAX = 16  # tables (problems) kept before all start over
-_COST_KEYS = ("busy", "fill", "drain", "mac", "scalar", "mte1", "mte2_bw", "fixpipe", "l2_read", "hbm_read")
+_TABLES_MAX = 16  # hit-rate tables (problems) kept before all start over
+_WORK_TABLES: dict = {}
+_WORK_TABLES_MAX = (
+    8  # work tables (batch and core counts) kept before all start over: apart from the hit-rate
+)
+# tables, so that a sweep's stream of new problems does not start the shared work table over
 _SMALL = 2048  # tile-cost rows scored in one pass; larger tables are split by the work columns they need
 _BUCKET_MIN = 256  # rows a work-column pattern needs for a pass of its own
 
 
-def _pack(columns, bits) -> np.ndarray | None:
-    """One int64 code per row (the columns' values in `bits`-wide fields, the first most significant, so codes
-    sort as the rows do), or None when a value does not fit its field."""
-    code = None
-    for col, b in zip(columns, bits, strict=True):
-        col = np.asarray(col).astype(np.int64, copy=False)
-        if col.size and (int(col.min()) < 0 or int(col.max()) >= 1 << b):
-            return None
-        code = col.copy() if code is None else (code << b) | col
-    return code
-
-
-def _unpack(code: np.ndarray, bits) -> list[np.ndarray]:
-    """The fields of packed codes, in _pack's order."""
-    out = []
-    for b in reversed(bits):
-        out.append(code & ((1 << b) - 1))
-        code = code >> b
-    return out[::-1]
-
-
-class _Table:
-    """Rows computed once per process and found again by their packed code (a sorted array and searchsorted:
-    no Python per row once a row is known). Subclasses keep the rows' values by id."""
-
-    def __init__(self):
-        self.codes = np.empty(0, dtype=np.int64)  # sorted
-        self.order = np.empty(0, dtype=np.int64)  # the id of each sorted code
-        self.count = 0
-
-    def _find(self, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        pos = np.searchsorted(self.codes, codes)
-        found = pos < self.codes.size
-        found[found] = self.codes[pos[found]] == codes[found]
-        return pos, found
-
-    def ids(self, codes: np.ndarray, compute) -> np.ndarray:
-        """Ids of sorted distinct `codes`; `compute(missing codes)` makes the rows not yet in the table."""
-        pos, found = self._find(codes)
-        if not found.all():
-            if self.count + codes.size > _TABLE_ROWS:  # start over; every code of this call is added again
-                self.__init__()
-                found = np.zeros(codes.size, dtype=bool)
-            missing = codes[~found]
-            self._add(compute(missing))
-            codes_all = np.concatenate([self.codes, missing])
-            ids_all = np.concatenate([self.order, np.arange(self.count, self.count + missing.size)])
-            self.count += missing.size
-            sort = np.argsort(codes_all, kind="stable")
-            self.codes, self.order = codes_all[sort], ids_all[sort]
-            pos, _ = self._find(codes)
-        return self.order[pos]
+_pack, _unpack, _Table = pack_codes, unpack_codes, CodeTable
 
 
 class _WorkTable(_Table):
-    """CoreWork of schedules (schedule.core_work_many / block_work) of one problem grid family, by id: cores
+    """CoreWork of schedules (schedule.core_work_many / block_work) of one batch and core count, by id: cores
     used, the work-vector totals, the padded work vectors grouped by their count (depth), and the block split's
     shape of the schedule's grid (schedule.block_grid: um, un, bm, bn)."""
 
@@ -1367,38 +1336,39 @@ class _HitTable(_Table):
 
 
 on_clear(_TABLES.clear)  # schedule.clear_caches() starts the tables over too
+on_clear(_WORK_TABLES.clear)
 
 
-def _table(key: tuple, kind):
-    table = _TABLES.get(key)
+def _table(store: dict, most: int, key: tuple, kind):
+    table = store.get(key)
     if table is None:
-        if len(_TABLES) >= _TABLES_MAX:
-            _TABLES.clear()
-        table = _TABLES[key] = kind()
+        if len(store) >= most:
+            store.clear()
+        table = store[key] = kind()
     return table
 
 
 def _work_table(p: Matmul, cores: int) -> _WorkTable:
-    return _table(("work", p.M, p.N, p.batch, cores), _WorkTable)
+    return _table(_WORK_TABLES, _WORK_TABLES_MAX, (p.batch, cores), _WorkTable)
 
 
 def _hit_table(p: Matmul, cores: int, cap: float) -> _HitTable:
-    return _table(("hits", p.M, p.N, p.K, p.batch, p.in_bytes, cores, float(cap)), _HitTable)
+    key = (p.M, p.N, p.K, p.batch, p.in_bytes, cores, float(cap))
+    return _table(_TABLES, _TABLES_MAX, key, _HitTable)
 
 
 def _new_work(p: Matmul, cores: int, codes: np.ndarray) -> tuple[list, np.ndarray]:
     """The CoreWork of each schedule code (estimate_reference's simulation: one pass per tile grid), and the
-    block split's shape of its grid (um, un, bm, bn)."""
+    block split's shape of its grid (um, un, bm, bn). Reads only the codes, the batch and the cores."""
     fields = _unpack(codes, _SCHED_BITS)
-    gm, gn = -(-p.M // fields[0]), -(-p.N // fields[1])
-    blocks = np.stack(block_grid(gm, gn, fields[2], cores), axis=1)
-    tm, tn, splits, off, dirn, snake, pieces, block = (f.tolist() for f in fields)
-    works: list = [None] * len(tm)
+    blocks = np.stack(block_grid(fields[0], fields[1], fields[2], cores), axis=1)
+    gm, gn, splits, edge_m, edge_n, off, dirn, snake, pieces, block = (f.tolist() for f in fields)
+    works: list = [None] * len(gm)
     grids: dict = {}
-    for i, key in enumerate(zip(tm, tn, splits, strict=True)):
+    for i, key in enumerate(zip(gm, gn, splits, edge_m, edge_n, strict=True)):
         grids.setdefault(key, []).append(i)
-    for (a, b, s), idx in grids.items():
-        grid = (-(-p.M // a), -(-p.N // b), s, p.batch, cores, bool(p.M % a), bool(p.N % b))
+    for (a, b, s, em, en), idx in grids.items():
+        grid = (a, b, s, p.batch, cores, bool(em), bool(en))
         walked = [i for i in idx if not block[i]]
         if walked:
             setting = np.array([(off[i], dirn[i], snake[i], pieces[i]) for i in walked], dtype=np.int64)
@@ -1437,12 +1407,12 @@ def _buckets(need: np.ndarray) -> list[tuple[np.ndarray | None, np.ndarray]]:
 
     if need.size <= _SMALL:
         return [(None, columns(int(np.bitwise_or.reduce(need))))]
-    pats, inv, counts = np.unique(need, return_inverse=True, return_counts=True)
+    counts = np.bincount(need, minlength=1 << (WORK_COLUMNS - 1))
+    pats = np.flatnonzero(counts)
     if pats.size == 1:
         return [(None, columns(int(pats[0])))]
-    inv = inv.ravel()
-    order = np.argsort(inv, kind="stable")
-    groups = np.split(order, np.cumsum(counts)[:-1])
+    order = need.astype(np.uint16).argsort(kind="stable")  # a radix sort: rows grouped by pattern
+    groups = np.split(order, np.cumsum(counts[pats])[:-1])
     out, rest, rest_bits = [], [], 0
     for pat, rows in zip(pats.tolist(), groups, strict=True):
         if rows.size >= _BUCKET_MIN:
@@ -1455,43 +1425,66 @@ def _buckets(need: np.ndarray) -> list[tuple[np.ndarray | None, np.ndarray]]:
     return out
 
 
-def _tile_costs(p: Matmul, chip, cu: dict, gu: dict, need, pieces, hit_a, hit_b, active, cores, cols):
+_PER_KEYS = ("mac", "scalar", "mte1", "mte2_bw", "fixpipe", "drain")  # _per_core's pipes, in its order
+_SUM_KEYS = ("l2_read", "hbm_read")
+# the knobs tile_cost reads (the schedule knobs never reach a tile)
+_TILE_KNOBS = tuple(k for k in KNOBS if k not in SCHEDULE_KNOBS)
+
+
+def _tile_costs(p: Matmul, chip, c: dict, at_c, g: dict, need, pieces, hit_a, hit_b, active, cores, cols):
     """tile_cost of the work columns `cols` (of schedule.WORK_COLUMNS but the last: 4 tile types, the same after a
-    B-panel reuse, 4 re-cut sub-tile types) of the distinct tile-cost rows: ({cost: (U, len(cols))}, order), the
-    rows in `order` (None: as given). Only the columns a row needs (bit j of `need`) are computed; the others
-    are 0 or a copy (their work is 0 in every schedule of the row).
+    B-panel reuse, 4 re-cut sub-tile types) of the distinct tile-cost rows (row u is candidate `at_c[u]` of `c`
+    and of the geometry `g`; the other arguments are per row u), in the layout _per_core_table reads:
+    ({"busy": (U, k) float64, "per": (U, 6, k) float32 of _PER_KEYS, "sums": (U, 2, k) float32 of _SUM_KEYS,
+    "fill0", "drain0": (U,) the type-0 column}, order), the rows in `order` (None: as given). Only the columns a
+    row needs (bit j of `need`) are computed; the others are 0 or a copy (their work is 0 in every schedule of
+    the row).
 
     A tile after a B-panel reuse costs what the tile does unless its B panel is resident (weight_resident), so
     such rows need the tile's column instead. The arguments of tile_cost are estimate_reference's, element for
-    element, so the costs are the same bit for bit."""
-    ms, ns = (np.stack(x, axis=1) for x in _sizes(gu))  # (U, 4)
-    pu = pieces[:, None]
-    along_m = (gu["tm"] >= gu["tn"])[:, None]
-    sub_m = np.where(along_m, np.minimum(round_up(ceil_div(ms, pu), 16), ms), ms)
-    sub_n = np.where(along_m, ns, np.minimum(round_up(ceil_div(ns, pu), 16), ns))
-    mts = np.concatenate(
-        [ms, ms, sub_m], axis=1
-    )  # (U, 12): what estimate_reference's where() picks per column
-    nts = np.concatenate([ns, ns, sub_n], axis=1)
+    element (the tile sizes as float64, as its where() makes them), and each value is cast to float32 as
+    _per_core casts it, so the costs are the same bit for bit."""
     kind = np.arange(WORK_COLUMNS - 1) // 4  # 0: tile, 1: tile after a B-panel reuse, 2: re-cut sub-tile
-    wr = cu["weight_resident"] == 1
+    quad = np.arange(WORK_COLUMNS - 1) % 4  # the tile type: 0 interior, 1 last column, 2 last row, 3 corner
+    wr = c["weight_resident"][at_c] == 1
     need = np.where(wr, need, (need & 0xF0F) | ((need >> 4) & 0xF))
-    parts = {k: [] for k in _COST_KEYS}
     passes = _buckets(need)
+    order = None if len(passes) == 1 else np.concatenate([r for r, _ in passes])
+    if order is not None:  # every per-row input in pass order, once: each pass is then a contiguous slice
+        at_c, wr, pieces, hit_a, hit_b, active = (x[order] for x in (at_c, wr, pieces, hit_a, hit_b, active))
+    u, k = at_c.size, cols.size
+    knobs = {key: c[key][at_c][:, None] for key in _TILE_KNOBS if key in c}
+    tm, tn, m_last, n_last, kc = (np.asarray(g[key])[at_c] for key in ("tm", "tn", "m_last", "n_last", "kc"))
+    ms = np.stack([tm, tm, m_last, m_last], axis=1)  # (U, 4): _sizes
+    ns = np.stack([tn, n_last, tn, n_last], axis=1)
+    along_m = tm >= tn
+    busy = np.zeros((u, k))
+    per = np.zeros((u, len(_PER_KEYS), k), dtype=np.float32)
+    sums = np.zeros((u, len(_SUM_KEYS), k), dtype=np.float32)
+    fill0, drain0 = np.empty(u), np.empty(u)
+    lo = 0
     for rows, bcols in passes:
-        at = slice(None) if rows is None else rows
-        kd = kind[bcols]
+        hi = lo + (u if rows is None else rows.size)
+        s = slice(lo, hi)
+        kd, q = kind[bcols], quad[bcols]
+        mt, nt = ms[s][:, q].astype(np.float64), ns[s][:, q].astype(np.float64)
+        sub = np.flatnonzero(kd == 2)
+        if sub.size:  # estimate_reference's sub_m / sub_n, for the re-cut columns
+            pu, am = pieces[s, None], along_m[s, None]
+            x, y = ms[s][:, q[sub]], ns[s][:, q[sub]]
+            mt[:, sub] = np.where(am, np.minimum(round_up(ceil_div(x, pu), 16), x), x)
+            nt[:, sub] = np.where(am, y, np.minimum(round_up(ceil_div(y, pu), 16), y))
         cost = tile_cost(
             p,
             chip,
-            {k: v[at, None] for k, v in cu.items()},
-            mts[at][:, bcols],
-            nts[at][:, bcols],
-            gu["kc"][at, None],
-            hit_a[at, None],
-            hit_b[at, None],
-            wr[at, None] & (kd == 1),
-            np.where(kd == 2, cores, active[at, None]),
+            {key: v[s] for key, v in knobs.items()},
+            mt,
+            nt,
+            kc[s, None],
+            hit_a[s, None],
+            hit_b[s, None],
+            wr[s, None] & (kd == 1),
+            np.where(kd == 2, cores, active[s, None]),
         )
         # each output column from the pass's: itself, else (a reuse column) the tile's, else none (0)
         pos = np.full(WORK_COLUMNS - 1, bcols.size)
@@ -1499,22 +1492,39 @@ def _tile_costs(p: Matmul, chip, cu: dict, gu: dict, need, pieces, hit_a, hit_b,
         src = pos[cols]
         reuse = (src == bcols.size) & (kind[cols] == 1)
         src[reuse] = pos[cols[reuse] - 4]
-        direct = bool((src == np.arange(bcols.size)).all()) if src.size == bcols.size else False
-        for k in _COST_KEYS:
-            v = cost[k]
-            if direct:
-                parts[k].append(v)
-            else:
-                v = np.concatenate([v, np.zeros((v.shape[0], 1))], axis=1) if (src == bcols.size).any() else v
-                parts[k].append(v[:, src])
-    if len(passes) == 1:
-        return {k: v[0] for k, v in parts.items()}, passes[0][0]
-    return {k: np.concatenate(v) for k, v in parts.items()}, np.concatenate([r for r, _ in passes])
+        have = src < bcols.size
+        dst = None if have.all() else np.flatnonzero(have)
+        src = src if dst is None else src[dst]
+        direct = dst is None and src.size == bcols.size and bool((src == np.arange(bcols.size)).all())
+        if direct:
+            busy[s] = cost["busy"]
+            for j, key in enumerate(_PER_KEYS):
+                per[s, j] = cost[key]
+            for j, key in enumerate(_SUM_KEYS):
+                sums[s, j] = cost[key]
+        elif dst is None:
+            busy[s] = cost["busy"][:, src]
+            for j, key in enumerate(_PER_KEYS):
+                per[s, j] = cost[key][:, src]
+            for j, key in enumerate(_SUM_KEYS):
+                sums[s, j] = cost[key][:, src]
+        else:
+            busy[s, dst] = cost["busy"][:, src]
+            for j, key in enumerate(_PER_KEYS):
+                per[s, j, dst] = cost[key][:, src]
+            for j, key in enumerate(_SUM_KEYS):
+                sums[s, j, dst] = cost[key][:, src]
+        p0 = pos[0]  # type 0 (the fill) is computed in every pass (need | 1), and is cols[0]
+        fill0[s] = cost["fill"][:, p0]
+        drain0[s] = cost["drain"][:, p0]
+        lo = hi
+    return {"busy": busy, "per": per, "sums": sums, "fill0": fill0, "drain0": drain0}, order
 
 
 def _per_core_table(cost: dict, ui: np.ndarray, gi: np.ndarray, works: _WorkTable, sid, cols) -> dict:
-    """_per_core with the schedules' work from a _WorkTable (`sid`: the table id of each distinct schedule):
-    the same arrays in the same operations, so the same results bit for bit."""
+    """_per_core with the schedules' work from a _WorkTable (`sid`: the table id of each distinct schedule) and
+    the tile costs in _tile_costs' layout: the same arrays in the same operations, so the same results bit for
+    bit."""
     n = ui.size
     total = works.total[sid][:, cols]
     depth = works.depth[sid]
@@ -1528,15 +1538,17 @@ def _per_core_table(cost: dict, ui: np.ndarray, gi: np.ndarray, works: _WorkTabl
         local = np.zeros(sid.size, dtype=np.int64)
         local[groups] = np.arange(groups.size)
         rows = np.flatnonzero(row_depth == d) if len(groups) < sid.size else np.arange(n)
+        if d == 1:  # one core can finish last: it is the busiest (argmax of one is 0), no product needed
+            at[rows] = np.take(works.buckets[d][slot[groups], 0][:, cols], local[gi[rows]], axis=0)
+            continue
         w = np.take(works.buckets[d][slot[groups]][:, :, cols], local[gi[rows]], axis=0)  # (rows, d, k)
         crit = np.matmul(w, busy32[rows][:, :, None])[:, :, 0].argmax(axis=1)
         at[rows] = w[np.arange(rows.size), crit]
     out = {"busy": np.einsum("rk,rk->r", busy, at)}
-    names = ("mac", "scalar", "mte1", "mte2_bw", "fixpipe", "drain")
-    per = np.take(np.stack([cost[k] for k in names], axis=1).astype(np.float32), ui, axis=0)
-    out.update(zip(names, np.einsum("rpk,rk->pr", per, at).astype(np.float64), strict=True))
+    per = np.take(cost["per"], ui, axis=0)
+    out.update(zip(_PER_KEYS, np.einsum("rpk,rk->pr", per, at).astype(np.float64), strict=True))
     tot = np.take(total.astype(np.float32), gi, axis=0)
     out["busy_sum"] = np.einsum("rk,rk->r", busy, tot)
-    sums = np.take(np.stack([cost["l2_read"], cost["hbm_read"]], axis=1).astype(np.float32), ui, axis=0)
+    sums = np.take(cost["sums"], ui, axis=0)
     out["l2_read"], out["hbm_read"] = np.einsum("rpk,rk->pr", sums, tot).astype(np.float64)
     return out

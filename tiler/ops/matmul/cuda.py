@@ -17,8 +17,8 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import ConfigError, ProblemError
-from ...model.common import ceil_div, classify_bound, group_rows, roofline_us
-from ...model.schedule import panel_hits_many
+from ...model.common import ceil_div, classify_bound, group_rows_any, roofline_us, unique_inverse
+from ...model.schedule import CodeTable, on_clear, pack_codes, panel_hits_many, unpack_codes
 from ...operator import Operator, register
 from . import views
 from .problem import Matmul
@@ -284,28 +284,82 @@ def occupancy(p: Matmul, chip, c: dict, regs) -> np.ndarray:
     return np.minimum(np.minimum(by_smem, by_regs), np.minimum(by_threads, int(chip["max_blocks_per_sm"])))
 
 
+# L2 hit rates of the launch orders, kept per (problem, chip L2 and SMs) in tables found by a packed code of what
+# else they depend on: BLOCK_M, BLOCK_N, SPLIT_K, the round's slots, the group width and serpentine (field widths
+# in bits, most significant first). Rows whose values do not fit are simulated without the table.
+_HIT_BITS = (12, 12, 10, 16, 8, 1)
+_HIT_TABLES: dict = {}
+_HIT_TABLES_MAX = 16  # tables (problems) kept before all start over
+_HIT_TABLE_MIN = (
+    1024  # rows from which a call looks its hit rates up in the tables (below: the table costs more)
+)
+
+
+class _HitTable(CodeTable):
+    """L2 hit rates (A, B) by id."""
+
+    def __init__(self):
+        super().__init__()
+        self.values = np.empty((0, 2))
+
+    def _add(self, values: np.ndarray) -> None:
+        self.values = np.concatenate([self.values, values])
+
+
+on_clear(_HIT_TABLES.clear)  # schedule.clear_caches() starts the tables over too
+
+
 def _panel_hit_rates(p: Matmul, chip, c: dict, tm, tn, sk, occ_eff, rows_a, bn):
     """L2 hit rates of A and B panel loads in each candidate's launch order (schedule.panel_hits), one
-    simulation per distinct (grid, round, order, panel sizes)."""
+    simulation per distinct (grid, round, order, panel sizes), kept per problem and chip (a search or a repeated
+    call pays no simulation and no Python per row once a setting is known)."""
     order, gm = _i(c, "ORDER"), _i(c, "GROUP_M")
-    b, sms = p.in_bytes, chip.cores
+    sms = chip.cores
     group = np.where(order == 1, gm, 1)
-    serp = order == 2
+    serp = (order == 2).astype(np.int64)
     # a round is `occupancy` programs on every SM; for the L2 walk it is rounded down to a power of two (the
     # footprint of a round changes reuse only near the capacity edge; this keeps distinct walks few)
     slots = sms * (1 << np.floor(np.log2(occ_eff)).astype(np.int64))
+    l2 = float(chip["l2_bytes"])
+    if np.size(order) < _HIT_TABLE_MIN:  # a search's batch: simulated directly (schedule.py caches the walks)
+        return _simulated_hit_rates(p, l2, tm, tn, sk, slots, group, serp, rows_a, bn)
+    code = pack_codes([_i(c, "BLOCK_M"), bn, sk, slots, group, serp], _HIT_BITS)
+    if code is None:
+        return _simulated_hit_rates(p, l2, tm, tn, sk, slots, group, serp, rows_a, bn)
+    ucode, inv, _ = unique_inverse(code)
+    key = (p.M, p.N, p.K, p.batch, p.in_bytes, sms, l2)
+    table = _HIT_TABLES.get(key)
+    if table is None:
+        if len(_HIT_TABLES) >= _HIT_TABLES_MAX:
+            _HIT_TABLES.clear()
+        table = _HIT_TABLES[key] = _HitTable()
+    ids = table.ids(ucode, lambda missing: _hit_rates_of_codes(p, l2, missing))
+    rates = table.values[ids[inv]]
+    return rates[:, 0], rates[:, 1]
+
+
+def _hit_rates_of_codes(p: Matmul, l2: float, codes: np.ndarray) -> np.ndarray:
+    """(A, B) hit rates of packed codes (_HIT_BITS), by prepare()'s grid arithmetic on their fields."""
+    bm, bn, sk, slots, group, serp = unpack_codes(codes, _HIT_BITS)
+    tm, tn = ceil_div(p.M, bm), ceil_div(p.N, bn)
+    a, b = _simulated_hit_rates(p, l2, tm, tn, sk, slots, group, serp, np.minimum(bm, p.M), bn)
+    return np.stack([a, b], axis=1)
+
+
+def _simulated_hit_rates(p: Matmul, l2: float, tm, tn, sk, slots, group, serp, rows_a, bn):
+    """The hit rates by simulation: one panel_hits_many call per grid (tm, tn, splits, slots, panel sizes) with
+    all of its launch orders."""
+    b = p.in_bytes
     kslice = ceil_div(p.K, sk)
     a_panel = rows_a * kslice * b
     b_panel = np.minimum(bn, p.N) * kslice * b
-    l2 = float(chip["l2_bytes"])
-    keys = [tm, tn, sk, slots, group, serp.astype(np.int64), a_panel, b_panel]
-    keys = [np.broadcast_to(np.asarray(k, dtype=np.int64), tm.shape) for k in keys]
-    first, inv = group_rows(keys)
+    keys = [tm, tn, sk, slots, group, serp, a_panel, b_panel]
+    keys = [np.broadcast_to(np.asarray(k, dtype=np.int64), np.shape(tm)) for k in keys]
+    first, inv = group_rows_any(keys)
     uniq = np.stack([k[first] for k in keys], axis=1)
     hits = np.zeros((len(uniq), 2))
-    # one panel_hits_many call per grid (tm, tn, splits, slots, panel sizes) with all of its launch orders
     grid_cols = [0, 1, 2, 3, 6, 7]
-    gfirst, ginv = group_rows([uniq[:, j] for j in grid_cols])
+    gfirst, ginv = group_rows_any([uniq[:, j] for j in grid_cols])
     for gi, row in enumerate(gfirst):
         t_m, t_n, s_k, sl, _, _, ap, bp = (int(x) for x in uniq[row])
         members = np.flatnonzero(ginv == gi)
@@ -314,9 +368,57 @@ def _panel_hit_rates(p: Matmul, chip, c: dict, tm, tn, sk, occ_eff, rows_a, bn):
             axis=1,
         )
         hits[members] = panel_hits_many(t_m, t_n, s_k, p.batch, sl, settings, float(ap), float(bp), l2)
-    a_hit_u, b_hit_u = hits[:, 0], hits[:, 1]
-    a_hit, b_hit = a_hit_u[inv], b_hit_u[inv]
-    return a_hit, b_hit
+    return hits[inv, 0], hits[inv, 1]
+
+
+def _layout(p: Matmul, chip, c: dict) -> tuple:
+    """prepare()'s tensor-core path (Triton supportMMA / warpsPerTile), registers and occupancy: (v3, wm, wn,
+    regs, acc, occ)."""
+    bm, bn, bk = _i(c, "BLOCK_M"), _i(c, "BLOCK_N"), _i(c, "BLOCK_K")
+    w = _i(c, "num_warps")
+    b = p.in_bytes
+    mma_version = float(chip.get("mma_version", DEFAULTS["mma_version"]))
+    v3 = (mma_version >= 3) & (w % 4 == 0) & (bm % 64 == 0) & (bn % 16 == 0) & (bk * b >= 32)
+    # the warp layouts depend on (BLOCK_M, BLOCK_N, num_warps) alone: solved once per distinct triple
+    first, inv = group_rows_any([bm, bn, w])
+    wm3, wn3 = (x[inv] for x in _warps_v3(bm[first], w[first]))
+    wm2, wn2 = (x[inv] for x in _warps_v2(bm[first], bn[first], w[first]))
+    wm, wn = np.where(v3, wm3, wm2), np.where(v3, wn3, wn2)
+    len_a, len_b = contiguous_lengths(p)
+    vec_a = _vector_elems(len_a, p.a_transposed or p.K % 16 == 0, b, chip)
+    vec_b = _vector_elems(len_b, not p.b_transposed or p.K % 16 == 0, b, chip)
+    regs, acc = _registers(c, b, v3, wm, wn, vec_a, vec_b, p.b_transposed)
+    return v3, wm, wn, regs, acc, occupancy(p, chip, c, regs)
+
+
+_SHARE_MIN = 1024  # rows from which estimate() looks for rows that differ only in launch orders of equal hits
+_SHARE_MAX = 0.7  # ... and scores only one of each when the distinct rows are at most this share of the table
+
+
+def estimate(p: Matmul, chip, c: dict) -> dict[str, np.ndarray]:
+    """timing(prepare(...)) with the work shared across rows that differ only in their launch order (ORDER,
+    GROUP_M) and get the same L2 hit rates from it: the order reaches the estimate only through the hit rates,
+    so such rows have equal estimates, and one of each is scored. Bit for bit timing(prepare(...))."""
+    n = len(c["BLOCK_M"]) if "BLOCK_M" in c else 0
+    if n < _SHARE_MIN or any(k not in c for k in KNOBS):
+        return timing(prepare(p, chip, c), chip, efficiency(chip))
+    tiling = {k: _i(c, k) for k in KNOBS if k not in ORDER_KNOBS}
+    tfirst, tinv = group_rows_any(list(tiling.values()))
+    if tfirst.size > _SHARE_MAX * n:
+        return timing(prepare(p, chip, c), chip, efficiency(chip))
+    # the hit rates of every row: prepare()'s grid and occupancy, per distinct tiling
+    bm, bn, sk = (tiling[k][tfirst] for k in ("BLOCK_M", "BLOCK_N", "SPLIT_K"))
+    occ = _layout(p, chip, {k: v[tfirst] for k, v in tiling.items()})[5]
+    tm, tn = ceil_div(p.M, bm), ceil_div(p.N, bn)
+    occ_eff, rows_a = np.maximum(occ, 1), np.minimum(bm, p.M)
+    a_hit, b_hit = _panel_hit_rates(
+        p, chip, c, tm[tinv], tn[tinv], sk[tinv], occ_eff[tinv], rows_a[tinv], bn[tinv]
+    )
+    first, inv = group_rows_any([tinv, a_hit.view(np.int64), b_hit.view(np.int64)])
+    if first.size > _SHARE_MAX * n:
+        return timing(prepare(p, chip, c), chip, efficiency(chip))
+    est = timing(prepare(p, chip, {k: np.asarray(v)[first] for k, v in c.items()}), chip, efficiency(chip))
+    return {k: v[inv] for k, v in est.items()}
 
 
 def prepare(p: Matmul, chip, c: dict, l2_hits: bool = True) -> dict[str, np.ndarray]:
@@ -330,19 +432,13 @@ def prepare(p: Matmul, chip, c: dict, l2_hits: bool = True) -> dict[str, np.ndar
     n = bm.size
     b, ob = p.in_bytes, p.out_bytes
     sms = chip.cores
-    mma_version = float(chip.get("mma_version", DEFAULTS["mma_version"]))
     # --- grid
     tm, tn = ceil_div(p.M, bm), ceil_div(p.N, bn)
     k_tiles = ceil_div(p.K, bk)
     steps = ceil_div(k_tiles, sk)
     programs = tm * tn * sk * p.batch
-    # --- tensor-core path (Triton supportMMA / warpsPerTile)
-    v3 = (mma_version >= 3) & (w % 4 == 0) & (bm % 64 == 0) & (bn % 16 == 0) & (bk * b >= 32)
-    # the warp layouts depend on (BLOCK_M, BLOCK_N, num_warps) alone: solved once per distinct triple
-    first, inv = group_rows([bm, bn, w])
-    wm3, wn3 = (x[inv] for x in _warps_v3(bm[first], w[first]))
-    wm2, wn2 = (x[inv] for x in _warps_v2(bm[first], bn[first], w[first]))
-    wm, wn = np.where(v3, wm3, wm2), np.where(v3, wn3, wn2)
+    # --- tensor-core path (Triton supportMMA / warpsPerTile), registers and occupancy
+    v3, wm, wn, regs, acc, occ = _layout(p, chip, c)
     instr_n = np.minimum(bn // wn, 256)
     # warps beyond what the tile can feed repeat the same mma.sync work (layout replication)
     rep = np.where(v3, 1, np.maximum(1, wm * 16 // bm) * np.maximum(1, wn * 8 // bn))
@@ -355,9 +451,7 @@ def prepare(p: Matmul, chip, c: dict, l2_hits: bool = True) -> dict[str, np.ndar
     vec_a = _vector_elems(len_a, p.a_transposed or p.K % 16 == 0, b, chip)
     vec_b = _vector_elems(len_b, not p.b_transposed or p.K % 16 == 0, b, chip)
     vec_c = _vector_elems(p.N, True, ob, chip)
-    regs, acc = _registers(c, b, v3, wm, wn, vec_a, vec_b, p.b_transposed)
     cap = _reg_cap(chip, w)
-    occ = occupancy(p, chip, c, regs)
     occ_eff = np.maximum(occ, 1)
     # --- the SM-level schedule: programs per SM, rounds of `occ`, the explicit tail round
     n_sm = ceil_div(programs, sms)
@@ -466,7 +560,9 @@ def prepare(p: Matmul, chip, c: dict, l2_hits: bool = True) -> dict[str, np.ndar
 
 def _smax(terms, pw):
     """Soft maximum (sum x^p)^(1/p): >= the largest term, and the overlap of pipes is never perfect."""
-    top = np.maximum.reduce(terms)
+    top = terms[0]  # the element-wise largest (np.maximum.reduce of the list, without stacking it)
+    for t in terms[1:]:
+        top = np.maximum(top, t)
     safe = np.maximum(top, 1e-30)
     return safe * np.power(sum(np.power(t / safe, pw) for t in terms), 1.0 / pw)
 
@@ -830,7 +926,7 @@ class MatmulCuda(Operator):
         return out
 
     def estimate(self, p: Matmul, chip, c: dict) -> dict[str, np.ndarray]:
-        return timing(prepare(p, chip, c), chip, efficiency(chip))
+        return estimate(p, chip, c)
 
     def quick_bound(self, p: Matmul, chip, c: dict) -> np.ndarray:
         return quick_bound(p, chip, c)
