@@ -75,3 +75,12 @@ def torch():
     if not torch.cuda.is_available():
         pytest.skip("no CUDA device")
     return torch
+
+
+def same_estimates(a: dict, b: dict) -> None:
+    """Two estimate records are equal bit for bit: the same columns, dtypes, shapes and values."""
+    assert a.keys() == b.keys()
+    for k in a:
+        x, y = np.asarray(a[k]), np.asarray(b[k])
+        assert x.dtype == y.dtype and x.shape == y.shape, k
+        assert np.array_equal(x, y), k

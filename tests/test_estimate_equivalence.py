@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import same_estimates
 
 from tiler.hardware import load_chip
 from tiler.model import common, schedule
@@ -39,14 +40,6 @@ def _random_feasible(p, chip, model, space, rows: int, seed: int) -> dict:
     return take(c, np.flatnonzero(ok)[:rows])
 
 
-def _same(a: dict, b: dict) -> None:
-    assert a.keys() == b.keys()
-    for k in a:
-        x, y = np.asarray(a[k]), np.asarray(b[k])
-        assert x.dtype == y.dtype and x.shape == y.shape, k
-        assert np.array_equal(x, y), k
-
-
 @pytest.mark.parametrize("chip_id", CHIPS)
 @pytest.mark.parametrize("dtype", ["fp16", "int8"])
 def test_fast_estimate_is_the_reference_bit_for_bit(chip_id, dtype):
@@ -59,7 +52,7 @@ def test_fast_estimate_is_the_reference_bit_for_bit(chip_id, dtype):
         for rows in (3000, 300):
             c = _random_feasible(p, chip, model, space, rows, seed=i)
             if length(c):
-                _same(model.estimate(p, chip, c), model.estimate_reference(p, chip, c))
+                same_estimates(model.estimate(p, chip, c), model.estimate_reference(p, chip, c))
 
 
 @pytest.mark.parametrize("chip_id", ["ascend910b3", "ascend310b1"])
@@ -76,7 +69,7 @@ def test_fast_estimate_on_search_batches(chip_id):
         rows = take(table, np.random.default_rng(0).permutation(length(table))[:40])
         full = product(rows, sched)
         for _ in range(2):
-            _same(model.estimate(p, chip, full), model.estimate_reference(p, chip, full))
+            same_estimates(model.estimate(p, chip, full), model.estimate_reference(p, chip, full))
 
 
 def test_rows_beyond_the_table_codes_take_the_reference_path():
@@ -89,7 +82,7 @@ def test_rows_beyond_the_table_codes_take_the_reference_path():
     rest |= dict(iterate_order=0, swizzle_offset=1, swizzle_direction=0, serpentine=0, tail_split=0)
     rest |= dict(split_k=1, core_split=0)
     c = one | {k: np.array([v]) for k, v in rest.items()}
-    _same(model.estimate(p, chip, c), model.estimate_reference(p, chip, c))
+    same_estimates(model.estimate(p, chip, c), model.estimate_reference(p, chip, c))
 
 
 def test_classify_bound_labels():

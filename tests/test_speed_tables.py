@@ -9,24 +9,17 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import same_estimates
 
 from tiler.hardware import load_chip
 from tiler.model import common
-from tiler.model.schedule import clear_caches
+from tiler.model.schedule import clear_caches, pack_codes
 from tiler.operator import get_operator
 from tiler.ops.matmul import ascend as ascend_mm
 from tiler.ops.matmul import cuda as cuda_mm
 from tiler.problem import parse_problem
 from tiler.search.proven import enumerate_feasible
 from tiler.space import length, load_space, product, take
-
-
-def _same(a: dict, b: dict) -> None:
-    assert a.keys() == b.keys()
-    for k in a:
-        x, y = np.asarray(a[k]), np.asarray(b[k])
-        assert x.dtype == y.dtype and x.shape == y.shape, k
-        assert np.array_equal(x, y), k
 
 
 def _search_rows(p, chip, space, model, tilings: int, seed: int) -> dict:
@@ -65,8 +58,8 @@ def test_ascend_work_table_shared_across_problems_serves_no_stale_entry(first, s
     clear_caches()
     model.estimate(p1, chip, c1)
     model.estimate(p1, chip, c2)  # the second problem's tilings on the first problem: their grids enter too
-    _same(model.estimate(p2, chip, c2), cold)
-    _same(cold, model.estimate_reference(p2, chip, c2))
+    same_estimates(model.estimate(p2, chip, c2), cold)
+    same_estimates(cold, model.estimate_reference(p2, chip, c2))
 
 
 def test_ascend_tables_keep_chips_apart():
@@ -83,8 +76,8 @@ def test_ascend_tables_keep_chips_apart():
     for _ in range(2):
         for ch in (b3, b1, small_l2):
             got = model.estimate(p, ch, c)
-            _same(got, colds[id(ch)])
-            _same(got, model.estimate_reference(p, ch, c))
+            same_estimates(got, colds[id(ch)])
+            same_estimates(got, model.estimate_reference(p, ch, c))
     assert not np.array_equal(colds[id(b3)]["time_us"], colds[id(small_l2)]["time_us"])
 
 
@@ -101,7 +94,7 @@ def test_ascend_work_table_codes_fit_a_sweep_of_random_shapes():
         p = parse_problem("matmul", dict(M=int(m), N=int(n), K=int(k)))
         c = _search_rows(p, chip, space, model, 12, i)
         if length(c):
-            _same(model.estimate(p, chip, c), model.estimate_reference(p, chip, c))
+            same_estimates(model.estimate(p, chip, c), model.estimate_reference(p, chip, c))
 
 
 # --------------------------------------------------------------------------------------------------- cuda
@@ -134,9 +127,11 @@ def test_cuda_estimate_shares_launch_orders_bit_for_bit(shape):
     p = parse_problem("matmul", shape)
     for c in (_cuda_random(p, chip, space, model, 5000, 0), _search_rows(p, chip, space, model, 60, 1)):
         want = _cuda_plain(p, chip, c)
-        _same(model.estimate(p, chip, c), want)  # cold tables
-        _same(model.estimate(p, chip, c), want)  # warm tables
-        _same(model.estimate(p, chip, take(c, slice(0, 500))), take(want, slice(0, 500)))  # too few to share
+        same_estimates(model.estimate(p, chip, c), want)  # cold tables
+        same_estimates(model.estimate(p, chip, c), want)  # warm tables
+        same_estimates(
+            model.estimate(p, chip, take(c, slice(0, 500))), take(want, slice(0, 500))
+        )  # too few to share
 
 
 def test_cuda_hit_tables_keep_problems_and_chips_apart():
@@ -154,7 +149,7 @@ def test_cuda_hit_tables_keep_problems_and_chips_apart():
     for _ in range(2):
         for i, p in enumerate(probs):
             for ch in (h200, small_l2):
-                _same(model.estimate(p, ch, c), colds[i, id(ch)])
+                same_estimates(model.estimate(p, ch, c), colds[i, id(ch)])
     assert len(cuda_mm._HIT_TABLES) == 4  # one table per problem and chip L2, each warm on the second pass
     assert not np.array_equal(colds[0, id(h200)]["l2_hit_rate"], colds[0, id(small_l2)]["l2_hit_rate"])
 
@@ -181,8 +176,8 @@ def test_ascend_fast_path_packs_grids_not_shapes():
     """The schedule code holds the grid (tiles along M and N) and its edges: a shape that only the packed tile
     sizes could tell apart (same grid, other edges) gets another code."""
     bits = ascend_mm._SCHED_BITS
-    a = ascend_mm._pack([np.array([8]), np.array([8]), np.array([1]), np.array([0]), np.array([1])], bits[:5])
-    b = ascend_mm._pack([np.array([8]), np.array([8]), np.array([1]), np.array([1]), np.array([1])], bits[:5])
+    a = pack_codes([np.array([8]), np.array([8]), np.array([1]), np.array([0]), np.array([1])], bits[:5])
+    b = pack_codes([np.array([8]), np.array([8]), np.array([1]), np.array([1]), np.array([1])], bits[:5])
     assert a is not None and b is not None and a[0] != b[0]
 
 

@@ -589,6 +589,18 @@ class CodeTable:
         return self.order[pos]
 
 
+class PairTable(CodeTable):
+    """A CodeTable whose rows are pairs of floats: the L2 hit rates (A, B) of a launch order's walk, by id (the
+    Ascend and the cuda matmul models keep one per problem)."""
+
+    def __init__(self):
+        super().__init__()
+        self.values = np.empty((0, 2))
+
+    def _add(self, values: np.ndarray) -> None:
+        self.values = np.concatenate([self.values, values])
+
+
 # clear functions of caches that models keep over this module's results (on_clear), run by clear_caches
 _CLEARERS: list = []
 

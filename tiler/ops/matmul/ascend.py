@@ -27,6 +27,7 @@ from ...model.common import (
 from ...model.schedule import (
     WORK_COLUMNS,
     CodeTable,
+    PairTable,
     block_grid,
     block_work,
     core_work_many,
@@ -1047,8 +1048,8 @@ class MatmulAscend(Operator):
         gm, gn = g["gm"].astype(np.int64), g["gn"].astype(np.int64)
         # a schedule's core work depends on the problem only through its tile grid and edges (_new_work)
         edges = (p.M % tm != 0, p.N % tn != 0)
-        code = _pack([gm, gn, splits, *edges, *sched, pieces, block], _SCHED_BITS)
-        walk_code = _pack([tm, tn, splits, *sched, c["base_k"]], _HIT_BITS)
+        code = pack_codes([gm, gn, splits, *edges, *sched, pieces, block], _SCHED_BITS)
+        walk_code = pack_codes([tm, tn, splits, *sched, c["base_k"]], _HIT_BITS)
         if n == 0 or code is None or walk_code is None:  # sizes beyond the tables' codes (never feasible)
             return self.estimate_reference(p, chip, c)
         scodes, gi, _ = unique_inverse(code)
@@ -1289,10 +1290,7 @@ _SMALL = 2048  # tile-cost rows scored in one pass; larger tables are split by t
 _BUCKET_MIN = 256  # rows a work-column pattern needs for a pass of its own
 
 
-_pack, _unpack, _Table = pack_codes, unpack_codes, CodeTable
-
-
-class _WorkTable(_Table):
+class _WorkTable(CodeTable):
     """CoreWork of schedules (schedule.core_work_many / block_work) of one batch and core count, by id: cores
     used, the work-vector totals, the padded work vectors grouped by their count (depth), and the block split's
     shape of the schedule's grid (schedule.block_grid: um, un, bm, bn)."""
@@ -1324,17 +1322,6 @@ class _WorkTable(_Table):
         self.slot = np.concatenate([self.slot, slot])
 
 
-class _HitTable(_Table):
-    """L2 hit rates (A, B) of walked schedules and K slices of one problem, by id."""
-
-    def __init__(self):
-        super().__init__()
-        self.values = np.empty((0, 2))
-
-    def _add(self, values: np.ndarray) -> None:
-        self.values = np.concatenate([self.values, values])
-
-
 on_clear(_TABLES.clear)  # schedule.clear_caches() starts the tables over too
 on_clear(_WORK_TABLES.clear)
 
@@ -1352,15 +1339,15 @@ def _work_table(p: Matmul, cores: int) -> _WorkTable:
     return _table(_WORK_TABLES, _WORK_TABLES_MAX, (p.batch, cores), _WorkTable)
 
 
-def _hit_table(p: Matmul, cores: int, cap: float) -> _HitTable:
+def _hit_table(p: Matmul, cores: int, cap: float) -> PairTable:
     key = (p.M, p.N, p.K, p.batch, p.in_bytes, cores, float(cap))
-    return _table(_TABLES, _TABLES_MAX, key, _HitTable)
+    return _table(_TABLES, _TABLES_MAX, key, PairTable)
 
 
 def _new_work(p: Matmul, cores: int, codes: np.ndarray) -> tuple[list, np.ndarray]:
     """The CoreWork of each schedule code (estimate_reference's simulation: one pass per tile grid), and the
     block split's shape of its grid (um, un, bm, bn). Reads only the codes, the batch and the cores."""
-    fields = _unpack(codes, _SCHED_BITS)
+    fields = unpack_codes(codes, _SCHED_BITS)
     blocks = np.stack(block_grid(fields[0], fields[1], fields[2], cores), axis=1)
     gm, gn, splits, edge_m, edge_n, off, dirn, snake, pieces, block = (f.tolist() for f in fields)
     works: list = [None] * len(gm)
@@ -1382,7 +1369,7 @@ def _new_work(p: Matmul, cores: int, codes: np.ndarray) -> tuple[list, np.ndarra
 
 def _new_hits(p: Matmul, cores: int, cap: float, codes: np.ndarray) -> np.ndarray:
     """L2 hit rates (A, B) of each walk code (schedule.panel_hits_many, one pass per grid and panel size)."""
-    tm, tn, splits, off, dirn, snake, bk = (f.tolist() for f in _unpack(codes, _HIT_BITS))
+    tm, tn, splits, off, dirn, snake, bk = (f.tolist() for f in unpack_codes(codes, _HIT_BITS))
     out = np.empty((len(tm), 2))
     groups: dict = {}
     for i in range(len(tm)):

@@ -18,7 +18,7 @@ import numpy as np
 
 from ...errors import ConfigError, ProblemError
 from ...model.common import ceil_div, classify_bound, group_rows_any, roofline_us, unique_inverse
-from ...model.schedule import CodeTable, on_clear, pack_codes, panel_hits_many, unpack_codes
+from ...model.schedule import PairTable, on_clear, pack_codes, panel_hits_many, unpack_codes
 from ...operator import Operator, register
 from . import views
 from .problem import Matmul
@@ -295,17 +295,6 @@ _HIT_TABLE_MIN = (
 )
 
 
-class _HitTable(CodeTable):
-    """L2 hit rates (A, B) by id."""
-
-    def __init__(self):
-        super().__init__()
-        self.values = np.empty((0, 2))
-
-    def _add(self, values: np.ndarray) -> None:
-        self.values = np.concatenate([self.values, values])
-
-
 on_clear(_HIT_TABLES.clear)  # schedule.clear_caches() starts the tables over too
 
 
@@ -332,7 +321,7 @@ def _panel_hit_rates(p: Matmul, chip, c: dict, tm, tn, sk, occ_eff, rows_a, bn):
     if table is None:
         if len(_HIT_TABLES) >= _HIT_TABLES_MAX:
             _HIT_TABLES.clear()
-        table = _HIT_TABLES[key] = _HitTable()
+        table = _HIT_TABLES[key] = PairTable()
     ids = table.ids(ucode, lambda missing: _hit_rates_of_codes(p, l2, missing))
     rates = table.values[ids[inv]]
     return rates[:, 0], rates[:, 1]
