@@ -1282,10 +1282,9 @@ _HIT_BITS = (16, 16, 6, 6, 1, 1, 13)
 _TABLES: dict = {}
 _TABLES_MAX = 16  # hit-rate tables (problems) kept before all start over
 _WORK_TABLES: dict = {}
-_WORK_TABLES_MAX = (
-    8  # work tables (batch and core counts) kept before all start over: apart from the hit-rate
-)
-# tables, so that a sweep's stream of new problems does not start the shared work table over
+# work tables (batch and core counts) kept before all start over: apart from the hit-rate tables, so that a
+# sweep's stream of new problems does not start the shared work table over
+_WORK_TABLES_MAX = 8
 _SMALL = 2048  # tile-cost rows scored in one pass; larger tables are split by the work columns they need
 _BUCKET_MIN = 256  # rows a work-column pattern needs for a pass of its own
 

@@ -290,9 +290,8 @@ def occupancy(p: Matmul, chip, c: dict, regs) -> np.ndarray:
 _HIT_BITS = (12, 12, 10, 16, 8, 1)
 _HIT_TABLES: dict = {}
 _HIT_TABLES_MAX = 16  # tables (problems) kept before all start over
-_HIT_TABLE_MIN = (
-    1024  # rows from which a call looks its hit rates up in the tables (below: the table costs more)
-)
+# rows from which a call looks its hit rates up in the tables (below: the table costs more)
+_HIT_TABLE_MIN = 1024
 
 
 on_clear(_HIT_TABLES.clear)  # schedule.clear_caches() starts the tables over too
