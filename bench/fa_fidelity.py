@@ -10,6 +10,11 @@ shapes with more than one query block per head; with one, both grids launch the 
 the model predicts them equal: `moot`), and beside it a fixed tiling (the one best on average over the fit shapes)
 and torch's SDPA.
 `--fit profile` scores the profile's constants as shipped instead of refitting.
+
+Then the ORDER pairs re-measured head to head (bench/fa_order_h2h.py), per file of H2H: is the model's faster ORDER
+the faster median, over every pair and for the blocks of each causal shape's pick. The files differ in the clock
+regime they measure: 25-ms bursts at boost clock (two machines) and the power-capped steady state
+(bench/data/README.md, "ORDER and the SM clock").
 """
 
 from __future__ import annotations
@@ -29,6 +34,12 @@ from tiler.problem import parse_problem
 DATA = Path(__file__).resolve().parent / "data"
 FIELDS = ["B", "heads", "kv_heads", "S1", "S2", "D", "causal"]
 KNOBS = ["BLOCK_M", "BLOCK_N", "num_stages", "num_warps", "ORDER"]
+# head-to-head ORDER files and the clock regime each measured
+H2H = {
+    "h200_fa_order_h2h.csv": "bursts (do_bench 25 ms, boost clock), session 7",
+    "h200_fa_order_h2h_b.csv": "bursts (do_bench 25 ms, boost clock), session 8 (same protocol, a fresh machine)",
+    "h200_fa_order_h2h_steady.csv": "steady (do_bench 1 s after 0.3 s, power-capped clock), session 8",
+}
 
 
 def fixed_best(cal: pd.DataFrame) -> tuple:
@@ -56,7 +67,7 @@ def main() -> None:
     data = load_measurements(chip, "flash_attention", held)
     pred = model.timing(data.prepared, chip, model.constants(chip))["time_us"]
     fixed = fixed_best(cal)
-    rows = []
+    rows, picks = [], []
     for i, (label, p) in enumerate(zip(data.shapes, data.problems, strict=True)):
         m = data.shape_of == i
         q = shape_quality(pred[m], data.seconds[m])
@@ -73,6 +84,9 @@ def main() -> None:
             elif same.size == 2:
                 faster = same[np.argmin(meas[same])]
                 row["order_ok"] = bool(sub.loc[pick, "ORDER"] == sub.loc[faster, "ORDER"])
+                picks.append(
+                    {**{k: int(v) for k, v in p.shape().items() if k in FIELDS}, **sub.loc[pick, KNOBS]}
+                )
         fx = (sub[KNOBS].astype(int).apply(tuple, axis=1) == fixed).to_numpy()
         row["fixed"] = float(meas.min() / meas[fx][0]) if fx.any() else float("nan")
         sdpa = held[
@@ -93,9 +107,12 @@ def main() -> None:
         f" ({len(moot)} with one query block per head: moot); fixed tiling {fixed} {g(out.fixed):.3f}; "
         f"torch SDPA time over the best measured tiling {g(out.sdpa):.3f} (>1: the kernel beats SDPA)"
     )
-    h2h = DATA / "h200_fa_order_h2h.csv"
-    if h2h.exists():
-        print(order_pairs(pd.read_csv(h2h), chip, model))
+    for name, regime in H2H.items():
+        if (DATA / name).exists():
+            h2h = pd.read_csv(DATA / name)
+            print(f"{name}: {regime}")
+            print(order_pairs(h2h, chip, model))
+            print(pick_orders(h2h, picks))
     print(f"({time.perf_counter() - t0:.1f} s)")
 
 
@@ -119,6 +136,20 @@ def order_pairs(h2h: pd.DataFrame, chip, model) -> str:
             )
     head = f"ORDER pairs head to head ({h2h.shape[0]} runs, median per pair): model's faster ORDER right on {right}/{len(med)}"
     return "\n".join([head, *lines])
+
+
+def pick_orders(h2h: pd.DataFrame, picks: list[dict]) -> str:
+    """For each causal shape's pick (its shape fields and knobs) whose blocks were re-measured head to head: is the
+    pick's ORDER the one with the faster median?"""
+    med = h2h.groupby([*FIELDS, *KNOBS]).ms.median().unstack("ORDER").dropna()
+    right = seen = 0
+    for pk in picks:
+        key = tuple(int(pk[k]) for k in (*FIELDS, *KNOBS[:4]))
+        if key in med.index:
+            r = med.loc[key]
+            seen += 1
+            right += bool((r[0] < r[1]) == (int(pk["ORDER"]) == 0))
+    return f"  the picks' ORDER, head to head: faster on {right}/{seen} causal shapes ({len(picks) - seen} not re-measured)"
 
 
 if __name__ == "__main__":

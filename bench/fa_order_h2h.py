@@ -7,6 +7,11 @@ blocks of bench/data/h200_fa_measured.csv (BLOCK_M, BLOCK_N, num_stages, num_war
 with ORDER 0 and ORDER 1 in `rounds` interleaved rounds (every pair once, then again), so that drift between the two
 orders averages out; each measurement is checked against SDPA like fa_measure's. One row per measurement in
 h200_fa_order_h2h.csv (fa_measure's columns plus `round`); bench/fa_fidelity.py decides ORDER from their medians.
+
+do_bench's defaults (5 ms warm-up, 25 ms timed) measure a short burst right after the SDPA check, when the SM clock
+is still at its boost; `--warmup-ms 300 --rep-ms 1000` measures the board in its power-capped steady state (700 W,
+SM clock about 1.7 GHz on flash attention), the state of back-to-back serving (bench/data/README.md, "ORDER and the
+SM clock").
 """
 
 from __future__ import annotations
@@ -29,6 +34,9 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "out")))
     ap.add_argument("--top", type=int, default=4)
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--warmup-ms", type=float, default=5.0, help="do_bench warm-up per measurement")
+    ap.add_argument("--rep-ms", type=float, default=25.0, help="do_bench timed span per measurement")
+    ap.add_argument("--name", default="h200_fa_order_h2h.csv", help="the CSV written under --out")
     args = ap.parse_args()
     tk = load_kernels()
     held = pd.read_csv(DATA / "h200_fa_measured.csv")
@@ -48,7 +56,7 @@ def main() -> None:
             work.append(((B, H, KVH, S1, S2, D, causal), cfg))
     t0 = time.time()
     args.out.mkdir(parents=True, exist_ok=True)
-    with (args.out / "h200_fa_order_h2h.csv").open("w", newline="") as f:
+    with (args.out / args.name).open("w", newline="") as f:
         w = csv.writer(f)
         w.writerow([*COLUMNS, "round"])
         for r in range(args.rounds):
@@ -57,7 +65,7 @@ def main() -> None:
                 flop = 4.0 * B * H * pairs(S1, S2, causal) * D
                 for order in (0, 1):
                     c = {**cfg, "ORDER": order}
-                    res = tk.time_config(shape, c)
+                    res = tk.time_config(shape, c, warmup=args.warmup_ms, rep=args.rep_ms)
                     w.writerow(
                         [
                             "h2h",
