@@ -72,6 +72,46 @@ def test_rank_without_shape_columns_takes_every_row(chip):
     assert sorted(ranked["rank"]) == [1, 2] and "note" in ranked.columns
 
 
+def test_rank_of_a_file_with_no_row_for_the_problem_says_so(chip, data):
+    """A file whose rows are all for other shapes (or are cuBLAS rows) is an error naming the shapes it holds, not
+    an empty ranking that reads like "nothing feasible"."""
+    with pytest.raises(
+        TilerError, match=r"none of the \d+ rows is a triton tiling for 4096x4096x4097.*M=\d+"
+    ):
+        rank_candidates(Matmul(4096, 4096, 4097), chip, data)
+    torch_only = data[data.impl != "triton"]
+    with pytest.raises(TilerError, match="none of the"):
+        rank_candidates(Matmul(4096, 4096, 4096), chip, torch_only)
+
+
+def test_cli_rank_notes_the_rows_it_skipped(tmp_path):
+    from click.testing import CliRunner
+
+    from tiler.cli import cli
+
+    shape = "M=4096,N=4096,K=4096"
+    res = CliRunner().invoke(
+        cli,
+        [
+            "rank",
+            "--op",
+            "matmul",
+            "--chip",
+            "h200",
+            "--shape",
+            shape,
+            "--candidates",
+            str(DATA),
+            "--top",
+            "1",
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    df = pd.read_csv(DATA)
+    mine = ((df.M == 4096) & (df.N == 4096) & (df.K == 4096) & (df.impl == "triton")).sum()
+    assert f"note: {len(df) - mine} of {len(df)} rows skipped" in res.stderr
+
+
 def test_rank_reports_infeasible_and_out_of_domain_rows(chip, data):
     df = data[(data.M == 1024) & (data.N == 1024) & (data.K == 1024)].copy().reset_index(drop=True)
     df.loc[3, ["BLOCK_M", "BLOCK_N", "BLOCK_K", "num_stages"]] = [256, 256, 128, 4]  # 512 KiB of stages

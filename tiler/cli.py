@@ -450,12 +450,19 @@ def rank(obj, op, chip_id, shape, dtype, candidates, fmt, target, top, diverse):
     chip, problem, space = _setup(op, chip_id, shape, dtype, obj["hardware_dir"], target=target)
     df = read_candidates(candidates, "--candidates")
     ranked, rejected = rank_candidates(problem, chip, df, space)
+    skipped = len(df) - len(ranked) - len(rejected)  # select_rows: rows for another problem or kernel
     if diverse:
         ranked = diverse_rows(ranked, get_operator(problem.OP, chip.family, space.target).SHAPE_KNOBS)
     if top is not None:
         ranked = ranked.head(top)
     for _, r in rejected.iterrows():
         click.echo(f"row {r.get('row', '?')}: infeasible: {r.get('reason', '')}", err=True)
+    if skipped:
+        click.echo(
+            f"note: {skipped} of {len(df)} rows skipped: another shape, dtype or implementation than "
+            f"{problem.label()}",
+            err=True,
+        )
     if fmt == "csv":
         click.echo(ranked.to_csv(index=False), nl=False)
     elif fmt == "json":

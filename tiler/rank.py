@@ -161,6 +161,14 @@ def rank_candidates(
     model = get_operator(problem.OP, chip.family, space.target)
     model.admit(problem, chip)
     sel = select_rows(problem, df, model.IMPLS).reset_index(drop=True)
+    if len(df) and not len(sel):  # an empty ranking would look like "nothing feasible": say why instead
+        fields = [k for k in problem.FIELDS if k in df.columns]
+        seen = df[fields].drop_duplicates().head(3) if fields else df.iloc[:0]
+        shapes = "; ".join(",".join(f"{k}={v}" for k, v in r.items()) for r in seen.to_dict("records"))
+        raise TilerError(
+            f"candidates: none of the {len(df)} rows is a {'/'.join(model.IMPLS) or 'kernel'} tiling for "
+            f"{problem.label()}" + (f": the file's shape columns hold {shapes}" if shapes else "")
+        )
     cands, ok, why = parse_knobs(sel, space)
     rule = np.array(["domain" if w else "" for w in why], dtype=object)
     reason = np.array(why, dtype=object)
