@@ -428,6 +428,13 @@ def main(argv=None) -> int:
     ap.add_argument("--no-grid", action="store_true", help="time only torch and the candidates")
     ap.add_argument("--max-configs", type=int, default=0, help="first N grid configs only (smoke runs)")
     ap.add_argument("--no-ceilings", action="store_true")
+    ap.add_argument("--warmup-ms", type=float, default=25.0, help="do_bench warm-up per measurement")
+    ap.add_argument(
+        "--rep-ms",
+        type=float,
+        default=100.0,
+        help="do_bench timed span (300/1000: the power-capped steady state)",
+    )
     ap.add_argument(
         "--rounds",
         type=int,
@@ -513,7 +520,9 @@ def main(argv=None) -> int:
                 break
             t_shape = time.time()
             try:
-                prob = Problem(M, N, K, dtype=args.dtype, seed=0)
+                prob = Problem(
+                    M, N, K, dtype=args.dtype, seed=0, warmup_ms=args.warmup_ms, rep_ms=args.rep_ms
+                )
                 res = prob.measure_torch()
             except Exception as e:  # noqa: BLE001
                 log(f"[{M}x{N}x{K}] torch.matmul failed: {type(e).__name__}: {e}")

@@ -12,7 +12,8 @@ used for fitting: tiler calibrate gets only the other 16 (see FIT_SHAPES / HELD_
         the tilings to measure beside the fixed grid: the model's plain top-8 and diverse top-8, NVIDIA's top-4
         (bench/nvidia_picks.py; needs the `peers` extra) and 24 random feasible tilings of the whole space
     python3 bench/shape_classes.py eval [--data FILE.csv ...]
-        the acceptance figures on the held-out shapes from the measured file(s)
+        the acceptance figures on the held-out shapes from the measured file(s): single pass (runs 10-12), head to
+        head in bursts (run 13), and the held-out contenders in the power-capped steady state (run 14)
 """
 
 from __future__ import annotations
@@ -129,6 +130,9 @@ DATA = [
 # run 13: the contenders of each shape (its 10 best tilings of runs 10-12, the model's plain top-8 and diverse
 # picks, NVIDIA's top-4) re-measured head to head: 5 interleaved rounds on one machine, median per tiling
 HEAD_TO_HEAD = [ROOT / "bench" / "data" / f for f in ("h200_matmul_run13a.csv", "h200_matmul_run13b.csv")]
+# the held-out shapes' contenders of run 13 again in the board's power-capped steady state (do_bench 600 ms after a
+# 300-ms warm-up per tiling, 2 interleaved rounds; SM clock about 1500 MHz above 600 W, against 1980 in bursts)
+STEADY = [ROOT / "bench" / "data" / "h200_matmul_run14.csv"]
 
 
 def _time_of(d, cfg: dict) -> float:
@@ -244,6 +248,13 @@ def main(argv=None) -> int:
         default=HEAD_TO_HEAD,
         help="re-measured contenders (run 13), reported apart; none: skip",
     )
+    e.add_argument(
+        "--steady",
+        nargs="*",
+        type=Path,
+        default=STEADY,
+        help="the steady-state run (run 14), reported apart; none: skip",
+    )
     e.add_argument("--chip", default="h200", help="profile id or .toml path (e.g. a re-fit not yet shipped)")
     a = ap.parse_args(argv)
     if a.cmd == "candidates":
@@ -257,6 +268,12 @@ def main(argv=None) -> int:
                 + ", ".join(f.name for f in a.head_to_head)
             )
             print(report(evaluate(a.head_to_head, a.chip)))
+        if a.steady:
+            print(
+                "\n== power-capped steady state, held-out contenders, 2 interleaved rounds: "
+                + ", ".join(f.name for f in a.steady)
+            )
+            print(report(evaluate(a.steady, a.chip)))
     return 0
 
 

@@ -376,6 +376,8 @@ class Problem:
         reference: bool = True,
         device: str = "cuda",
         layout: str = "nn",
+        warmup_ms: float = 25.0,
+        rep_ms: float = 100.0,
     ):
         torch, _ = _gpu_stack()
         if device == "cuda" and not torch.cuda.is_available():
@@ -384,6 +386,9 @@ class Problem:
         if min(M, N, K) < 1:
             raise TilerError(f"empty problem M={M} N={N} K={K}")
         self.M, self.N, self.K = M, N, K
+        # do_bench's warm-up and timed span: the defaults time a burst at boost clock; a long warm-up and span
+        # (300 / 1000 ms) time the power-capped steady state of back-to-back work (bench/data/README.md)
+        self.warmup_ms, self.rep_ms = float(warmup_ms), float(rep_ms)
         self.layout = check_layout(layout)
         self.dtype = _torch_dtype(torch, dtype)
         self.device = device
@@ -421,7 +426,7 @@ class Problem:
                 raise TilerError(
                     f"wrong result for M={self.M} N={self.N} K={self.K}: rel_err {rel:.3g} > {MAX_REL_ERR}"
                 )
-        ms = float(triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median"))
+        ms = float(triton.testing.do_bench(fn, warmup=self.warmup_ms, rep=self.rep_ms, return_mode="median"))
         return {"ms": ms, "tflops": self.flops / (ms * 1e-3) / 1e12, "rel_err": rel}
 
     def measure(self, config: dict, check: bool = True) -> dict:
