@@ -364,6 +364,30 @@ def test_register_estimate_matches_ptxas_on_the_aligned_path():
     assert table.loc["sync A", "median |model - demand|"] <= 30
 
 
+def test_one_stage_tiles_pass_through_registers():
+    """With num_stages = 1 there is no cp.async pipeline: the K step's tiles are staged in registers on their way to
+    shared memory. Nsight Compute read ptxas' registers on the H200 (bench/data/h200_matmul_ncu.csv): 128x16x64 on
+    4 warps 80 with one stage against 56 with two, 256x16x64 152 against 96. The estimate must see that gap (a
+    model that counts registers by the accumulator and addresses alone predicts the two stage counts equal), and
+    the occupancy it costs."""
+    chip = load_chip("h200")
+    d = pd.read_csv(BENCH / "h200_matmul_ncu.csv")
+    d = d[d.num_stages <= 2]
+    checked = 0
+    for (m, n, k, bm), g in d.groupby(["M", "N", "K", "BLOCK_M"]):
+        if sorted(g.num_stages) != [1, 2]:
+            continue
+        g = g.sort_values("num_stages")
+        prep = mc.prepare(Matmul(int(m), int(n), int(k)), chip, {x: g[x].to_numpy() for x in mc.KNOBS})
+        model, ptxas = np.asarray(prep["regs"]), g["registers"].to_numpy()
+        gap, true_gap = model[0] - model[1], ptxas[0] - ptxas[1]
+        assert 0.5 * true_gap <= gap <= 1.5 * true_gap, (bm, model, ptxas)
+        assert abs(model[0] - ptxas[0]) <= 16
+        assert prep["occ"][0] < prep["occ"][1] or int(bm) == 256  # 256 rows: shared memory limits both to 3
+        checked += 1
+    assert checked == 2
+
+
 # ---------------------------------------------------------------- short rows reach HBM as short requests
 def test_short_rows_cost_hbm_rate(model, chip):
     """Issue 16's tall-skinny class (run 10, measured): on 50000x64x1024 A streams 102 MB from HBM; BLOCK_K 32

@@ -222,6 +222,11 @@ def _registers(c: dict, b: int, v3, wm, wn, vec_a: int, vec_b: int, b_rows_along
     with 2 per A row instead, the estimate ran a median 22 registers low on misaligned A rows; now 10 high).
     `b_rows_along_k`: B is stored transposed (N x K), so its tile rows are BLOCK_N rows of BLOCK_K elements
     (an estimate: ptxas' counts were measured on row-major B only).
+    With one stage there is no cp.async pipeline: the K step's tiles go global -> registers -> shared, and the
+    staged values of one operand (the larger) are live at a time, 2 fp16 per register. On the 8 one-stage tilings
+    ptxas was read for (bench/data/h200_registers.csv and the two of h200_matmul_ncu.csv) this takes the estimate
+    from a median 46 registers low to 8 high (the multi-stage ones run a median 12 low); Nsight Compute shows the
+    consequence: 128x16x64 on 4 warps holds 80 registers and 6 programs per SM with 1 stage, 56 and 6 with 2.
     """
     bm, bn, bk, w = _i(c, "BLOCK_M"), _i(c, "BLOCK_N"), _i(c, "BLOCK_K"), _i(c, "num_warps")
     threads = 32 * w
@@ -235,7 +240,13 @@ def _registers(c: dict, b: int, v3, wm, wn, vec_a: int, vec_b: int, b_rows_along
         (bn * np.minimum(bk, 32) if b_rows_along_k else bk * np.minimum(bn, 32)) / threads, 1.0
     )
     staged = (3.0 * la if vec_a == 1 else 0.0) + (lb + 2.0 * rows_b if vec_b == 1 else 0.0)
-    return acc + frag + addr + staged + _BASE_REGS, acc
+    # (operands on the synchronous path are already staged above, stages or not)
+    one_stage = np.where(
+        _i(c, "num_stages") == 1,
+        np.maximum(la if vec_a > 1 else 0.0, lb if vec_b > 1 else 0.0) * b / 4.0,
+        0.0,
+    )
+    return acc + frag + addr + staged + one_stage + _BASE_REGS, acc
 
 
 def _reg_cap(chip, w):
