@@ -365,24 +365,28 @@ def test_register_estimate_matches_ptxas_on_the_aligned_path():
 
 
 def test_one_stage_tiles_pass_through_registers():
-    """With num_stages = 1 there is no cp.async pipeline: the K step's tiles are staged in registers on their way to
-    shared memory. Nsight Compute read ptxas' registers on the H200 (bench/data/h200_matmul_ncu.csv): 128x16x64 on
-    4 warps 80 with one stage against 56 with two, 256x16x64 152 against 96. The estimate must see that gap (a
-    model that counts registers by the accumulator and addresses alone predicts the two stage counts equal), and
-    the occupancy it costs."""
+    """With num_stages = 1 there is no cp.async pipeline and A's K-step fragment lives in registers. ptxas' counts on
+    the H200: 90 aligned one-stage tilings of 4096^3 (bench/data/h200_registers_one_stage.csv) and, through Nsight
+    Compute, 128x16x64 / 256x16x64 on 4 warps with 1 and 2 stages (bench/data/h200_matmul_ncu.csv: 80 against 56,
+    152 against 96 registers). An estimate that counts the accumulator and the cp.async addresses alone runs a
+    median 30 registers low on the one-stage tilings and predicts both stage counts equal."""
     chip = load_chip("h200")
-    d = pd.read_csv(BENCH / "h200_matmul_ncu.csv")
-    d = d[d.num_stages <= 2]
+    d = pd.read_csv(BENCH / "h200_registers_one_stage.csv")
+    d = d[(d.n_regs >= 0) & (d.num_stages == 1) & (d.M == 4096) & (d.N == 4096) & (d.K == 4096)]
+    prep = mc.prepare(Matmul(4096, 4096, 4096), chip, {x: d[x].to_numpy() for x in mc.KNOBS})
+    err = np.asarray(prep["regs"]) - (d["n_regs"] + d["n_spills"]).to_numpy()
+    assert len(d) >= 80
+    assert abs(np.median(err)) <= 8 and np.median(np.abs(err)) <= 12
+    ncu = pd.read_csv(BENCH / "h200_matmul_ncu.csv")
+    ncu = ncu[ncu.num_stages <= 2]
     checked = 0
-    for (m, n, k, bm), g in d.groupby(["M", "N", "K", "BLOCK_M"]):
+    for (m, n, k, bm), g in ncu.groupby(["M", "N", "K", "BLOCK_M"]):
         if sorted(g.num_stages) != [1, 2]:
             continue
         g = g.sort_values("num_stages")
         prep = mc.prepare(Matmul(int(m), int(n), int(k)), chip, {x: g[x].to_numpy() for x in mc.KNOBS})
         model, ptxas = np.asarray(prep["regs"]), g["registers"].to_numpy()
-        gap, true_gap = model[0] - model[1], ptxas[0] - ptxas[1]
-        assert 0.5 * true_gap <= gap <= 1.5 * true_gap, (bm, model, ptxas)
-        assert abs(model[0] - ptxas[0]) <= 16
+        assert 0.5 * (ptxas[0] - ptxas[1]) <= model[0] - model[1] <= 1.5 * (ptxas[0] - ptxas[1]), (bm, model)
         assert prep["occ"][0] < prep["occ"][1] or int(bm) == 256  # 256 rows: shared memory limits both to 3
         checked += 1
     assert checked == 2

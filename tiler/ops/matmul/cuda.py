@@ -222,11 +222,13 @@ def _registers(c: dict, b: int, v3, wm, wn, vec_a: int, vec_b: int, b_rows_along
     with 2 per A row instead, the estimate ran a median 22 registers low on misaligned A rows; now 10 high).
     `b_rows_along_k`: B is stored transposed (N x K), so its tile rows are BLOCK_N rows of BLOCK_K elements
     (an estimate: ptxas' counts were measured on row-major B only).
-    With one stage there is no cp.async pipeline: the K step's tiles go global -> registers -> shared, and the
-    staged values of one operand (the larger) are live at a time, 2 fp16 per register. On the 8 one-stage tilings
-    ptxas was read for (bench/data/h200_registers.csv and the two of h200_matmul_ncu.csv) this takes the estimate
-    from a median 46 registers low to 8 high (the multi-stage ones run a median 12 low); Nsight Compute shows the
-    consequence: 128x16x64 on 4 warps holds 80 registers and 6 programs per SM with 1 stage, 56 and 6 with 2.
+    With one stage there is no cp.async pipeline, and under wgmma ptxas' counts fit A's K-step fragment,
+    BLOCK_M * BLOCK_K / threads elements, living in registers (as when wgmma takes A from registers; B always comes
+    from shared memory); an inference from the counts, not read from the compiler's passes. On 90 aligned one-stage tilings of 4096^3 (ptxas, bench/data/
+    h200_registers_one_stage.csv) this takes the estimate from a median 30 registers low to 0 (median |error| 9; the
+    two-stage twins run 8 low); the gap between one and two stages follows A's share, not B's (64x256x64 on 8 warps:
+    1 register, 256x16x128 on 4 warps: 92). Nsight Compute shows the consequence: 128x16x64 on 4 warps holds 80
+    registers and 6 programs per SM with 1 stage, 56 and 6 with 2 (bench/data/h200_matmul_ncu.csv).
     """
     bm, bn, bk, w = _i(c, "BLOCK_M"), _i(c, "BLOCK_N"), _i(c, "BLOCK_K"), _i(c, "num_warps")
     threads = 32 * w
@@ -240,12 +242,8 @@ def _registers(c: dict, b: int, v3, wm, wn, vec_a: int, vec_b: int, b_rows_along
         (bn * np.minimum(bk, 32) if b_rows_along_k else bk * np.minimum(bn, 32)) / threads, 1.0
     )
     staged = (3.0 * la if vec_a == 1 else 0.0) + (lb + 2.0 * rows_b if vec_b == 1 else 0.0)
-    # (operands on the synchronous path are already staged above, stages or not)
-    one_stage = np.where(
-        _i(c, "num_stages") == 1,
-        np.maximum(la if vec_a > 1 else 0.0, lb if vec_b > 1 else 0.0) * b / 4.0,
-        0.0,
-    )
+    # (an A on the synchronous path is already staged above, stages or not)
+    one_stage = np.where((_i(c, "num_stages") == 1) & (v3 > 0), la * b / 4.0 if vec_a > 1 else 0.0, 0.0)
     return acc + frag + addr + staged + one_stage + _BASE_REGS, acc
 
 
