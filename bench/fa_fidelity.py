@@ -39,6 +39,7 @@ H2H = {
     "h200_fa_order_h2h.csv": "bursts (do_bench 25 ms, boost clock), session 7",
     "h200_fa_order_h2h_b.csv": "bursts (do_bench 25 ms, boost clock), session 8 (same protocol, a fresh machine)",
     "h200_fa_order_h2h_steady.csv": "steady (do_bench 1 s after 0.3 s, power-capped clock), session 8",
+    "h200_fa_order_h2h_steady_c.csv": "steady, again on another H200 (2 rounds), session 8",
 }
 
 
