@@ -30,7 +30,8 @@ SHAPE = (1, 32, 8, 8192, 8192, 128)
 TILINGS = [(64, 64, 3, 4), (128, 32, 3, 4)]
 
 
-def sample_smi(seconds: float) -> subprocess.Popen:
+def sample_smi() -> subprocess.Popen:
+    """nvidia-smi sampling the SM clock and board power every 20 ms until terminated."""
     return subprocess.Popen(
         ["nvidia-smi", "--query-gpu=clocks.sm,power.draw", "--format=csv,noheader,nounits", "-lms", "20"],
         stdout=subprocess.PIPE,
@@ -57,7 +58,7 @@ def main() -> None:
             run()
             torch.cuda.synchronize()
             time.sleep(1.0)
-            smi = sample_smi(0)
+            smi = sample_smi()
             time.sleep(0.1)
             a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             a.record()
