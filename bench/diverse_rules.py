@@ -1,0 +1,93 @@
+"""Diverse top-k rules compared on every measured H200 matmul shape of bench/fidelity.py (no GPU needed).
+
+    python3 bench/diverse_rules.py [--chip h200] [--pool 32]
+
+For each shape, the model ranks every measured tiling (tiler.rank.rank_candidates); one tiling per distinct
+predicted time is kept (as the search reports them), and each rule orders the model's top `--pool` of those:
+
+  distinct   tiler.search.diverse_order: the best tiling of each distinct tile shape, then the rest (the shipped rule)
+  runner-up  the same, with the top tile's second-best tiling moved into the 4th slot (3 tile shapes + 1 variant)
+  plain      the predicted order
+
+Printed per rule and k (2, 3, 4, 8), over the fit and the held-out shapes apart (the profile's source strings
+say which shapes were fitted): the geometric mean of best measured / best measured among the first k, and on how
+many shapes that reaches 0.99.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from fidelity import DATA, SHAPE, fitted_shapes, merge_measured  # noqa: E402
+
+from tiler.hardware import load_chip  # noqa: E402
+from tiler.ops.matmul import Matmul  # noqa: E402
+from tiler.ops.matmul.cuda import MatmulCuda  # noqa: E402
+from tiler.rank import rank_candidates  # noqa: E402
+from tiler.search import diverse_order  # noqa: E402
+
+KS = (2, 3, 4, 8)
+RUNNER_UP_SLOT = 3
+
+
+def runner_up_order(cands: dict, time_us: np.ndarray, shape_knobs) -> np.ndarray:
+    """diverse_order with the top tile's second-best tiling moved into slot RUNNER_UP_SLOT."""
+    order, _ = diverse_order(cands, time_us, shape_knobs)
+    key = np.stack([np.asarray(cands[k]) for k in shape_knobs], axis=1)
+    twins = np.flatnonzero((key == key[0]).all(axis=1))  # rows are ranked best first: twins[0] == 0
+    if twins.size < 2:
+        return order
+    rest = order[order != twins[1]]
+    return np.insert(rest, min(RUNNER_UP_SLOT, rest.size), twins[1])
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--chip", default="h200")
+    ap.add_argument("--pool", type=int, default=32)
+    args = ap.parse_args(argv)
+    chip = load_chip(args.chip)
+    fit = fitted_shapes(chip)
+    measured = merge_measured([(p.name, pd.read_csv(p)) for p in DATA])
+    knobs = MatmulCuda.SHAPE_KNOBS
+    rows = []
+    for (m, n, k), d in measured.groupby(SHAPE, sort=False):
+        ranked, _ = rank_candidates(Matmul(int(m), int(n), int(k)), chip, d)
+        ranked = ranked.drop_duplicates(subset=["predicted_us"]).head(args.pool)
+        cands = {key: ranked[key].to_numpy(dtype=np.int64) for key in knobs}
+        t = ranked["predicted_us"].to_numpy()
+        ms = ranked["ms"].to_numpy()
+        best = float(d["ms"].min())
+        orders = {
+            "distinct": diverse_order(cands, t, knobs)[0],
+            "runner-up": runner_up_order(cands, t, knobs),
+            "plain": np.arange(t.size),
+        }
+        shape = f"{int(m)}x{int(n)}x{int(k)}"
+        for rule, o in orders.items():
+            for kk in KS:
+                rows.append({"fit": shape in fit, "rule": rule, "k": kk, "q": best / float(ms[o[:kk]].min())})
+    res = pd.DataFrame(rows)
+    for fitted, label in ((True, "fit"), (False, "held-out")):
+        part = res[res["fit"] == fitted]
+        shapes = len(part) // (len(KS) * 3)
+        print(f"{label} ({shapes} shapes): geomean of best / best among the first k (shapes at >= 0.99)")
+        for rule, g in part.groupby("rule", sort=False):
+            cells = []
+            for kk, q in g.groupby("k")["q"]:
+                cells.append(f"k={kk} {np.exp(np.log(q).mean()):.4f} ({int((q >= 0.99).sum())})")
+            print(f"  {rule:10s} " + "  ".join(cells))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
