@@ -18,8 +18,6 @@ what each tiling's energy is made of. For each shape and tiling (fp16, `nn`; the
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 import statistics
 import subprocess
 import sys
@@ -28,6 +26,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from matmul_ncu import known_metrics, profile, write_rows  # noqa: E402
 
 SHAPES = [(4096, 14336, 4096), (896, 16384, 4096), (512, 14336, 4096), (16, 14336, 4096), (8192, 8192, 1024)]
 # (BLOCK_M, BLOCK_N, BLOCK_K, num_stages, num_warps), GROUP_M 8, grouped order
@@ -186,39 +187,33 @@ def sustained(out_dir: Path, seconds: float) -> None:
             time.sleep(0.5)
         del prob
         torch.cuda.empty_cache()
-    write(out_dir / "power.csv", rows)
+    write_rows(out_dir / "power.csv", rows)
 
 
 def instructions(out_dir: Path) -> None:
     M, N, K = SHAPES[0]
+    metrics = known_metrics(NCU_METRICS)
     rows = []
     for t in TILINGS:
-        cmd = ["ncu", "--kernel-name", "regex:_gemm_tile_kernel", "--launch-skip", "1", "--launch-count", "1"]
-        cmd += ["--clock-control", "none", "--metrics", ",".join(NCU_METRICS), "--csv", "--page", "raw"]
-        cmd += [sys.executable, str(ROOT / "bench" / "matmul_ncu.py"), *map(str, (M, N, K, *t, 8, 1))]
-        res = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-        lines = [ln for ln in res.stdout.splitlines() if ln.startswith('"')]
-        if len(lines) < 3:
-            log(f"ncu {t}: no rows (rc {res.returncode}): {res.stderr[-300:]} {res.stdout[-300:]}")
+        got = profile(M, N, K, (*t, 8, 1), metrics)
+        if isinstance(got, str):
+            log(f"ncu {t}: {got}")
             continue
-        table = list(csv.reader(io.StringIO("\n".join(lines))))
-        row = dict(M=M, N=N, K=K, BLOCK_M=t[0], BLOCK_N=t[1], BLOCK_K=t[2], num_stages=t[3], num_warps=t[4])
-        row.update(
-            {h: v.replace(",", "") for h, v in zip(table[0], table[2], strict=False) if h in NCU_METRICS}
+        rows.append(
+            dict(
+                M=M,
+                N=N,
+                K=K,
+                BLOCK_M=t[0],
+                BLOCK_N=t[1],
+                BLOCK_K=t[2],
+                num_stages=t[3],
+                num_warps=t[4],
+                **got,
+            )
         )
-        rows.append(row)
-        log(f"ncu {t}: {row.get('sm__inst_executed.sum')} instructions")
-    write(out_dir / "inst.csv", rows)
-
-
-def write(path: Path, rows: list[dict]) -> None:
-    if not rows:
-        return
-    keys = list(dict.fromkeys(k for r in rows for k in r))
-    with open(path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=keys)
-        w.writeheader()
-        w.writerows(rows)
+        log(f"ncu {t}: {got.get('sm__inst_executed.sum')} instructions")
+    write_rows(out_dir / "inst.csv", rows)
 
 
 def main(argv=None) -> int:

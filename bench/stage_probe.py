@@ -18,16 +18,16 @@ the 128x256 w8 grouped (GROUP_M 8) tilings of those variants:
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 import re
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from matmul_ncu import known_metrics, profile, write_rows  # noqa: E402
 
 # (BLOCK_K, num_stages) of 128x256 w8: every one fits in 227 KB of shared memory
 VARIANTS = [(64, 2), (64, 3), (64, 4), (32, 3), (32, 4), (32, 6), (32, 8), (16, 8), (128, 2)]
@@ -110,7 +110,7 @@ def census(out_dir: Path) -> None:
         if (bk, st) in ((64, 2), (64, 3)):
             (out_dir / f"ttgir_128x256x{bk}_s{st}.txt").write_text(k.asm["ttgir"])
         log(f"compiled 128x256x{bk} s{st}: {row}")
-    write(out_dir / "ptx.csv", rows)
+    write_rows(out_dir / "ptx.csv", rows)
 
 
 def timings(out_dir: Path, rounds: int) -> None:
@@ -128,56 +128,22 @@ def timings(out_dir: Path, rounds: int) -> None:
                 )
         log(f"timed {M}x{N}x{K}")
         del prob
-    write(out_dir / "times.csv", rows)
+    write_rows(out_dir / "times.csv", rows)
 
 
-def known_metrics() -> list[str]:
-    """NCU_METRICS less those this ncu does not know on the GH100 (an unknown name fails the whole command)."""
-    res = subprocess.run(
-        ["ncu", "--query-metrics", "--chip", "gh100"], capture_output=True, text=True, timeout=120
-    )
-    names = {ln.split()[0] for ln in res.stdout.splitlines() if ln.strip()}
-    keep = [m for m in NCU_METRICS if m.split(".")[0] in names]
-    log(f"ncu metrics not known here: {sorted(set(NCU_METRICS) - set(keep))}")
-    return keep
-
-
-def profile(out_dir: Path) -> None:
+def profile_all(out_dir: Path) -> None:
     M, N, K = NCU_SHAPE
+    metrics = known_metrics(NCU_METRICS)
+    log(f"ncu metrics not known here: {sorted(set(NCU_METRICS) - set(metrics))}")
     rows = []
-    metrics = known_metrics()
     for bk, st in VARIANTS:
-        cmd = ["ncu", "--kernel-name", "regex:_gemm_tile_kernel", "--launch-skip", "1", "--launch-count", "1"]
-        cmd += ["--clock-control", "none", "--metrics", ",".join(metrics), "--csv", "--page", "raw"]
-        cmd += [
-            sys.executable,
-            str(ROOT / "bench" / "matmul_ncu.py"),
-            *map(str, (M, N, K, 128, 256, bk, st, 8, 8, 1)),
-        ]
-        res = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-        lines = [ln for ln in res.stdout.splitlines() if ln.startswith('"')]
-        if len(lines) < 3:
-            log(
-                f"ncu 128x256x{bk} s{st}: no rows (rc {res.returncode}): {res.stderr[-400:]} {res.stdout[-400:]}"
-            )
+        got = profile(M, N, K, (128, 256, bk, st, 8, 8, 1), metrics)
+        if isinstance(got, str):
+            log(f"ncu 128x256x{bk} s{st}: {got}")
             continue
-        table = list(csv.reader(io.StringIO("\n".join(lines))))
-        head, values = table[0], table[2]  # row 1 holds the units
-        row = {"BLOCK_K": bk, "num_stages": st}
-        row.update({h: v for h, v in zip(head, values, strict=False) if h in metrics})
-        rows.append(row)
-        log(f"ncu 128x256x{bk} s{st}: {row.get('gpu__time_duration.sum')} ns")
-    write(out_dir / "ncu.csv", rows)
-
-
-def write(path: Path, rows: list[dict]) -> None:
-    if not rows:
-        return
-    keys = list(dict.fromkeys(k for r in rows for k in r))
-    with open(path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=keys)
-        w.writeheader()
-        w.writerows(rows)
+        rows.append({"BLOCK_K": bk, "num_stages": st, **got})
+        log(f"ncu 128x256x{bk} s{st}: {got.get('gpu__time_duration.sum')} ns")
+    write_rows(out_dir / "ncu.csv", rows)
 
 
 def main(argv=None) -> int:
@@ -190,7 +156,7 @@ def main(argv=None) -> int:
     census(a.out)
     timings(a.out, a.rounds)
     if not a.no_ncu:
-        profile(a.out)
+        profile_all(a.out)
     return 0
 
 
