@@ -62,6 +62,14 @@ NCU_METRICS = [
 ]
 
 
+KEYS = ("M", "N", "K", "BLOCK_M", "BLOCK_N", "BLOCK_K", "num_stages", "num_warps")
+
+
+def key(M: int, N: int, K: int, t) -> dict:
+    """The row key of a shape and a tiling (t: BLOCK_M, BLOCK_N, BLOCK_K, num_stages, num_warps)."""
+    return dict(zip(KEYS, (M, N, K, *t), strict=True))
+
+
 def cfg(t) -> dict:
     bm, bn, bk, st, w = t
     return dict(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, num_stages=st, num_warps=w, GROUP_M=8, ORDER=1, SPLIT_K=1)
@@ -116,14 +124,7 @@ def sustained(out_dir: Path, seconds: float) -> None:
     idle = read(proc)
     rows = [
         dict(
-            M="",
-            N="",
-            K="",
-            BLOCK_M="",
-            BLOCK_N="",
-            BLOCK_K="",
-            num_stages="",
-            num_warps="",
+            **dict.fromkeys(KEYS, ""),
             way="idle",
             ms="",
             launches="",
@@ -164,14 +165,7 @@ def sustained(out_dir: Path, seconds: float) -> None:
             busy = smp[5:] if len(smp) > 10 else smp
             rows.append(
                 dict(
-                    M=M,
-                    N=N,
-                    K=K,
-                    BLOCK_M=t[0],
-                    BLOCK_N=t[1],
-                    BLOCK_K=t[2],
-                    num_stages=t[3],
-                    num_warps=t[4],
+                    **key(M, N, K, t),
                     way="sustained",
                     ms=a.elapsed_time(b) / loops,
                     launches=loops,
@@ -199,19 +193,7 @@ def instructions(out_dir: Path) -> None:
         if isinstance(got, str):
             log(f"ncu {t}: {got}")
             continue
-        rows.append(
-            dict(
-                M=M,
-                N=N,
-                K=K,
-                BLOCK_M=t[0],
-                BLOCK_N=t[1],
-                BLOCK_K=t[2],
-                num_stages=t[3],
-                num_warps=t[4],
-                **got,
-            )
-        )
+        rows.append({**key(M, N, K, t), **got})
         log(f"ncu {t}: {got.get('sm__inst_executed.sum')} instructions")
     write_rows(out_dir / "inst.csv", rows)
 
