@@ -93,6 +93,10 @@ def pipes_of_row(row) -> dict[str, float]:
 # A pipe counts as the bound when it is busy for at least this share of the critical core's time; below it no
 # pipe is saturated and gaps, fill and drain dominate ("latency").
 SATURATED = 0.6
+# Lower bounds are scaled by this (1 - 1e-9) so that floating-point rounding (a bound's terms summed in another order
+# than the estimate's) can never lift one above the estimate, and a candidate predicting exactly the incumbent's
+# time is still scored (the tie rank may prefer it).
+BOUND_SAFETY = 1.0 - 1e-9
 
 
 def roofline_us(

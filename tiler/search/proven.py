@@ -226,6 +226,9 @@ def exhaustive(problem: Problem, chip, space: Space, top: int = 5) -> SearchResu
     model = get_operator(space.op, space.family, space.target)
     sched_names = [k for k in model.SCHEDULE_KNOBS if k in space.knobs]
     sched = space.product(sched_names) if sched_names else {}
+    # an operator with no schedule knobs still runs the branch and bound when it bounds its rows (its own
+    # quick_bound): rows whose floor is above the top-`top` time are then never scored
+    bounds_rows = type(model).quick_bound is not Operator.quick_bound
     n_sched = length(sched) if sched else 1
     best_c: Candidates = {}
     best_e: dict = {}
@@ -264,7 +267,7 @@ def exhaustive(problem: Problem, chip, space: Space, top: int = 5) -> SearchResu
             rejected[r] = rejected.get(r, 0) + v
         if not length(table):
             return
-        if sched:
+        if sched or bounds_rows:
             bounded += _branch_and_bound(
                 problem, chip, model, table, space.domains(sched_names), score, incumbent
             )

@@ -35,6 +35,7 @@ from ...model.common import (
     roofline_us,
     round_up,
 )
+from ...model.schedule import on_clear
 from ...operator import Operator, register
 from ...target import Target
 from . import views_ascend as views
@@ -207,6 +208,9 @@ def schedule(p: FlashAttention, cores: int, bs1: int, bs2: int, ks: int) -> dict
     for v in out.values():
         v.setflags(write=False)
     return out
+
+
+on_clear(schedule.cache_clear)  # schedule.clear_caches() (the model module's) starts it over too
 
 
 # ------------------------------------------------------------------------------------------------- capacity

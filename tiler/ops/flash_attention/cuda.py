@@ -24,10 +24,13 @@ with the [efficiency] constants and takes the busiest slot. docs/model_cuda.md Â
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from ...errors import ProblemError
-from ...model.common import ceil_div, classify_bound, group_rows, roofline_us
+from ...model.common import BOUND_SAFETY, ceil_div, classify_bound, group_rows, roofline_us
+from ...model.schedule import on_clear
 from ...operator import Operator, register
 from . import views
 from .compiled import COMPILED
@@ -220,33 +223,54 @@ def hull(count: np.ndarray, steps: np.ndarray, k: int = HULL) -> np.ndarray:
     return out
 
 
-def prepare(p: FlashAttention, chip, c: dict) -> dict[str, np.ndarray]:
+@lru_cache(maxsize=1024)
+def slot_profile(p: FlashAttention, bm: int, bn: int, order: int, occ: int, sms: int) -> tuple:
+    """The deal of one grid onto `occ` x `sms` slots, as prepare() reads it: the hull of the slots' (programs,
+    steps) pairs (HULL, 2) and the drain profile (RMAX,). Cached: the branch and bound scores a grid's candidates
+    in several batches, and the deal is most of an estimate's cost on long sequences."""
+    seq = launch_order(p, program_steps(p, bm, bn), order)
+    count, load = deal(seq + 1.0, occ * sms)  # nominal cost: one step per program start
+    pairs = hull(count, load - count)
+    # the drain: a slot is busy from 0 to its finish without a gap (greedy), so while more than (r - 1) * SMs
+    # slots are busy the busiest SM holds r or more programs; tail[r - 1] is the time that stops being so
+    fin = np.sort(load)[::-1]
+    idx = np.arange(RMAX) * sms
+    tail = np.where(idx < fin.size, fin[np.minimum(idx, fin.size - 1)], 0.0)
+    pairs.setflags(write=False)
+    tail.setflags(write=False)
+    return pairs, tail
+
+
+on_clear(slot_profile.cache_clear)  # schedule.clear_caches() starts it over too
+
+
+def prepare(p: FlashAttention, chip, c: dict, slots: bool = True) -> dict[str, np.ndarray]:
     """Per candidate, what the constants do not change: per-step MACs, score and accumulator elements, bytes,
-    occupancy, spills, the busiest slots' (programs, steps) from dealing the programs (once per grid), and the
-    drain profile: `tail_r`, the nominal time (steps, a program's start counted as one) at which the busiest SM
-    holds fewer than r + 1 programs."""
+    occupancy, spills, the programs' total, least and most steps, the busiest slots' (programs, steps) from dealing the
+    programs (once per grid), and the drain profile: `tail_r`, the nominal time (steps, a program's start counted
+    as one) at which the busiest SM holds fewer than r + 1 programs. `slots=False` skips the deal (the slot and tail
+    columns stay 0): what quick_bound reads."""
     bm, bn, w, order = (_i(c, k) for k in ("BLOCK_M", "BLOCK_N", "num_warps", "ORDER"))
     occ = np.maximum(occupancy(p, chip, c), 1)
     n = bm.size
     pairs = np.zeros((n, HULL, 2))
     tail = np.zeros((n, RMAX))
     total_steps = np.zeros(n)
+    least_steps = np.zeros(n)
+    most_steps = np.zeros(n)
     programs = np.zeros(n)
-    first, inv = group_rows([bm, bn, order, occ])
+    first, inv = group_rows([bm, bn, order, occ] if slots else [bm, bn])
     for j, i in enumerate(first):
         steps = program_steps(p, int(bm[i]), int(bn[i]))
-        seq = launch_order(p, steps, int(order[i]))
-        count, load = deal(seq + 1.0, int(occ[i]) * chip.cores)  # nominal cost: one step per program start
-        got = hull(count, load - count)
         rows = inv == j
-        pairs[rows] = got
-        # the drain: a slot is busy from 0 to its finish without a gap (greedy), so while more than (r - 1) * SMs
-        # slots are busy the busiest SM holds r or more programs; tail[r - 1] is the time that stops being so
-        fin = np.sort(load)[::-1]
-        idx = np.arange(RMAX) * chip.cores
-        tail[rows] = np.where(idx < fin.size, fin[np.minimum(idx, fin.size - 1)], 0.0)
-        total_steps[rows] = seq.sum()
-        programs[rows] = seq.size
+        total_steps[rows] = steps.sum() * p.B * p.heads
+        least_steps[rows] = steps.min()
+        most_steps[rows] = steps.max()
+        programs[rows] = steps.size * p.B * p.heads
+        if slots:
+            pairs[rows], tail[rows] = slot_profile(
+                p, int(bm[i]), int(bn[i]), int(order[i]), int(occ[i]), chip.cores
+            )
     b = p.in_bytes
     threads = 32 * w
     _, spill, _ = compiled(p, chip, c)
@@ -277,6 +301,8 @@ def prepare(p: FlashAttention, chip, c: dict) -> dict[str, np.ndarray]:
         **{f"slot_steps_{k}": pairs[:, k, 1] for k in range(HULL)},
         **{f"tail_{r}": tail[:, r] for r in range(RMAX)},
         "total_steps": total_steps,
+        "least_steps": least_steps,
+        "most_steps": most_steps,
         "programs": programs,
         "flops": np.full(n, p.flops),
         "compulsory": np.full(n, p.compulsory_bytes),
@@ -310,12 +336,13 @@ def _mva_levels(wg: np.ndarray, occ: np.ndarray, demands: list, z: np.ndarray, c
     return np.take_along_axis(cycle, j - 1, axis=0)
 
 
-def timing(g: dict, chip, e: dict[str, float]) -> dict[str, np.ndarray]:
-    """The estimate record from prepared columns and the constants (see the module docstring)."""
+def _costs(g: dict, chip, e: dict[str, float]) -> dict[str, np.ndarray]:
+    """What a step and a program cost, from prepared columns (the deal's columns not read): `step_r` (RMAX, n),
+    the cycles of one step of every program when r are resident, r = 1..RMAX; `program`, a program's own cycles;
+    `hbm_s`, the HBM bytes' time in seconds; and the per-step unit times the record's pipes report."""
     f = chip.clock_hz
     sms = chip.cores
     occ = g["occupancy"]
-    n = occ.size
     mma_rate = chip.macs_per_cycle("fp16") * e["fa_mma_efficiency"]
     l2_per_sm = chip["l2_gbps"] * 1e9 / f / sms  # the measured L2 bandwidth, bytes per cycle and SM
     hbm_per_sm = chip["hbm_gbps"] * 1e9 * chip.get("hbm_efficiency", 0.92) / f / sms
@@ -350,9 +377,32 @@ def timing(g: dict, chip, e: dict[str, float]) -> dict[str, np.ndarray]:
     r = np.arange(1, RMAX + 1)[:, None]
     stream = r * load[None, :] + (latency / np.maximum(in_flight, 1.0))[None, :]
     step_r = np.maximum(compute, stream)  # (RMAX, n): a step of every program when r are resident
+    program = e["fa_program_cycles"] + g["io_bytes_program"] / l2_per_sm
+    hbm_bytes = g["compulsory"] - g["kv_once"] + g["kv_hbm_bytes"]
+    hbm_s = hbm_bytes / (chip["hbm_gbps"] * 1e9 * chip.get("hbm_efficiency", 0.92))
+    return {
+        "step_r": step_r,
+        "program": program,
+        "hbm_bytes": hbm_bytes,
+        "hbm_s": hbm_s,
+        "mma": mma,
+        "alu": alu,
+        "load": load,
+        "spill": spill,
+    }
+
+
+def timing(g: dict, chip, e: dict[str, float]) -> dict[str, np.ndarray]:
+    """The estimate record from prepared columns and the constants (see the module docstring)."""
+    f = chip.clock_hz
+    sms = chip.cores
+    occ = g["occupancy"]
+    n = occ.size
+    cost = _costs(g, chip, e)
+    step_r, program, hbm_bytes, hbm_s = (cost[key] for key in ("step_r", "program", "hbm_bytes", "hbm_s"))
+    mma, alu, load, spill = (cost[key] for key in ("mma", "alu", "load", "spill"))
     top = np.clip(occ.astype(np.int64), 1, RMAX) - 1
     step = step_r[top, np.arange(n)]  # at full residency
-    program = e["fa_program_cycles"] + g["io_bytes_program"] / l2_per_sm
     # each candidate busiest slot: its programs, and its steps at the residency its SM has at the time (the drain
     # profile tail_r, in the deal's nominal time)
     edges = np.stack([g[f"tail_{k}"] for k in range(RMAX)] + [np.zeros(n)])  # (RMAX + 1, n)
@@ -365,8 +415,6 @@ def timing(g: dict, chip, e: dict[str, float]) -> dict[str, np.ndarray]:
         slots.append(progs * program + steps * mean_step)
     make = np.max(slots, axis=0)
     launch = chip["launch_us"]
-    hbm_bytes = g["compulsory"] - g["kv_once"] + g["kv_hbm_bytes"]
-    hbm_s = hbm_bytes / (chip["hbm_gbps"] * 1e9 * chip.get("hbm_efficiency", 0.92))
     time_us = np.maximum(make / f, hbm_s) * 1e6 + launch
     per_sm_steps = g["total_steps"] / sms
     pipes = {
@@ -398,6 +446,36 @@ def timing(g: dict, chip, e: dict[str, float]) -> dict[str, np.ndarray]:
         "tiles": g["programs"].astype(np.int64),
         "occupancy": occ.astype(np.int64),
     }
+
+
+def quick_bound(p: FlashAttention, chip, c: dict, e: dict[str, float]) -> np.ndarray:
+    """A floor of timing()'s time_us with no deal of the programs.
+
+    timing()'s `make` is the most of its slots' costs, programs x program + steps x mean step, over a hull that
+    always keeps the slot with the most steps and the slot with the most programs (hull(): the extremes first). A
+    slot's mean step mixes step_r over the residencies its time spans; every weight is at least the least step_r,
+    and the weight of full residency (the SM holding all its `occ` programs) is at least (L - d) / (L + d), L the
+    slots' mean nominal load and d the longest program: in a greedy deal every slot finishes within d of the last
+    one (all slots were busy when the last program started), so full residency lasts until at least L - d, and no
+    slot ends after L + d. The slot with the most steps has at least the mean steps and one program, the one with the
+    most programs at least the mean programs, each with at least the shortest program's steps. The HBM floor and the
+    launch are timing()'s own; common.BOUND_SAFETY keeps rounding from lifting the floor above the estimate.
+    """
+    g = prepare(p, chip, c, slots=False)
+    cost = _costs(g, chip, e)
+    n = g["occupancy"].size
+    slots = g["occupancy"] * chip.cores
+    step_r = cost["step_r"]
+    least = step_r.min(axis=0)
+    full = step_r[np.clip(g["occupancy"].astype(np.int64), 1, RMAX) - 1, np.arange(n)]
+    load = (g["total_steps"] + g["programs"]) / slots  # nominal: a step each, one more per program start
+    longest = g["most_steps"] + 1.0
+    weight = np.clip((load - longest) / (load + longest), 0.0, 1.0)
+    step = least + (full - least) * weight
+    most_steps = cost["program"] + g["total_steps"] / slots * step
+    most_programs = g["programs"] / slots * (cost["program"] + g["least_steps"] * step)
+    make = np.maximum(most_steps, most_programs)
+    return (np.maximum(make / chip.clock_hz, cost["hbm_s"]) * 1e6 + chip["launch_us"]) * BOUND_SAFETY
 
 
 @register
@@ -470,6 +548,10 @@ class FlashAttentionCuda(Operator):
 
     def estimate(self, p: FlashAttention, chip, c: dict) -> dict[str, np.ndarray]:
         return timing(prepare(p, chip, c), chip, self.constants(chip))
+
+    def quick_bound(self, p: FlashAttention, chip, c: dict) -> np.ndarray:
+        """Below estimate() for every candidate, without dealing the programs (the deal is the estimate's cost)."""
+        return quick_bound(p, chip, c, self.constants(chip))
 
     def prepare(self, p: FlashAttention, chip, c: dict) -> dict[str, np.ndarray]:
         return prepare(p, chip, c)

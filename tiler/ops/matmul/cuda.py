@@ -17,7 +17,14 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import ConfigError, ProblemError
-from ...model.common import ceil_div, classify_bound, group_rows_any, roofline_us, unique_inverse
+from ...model.common import (
+    BOUND_SAFETY,
+    ceil_div,
+    classify_bound,
+    group_rows_any,
+    roofline_us,
+    unique_inverse,
+)
 from ...model.schedule import PairTable, on_clear, pack_codes, panel_hits_many, unpack_codes
 from ...operator import Operator, register
 from . import views
@@ -32,10 +39,6 @@ SCHEDULE_KNOBS: tuple[str, ...] = ORDER_KNOBS
 # Enumeration levels: the tile grid and K split first (prefix_bound bounds each row over every completion), then
 # the pipelining depth and warps (the capacity rules prune before the schedule knobs multiply the table).
 LEVELS = (("BLOCK_M", "BLOCK_N", "BLOCK_K", "SPLIT_K"), ("num_stages", "num_warps"))
-# Bounds are scaled by this (1 - 1e-9) so that floating-point rounding (a bound's terms summed in another order
-# than the estimate's) can never lift one above the estimate, and a candidate predicting exactly the incumbent's
-# time is still scored (the tie rank may prefer it).
-_BOUND_SAFETY = 1.0 - 1e-9
 
 RULES = {
     "pow2": ("BLOCK_M", "BLOCK_N", "BLOCK_K"),
@@ -698,7 +701,7 @@ def quick_bound(p: Matmul, chip, c: dict) -> np.ndarray:
     falling in the hits). Everything else (grid, occupancy, rounds, wgmma, registers, atomics) does not depend on
     the order. The L2 walk, the costly part of the estimate, is skipped.
     """
-    return timing(prepare(p, chip, c, l2_hits=False), chip, efficiency(chip))["time_us"] * _BOUND_SAFETY
+    return timing(prepare(p, chip, c, l2_hits=False), chip, efficiency(chip))["time_us"] * BOUND_SAFETY
 
 
 def prefix_bound(p: Matmul, chip, c: dict, domains: dict) -> np.ndarray:
@@ -812,7 +815,7 @@ def prefix_bound(p: Matmul, chip, c: dict, domains: dict) -> np.ndarray:
     )
     body = np.maximum(main, np.maximum(hbm_t, l2_t))
     # twice the safety: a floor of quick_bound even where both reach the same term (the HBM time, say)
-    return ((body + extra) * 1e6 + float(chip["launch_us"])) * _BOUND_SAFETY**2
+    return ((body + extra) * 1e6 + float(chip["launch_us"])) * BOUND_SAFETY**2
 
 
 def concat(parts: list[dict]) -> dict:
