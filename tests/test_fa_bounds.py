@@ -1,9 +1,10 @@
-"""The flash-attention cuda model's branch-and-bound floor (tiler/ops/flash_attention/cuda.py: quick_bound).
+"""The flash-attention models' branch-and-bound floors (quick_bound of tiler/ops/flash_attention/cuda.py and
+ascend.py).
 
 A floor above the estimate of one candidate could cut the optimum, so, on every feasible tiling of shapes that cover
 causal and full attention, decode (one query), grouped K/V heads, sequences not a multiple of the blocks and long
-causal prefill, on four GPUs, with the shipped constants and with constants drawn across the boxes `tiler
-calibrate` fits them in:
+causal prefill, on four GPUs and four Ascend chips, with the shipped constants and with constants drawn across the
+boxes `tiler calibrate` fits them in (Ascend: its guessed constants scaled 4x either way):
 
 * quick_bound <= the estimate of every candidate;
 * the exhaustive search (which now runs the branch and bound for this operator) returns the same top tilings and
@@ -17,6 +18,7 @@ import pytest
 
 from tiler.hardware import load_chip
 from tiler.operator import get_operator, tie_preference
+from tiler.ops.flash_attention import ascend as fa_ascend
 from tiler.ops.flash_attention import cuda as fa
 from tiler.problem import parse_problem
 from tiler.search import search
@@ -44,6 +46,7 @@ SHAPES = (
 FIELDS = ("B", "heads", "kv_heads", "S1", "S2", "D", "causal")
 MODEL = get_operator("flash_attention", "cuda")
 SPACE = load_space("flash_attention", "cuda")
+ASCEND = ("ascend910b3", "ascend910b1", "ascend310p3", "ascend910a")
 EPS = 1e-12  # float slack only: the floor is already scaled down by 1e-9
 
 
@@ -107,3 +110,48 @@ def test_a_long_causal_search_scores_part_of_the_space():
     p = _problem((1, 64, 8, 16384, 16384, 128, 1))
     res = search(p, chip, SPACE, top=5)
     assert res.evaluated < 0.5 * res.feasible
+
+
+def _ascend_constants(rng) -> dict:
+    """The Ascend model's guessed constants, each scaled up to 4x either way."""
+    return {k: v * float(np.exp(rng.uniform(-1.4, 1.4))) for k, v in fa_ascend.CONSTANTS.items()}
+
+
+@pytest.mark.parametrize("chip_id", ASCEND)
+def test_ascend_quick_bound_never_exceeds_the_estimate(chip_id):
+    """Both core splits deal the same total work: the busiest core is at least the mean one."""
+    model = get_operator("flash_attention", "ascend")
+    space = load_space("flash_attention", "ascend")
+    rng = np.random.default_rng(len(chip_id))
+    checked = 0
+    for i, shape in enumerate(SHAPES + SHAPES):
+        chip = load_chip(chip_id)
+        if i >= len(SHAPES):
+            chip = chip.with_values(_ascend_constants(rng))
+        p = _problem(shape)
+        c, _, _ = enumerate_feasible(p, chip, space, model, None)
+        if not len(c["block_s1"]):
+            continue
+        t = model.estimate(p, chip, c)["time_us"]
+        q = model.quick_bound(p, chip, c)
+        bad = np.flatnonzero(q > t * (1 + EPS))
+        assert bad.size == 0, (shape, chip_id, {k: v[bad[0]] for k, v in c.items()}, q[bad[0]], t[bad[0]])
+        assert np.all(q > 0)
+        checked += t.size
+    assert checked > 5000
+
+
+@pytest.mark.parametrize("shape", SHAPES[:5])
+def test_ascend_search_equals_scoring_every_tiling(shape):
+    model = get_operator("flash_attention", "ascend")
+    space = load_space("flash_attention", "ascend")
+    chip = load_chip("ascend910b3")
+    p = _problem(shape)
+    c, _, _ = enumerate_feasible(p, chip, space, model, None)
+    t = model.estimate(p, chip, c)["time_us"]
+    order = top_distinct(c, t, space.names, 5, tie_preference(model, p, chip, c))
+    res = search(p, chip, space, top=5)
+    assert np.array_equal(res.est["time_us"], t[order])
+    for k in space.names:
+        assert np.array_equal(res.cands[k], c[k][order]), k
+    assert res.evaluated < res.feasible  # the floor cuts part of the space

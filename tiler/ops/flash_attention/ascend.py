@@ -27,6 +27,7 @@ import numpy as np
 
 from ...errors import ProblemError
 from ...model.common import (
+    BOUND_SAFETY,
     ceil_div,
     classify_bound,
     group_rows,
@@ -166,14 +167,12 @@ def _deal_plain(kinds: np.ndarray, copies: int, cores: int) -> np.ndarray:
     g = gcd(U, cores)
     period = cores // g
     q, rem = divmod(copies, period)
-    by_class = np.zeros((g, NTYPES))
-    np.add.at(by_class, np.arange(U) % g, kinds)
+    by_class = kinds.reshape(U // g, g, NTYPES).sum(axis=0)  # kind u is in class u mod g (g divides U)
     out = q * by_class[np.arange(cores) % g]
-    if rem:
-        core = ((np.arange(rem)[None, :] * U + np.arange(U)[:, None]) % cores).ravel()
-        w = np.repeat(kinds, rem, axis=0)
-        for t in range(NTYPES):
-            out[:, t] += np.bincount(core, weights=w[:, t], minlength=cores)
+    if rem:  # the last copies: how often each kind lands on each core, then their work (whole counts: exact)
+        core = (np.arange(rem)[None, :] * U + np.arange(U)[:, None]) % cores  # (U, rem)
+        hits = np.bincount((np.arange(U)[:, None] * cores + core).ravel(), minlength=U * cores)
+        out += hits.reshape(U, cores).T.astype(np.float64) @ kinds
     return out
 
 
@@ -184,33 +183,43 @@ def _deal_snake(kinds: np.ndarray, weight: np.ndarray, copies: int, cores: int) 
     2 (x // 2K) + [x mod 2K > c] + [x mod 2K > 2K-1-c] tasks."""
     order = np.argsort(-weight, kind="stable")
     U = kinds.shape[0]
-    start = np.arange(U, dtype=np.int64)[:, None] * copies
+    edges = (
+        np.arange(U + 1, dtype=np.int64)[:, None] * copies
+    )  # kind u holds positions edges[u] .. edges[u + 1]
     c = np.arange(cores, dtype=np.int64)[None, :]
-
-    def below(x):
-        r = x % (2 * cores)
-        return 2 * (x // (2 * cores)) + (r > c) + (r > 2 * cores - 1 - c)
-
-    counts = below(start + copies) - below(start)  # (U, cores)
+    r = edges % (2 * cores)
+    below = (
+        2 * (edges // (2 * cores)) + (r > c) + (r > 2 * cores - 1 - c)
+    )  # positions below each edge, per core
+    counts = np.diff(below, axis=0)  # (U, cores)
     return counts.T.astype(np.float64) @ kinds[order]
 
 
 @lru_cache(maxsize=1024)
+def work_total(p: FlashAttention, bs1: int, bs2: int, ks: int) -> np.ndarray:
+    """The work columns of every task of one (block_s1, block_s2, kv_split), summed: what the cores share."""
+    kinds, _ = _kinds(p, bs1, bs2, ks)
+    out = kinds.sum(axis=0) * int(geometry(p, bs1, bs2, ks)["copies"])
+    out.setflags(write=False)
+    return out
+
+
+@lru_cache(maxsize=1024)
 def schedule(p: FlashAttention, cores: int, bs1: int, bs2: int, ks: int) -> dict:
-    """Per-core work columns of both core splits and the totals, for one (block_s1, block_s2, kv_split)."""
+    """Per-core work columns of both core splits, for one (block_s1, block_s2, kv_split)."""
     kinds, weight = _kinds(p, bs1, bs2, ks)
     copies = int(geometry(p, bs1, bs2, ks)["copies"])
     out = {
         "plain": _deal_plain(kinds, copies, cores),
         "balanced": _deal_snake(kinds, weight, copies, cores),
-        "total": kinds.sum(axis=0) * copies,
     }
     for v in out.values():
         v.setflags(write=False)
     return out
 
 
-on_clear(schedule.cache_clear)  # schedule.clear_caches() (the model module's) starts it over too
+on_clear(schedule.cache_clear)  # schedule.clear_caches() (the model module's) starts them over too
+on_clear(work_total.cache_clear)
 
 
 # ------------------------------------------------------------------------------------------------- capacity
@@ -496,20 +505,17 @@ class FlashAttentionAscend(Operator):
 
     # ------------------------------------------------------------------ the model
 
-    def estimate(self, p: FlashAttention, chip, c: dict) -> dict[str, np.ndarray]:
-        """The estimate record plus, for the critical core, cube/vector/transfer/sync time, the exchange bytes,
-        the makespan and balance of both core splits, the combine phase and the buffers a block fills."""
+    def _costs(self, p: FlashAttention, chip, c: dict) -> dict:
+        """What estimate() computes before it deals the tasks to cores: the geometry, each (block_s1, block_s2,
+        kv_split) group's total work columns, the traffic, the per-type costs (cols, `cost` the intervals), the
+        pipeline fill, the combine phase and the chip totals. quick_bound() reads the same."""
         k = self.constants(chip)
         n = len(c["block_s1"])
         bs1, bs2, ks = _i(c, "block_s1"), _i(c, "block_s2"), _i(c, "kv_split")
-        split = _i(c, "core_split")
         cores = chip.cores
         g = geometry(p, bs1, bs2, ks)
         first, gi = group_rows([bs1, bs2, ks])
-        groups = [schedule(p, cores, int(bs1[i]), int(bs2[i]), int(ks[i])) for i in first]
-        sched_plain = np.stack([s["plain"] for s in groups])
-        sched_bal = np.stack([s["balanced"] for s in groups])
-        total = np.stack([s["total"] for s in groups])[gi]
+        total = np.stack([work_total(p, int(bs1[i]), int(bs2[i]), int(ks[i])) for i in first])[gi]
         tasks = total[:, STEP_TYPES] + total[:, STEP_TYPES + 1]
         active = np.minimum(cores, np.maximum(tasks, 1))
         # --- traffic: K/V is re-read by every task that needs it; the first reader misses, the rest hit while the
@@ -537,17 +543,7 @@ class FlashAttentionAscend(Operator):
                 cols.setdefault(key, np.zeros((n, NTYPES)))[:, t] = v
         for rt, r in enumerate((g["rows"], g["rows_last"])):
             cols["interval"][:, STEP_TYPES + rt] = task_cost(p, chip, c, rate, r, hit_q)
-        cost = cols["interval"]
-        per_plain = np.einsum("nt,nkt->nk", cost, sched_plain[gi])
-        per_bal = np.einsum("nt,nkt->nk", cost, sched_bal[gi])
         fill = cols["chain"][:, 0] - cols["interval"][:, 0] + rate["lat"]
-        make_plain = per_plain.max(axis=1) + fill
-        make_bal = per_bal.max(axis=1) + fill
-        per = np.where((split == BALANCED)[:, None], per_bal, per_plain)
-        crit_core = per.argmax(axis=1)
-        counts = np.where((split == BALANCED)[:, None, None], sched_bal[gi], sched_plain[gi])
-        crit = counts[np.arange(n), crit_core]  # (n, NTYPES) work columns of the busiest core
-        make = np.where(split == BALANCED, make_bal, make_plain)
         partial_rows = total[:, STEP_TYPES] * g["rows"] + total[:, STEP_TYPES + 1] * g["rows_last"]
         combine = _combine(p, chip, k, c, g, partial_rows, rate)
         # --- chip totals
@@ -562,9 +558,75 @@ class FlashAttentionAscend(Operator):
         l2 = l2_read + exchange / 2 + partial_bytes + o_bytes
         hbm_read = rows_all * p.D * b + kv_hbm + np.where(spill, partial_bytes, 0.0)
         hbm_floor = hbm / (chip["hbm_gbps"] * 1e9 * chip["hbm_efficiency"])
-        main = make + combine
         used = np.minimum(cores, tasks)
         head = chip["head_base_us"] + chip["head_per_core_us"] * used
+        return dict(
+            n=n,
+            g=g,
+            first=first,
+            gi=gi,
+            total=total,
+            tasks=tasks,
+            cols=cols,
+            cost=cols["interval"],
+            fill=fill,
+            combine=combine,
+            partial_bytes=partial_bytes,
+            exchange=exchange,
+            hbm=hbm,
+            l2=l2,
+            l2_read=l2_read,
+            hbm_read=hbm_read,
+            hbm_floor=hbm_floor,
+            used=used,
+            head=head,
+        )
+
+    def quick_bound(self, p: FlashAttention, chip, c: dict) -> np.ndarray:
+        """Below estimate() for every candidate, with no deal of the tasks: both core splits deal the same total
+        work, so the busiest core's intervals are at least the mean core's, total work x cost / cores."""
+        d = self._costs(p, chip, c)
+        make = np.einsum("nt,nt->n", d["cost"], d["total"]) / chip.cores + d["fill"]
+        return (np.maximum(make + d["combine"], d["hbm_floor"]) * 1e6 + d["head"]) * BOUND_SAFETY
+
+    def estimate(self, p: FlashAttention, chip, c: dict) -> dict[str, np.ndarray]:
+        """The estimate record plus, for the critical core, cube/vector/transfer/sync time, the exchange bytes,
+        the makespan and balance of both core splits, the combine phase and the buffers a block fills."""
+        d = self._costs(p, chip, c)
+        n, g, gi, total, tasks, cols, cost, fill = (
+            d[key] for key in ("n", "g", "gi", "total", "tasks", "cols", "cost", "fill")
+        )
+        bs1, bs2, ks = _i(c, "block_s1"), _i(c, "block_s2"), _i(c, "kv_split")
+        split = _i(c, "core_split")
+        cores = chip.cores
+        groups = [schedule(p, cores, int(bs1[i]), int(bs2[i]), int(ks[i])) for i in d["first"]]
+        sched_plain = np.stack([s["plain"] for s in groups])
+        sched_bal = np.stack([s["balanced"] for s in groups])
+        per_plain = np.einsum("nt,nkt->nk", cost, sched_plain[gi])
+        per_bal = np.einsum("nt,nkt->nk", cost, sched_bal[gi])
+        make_plain = per_plain.max(axis=1) + fill
+        make_bal = per_bal.max(axis=1) + fill
+        per = np.where((split == BALANCED)[:, None], per_bal, per_plain)
+        crit_core = per.argmax(axis=1)
+        counts = np.where((split == BALANCED)[:, None, None], sched_bal[gi], sched_plain[gi])
+        crit = counts[np.arange(n), crit_core]  # (n, NTYPES) work columns of the busiest core
+        make = np.where(split == BALANCED, make_bal, make_plain)
+        combine, partial_bytes, exchange, hbm, l2, l2_read, hbm_read, hbm_floor, used, head = (
+            d[key]
+            for key in (
+                "combine",
+                "partial_bytes",
+                "exchange",
+                "hbm",
+                "l2",
+                "l2_read",
+                "hbm_read",
+                "hbm_floor",
+                "used",
+                "head",
+            )
+        )
+        main = make + combine
         time_us = np.maximum(main, hbm_floor) * 1e6 + head
         # --- pipes of the critical core (us)
         zero = np.zeros(n)
