@@ -20,6 +20,7 @@ core, a combine phase when kv_split > 1, the HBM floor and the launch head.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import lru_cache
 from math import gcd
 
@@ -419,6 +420,33 @@ ASCENDC_FA = Target(
 )
 
 
+@dataclass
+class _Work:
+    """What FlashAttentionAscend.estimate() computes before it deals the tasks to cores (quick_bound reads it too):
+    the geometry, each candidate's total work columns (n, NTYPES) and task count, the per-type costs `cols`
+    (`interval` is what a step or task of each type adds to its core), the pipeline fill, the combine phase, and
+    the chip totals: bytes, the HBM floor (seconds), cores used and the head (us)."""
+
+    n: int
+    g: dict
+    first: np.ndarray
+    gi: np.ndarray
+    total: np.ndarray
+    tasks: np.ndarray
+    cols: dict
+    fill: np.ndarray
+    combine: np.ndarray
+    partial_bytes: np.ndarray
+    exchange: np.ndarray
+    hbm: np.ndarray
+    l2: np.ndarray
+    l2_read: np.ndarray
+    hbm_read: np.ndarray
+    hbm_floor: np.ndarray
+    used: np.ndarray
+    head: np.ndarray
+
+
 @register
 class FlashAttentionAscend(Operator):
     OP = "flash_attention"
@@ -505,7 +533,7 @@ class FlashAttentionAscend(Operator):
 
     # ------------------------------------------------------------------ the model
 
-    def _costs(self, p: FlashAttention, chip, c: dict) -> dict:
+    def _costs(self, p: FlashAttention, chip, c: dict) -> _Work:
         """What estimate() computes before it deals the tasks to cores: the geometry, each (block_s1, block_s2,
         kv_split) group's total work columns, the traffic, the per-type costs (cols, `cost` the intervals), the
         pipeline fill, the combine phase and the chip totals. quick_bound() reads the same."""
@@ -560,7 +588,7 @@ class FlashAttentionAscend(Operator):
         hbm_floor = hbm / (chip["hbm_gbps"] * 1e9 * chip["hbm_efficiency"])
         used = np.minimum(cores, tasks)
         head = chip["head_base_us"] + chip["head_per_core_us"] * used
-        return dict(
+        return _Work(
             n=n,
             g=g,
             first=first,
@@ -568,7 +596,6 @@ class FlashAttentionAscend(Operator):
             total=total,
             tasks=tasks,
             cols=cols,
-            cost=cols["interval"],
             fill=fill,
             combine=combine,
             partial_bytes=partial_bytes,
@@ -585,21 +612,20 @@ class FlashAttentionAscend(Operator):
     def quick_bound(self, p: FlashAttention, chip, c: dict) -> np.ndarray:
         """Below estimate() for every candidate, with no deal of the tasks: both core splits deal the same total
         work, so the busiest core's intervals are at least the mean core's, total work x cost / cores."""
-        d = self._costs(p, chip, c)
-        make = np.einsum("nt,nt->n", d["cost"], d["total"]) / chip.cores + d["fill"]
-        return (np.maximum(make + d["combine"], d["hbm_floor"]) * 1e6 + d["head"]) * BOUND_SAFETY
+        w = self._costs(p, chip, c)
+        make = np.einsum("nt,nt->n", w.cols["interval"], w.total) / chip.cores + w.fill
+        return (np.maximum(make + w.combine, w.hbm_floor) * 1e6 + w.head) * BOUND_SAFETY
 
     def estimate(self, p: FlashAttention, chip, c: dict) -> dict[str, np.ndarray]:
         """The estimate record plus, for the critical core, cube/vector/transfer/sync time, the exchange bytes,
         the makespan and balance of both core splits, the combine phase and the buffers a block fills."""
-        d = self._costs(p, chip, c)
-        n, g, gi, total, tasks, cols, cost, fill = (
-            d[key] for key in ("n", "g", "gi", "total", "tasks", "cols", "cost", "fill")
-        )
+        w = self._costs(p, chip, c)
+        n, g, gi, tasks, cols, fill = w.n, w.g, w.gi, w.tasks, w.cols, w.fill
+        cost = cols["interval"]
         bs1, bs2, ks = _i(c, "block_s1"), _i(c, "block_s2"), _i(c, "kv_split")
         split = _i(c, "core_split")
         cores = chip.cores
-        groups = [schedule(p, cores, int(bs1[i]), int(bs2[i]), int(ks[i])) for i in d["first"]]
+        groups = [schedule(p, cores, int(bs1[i]), int(bs2[i]), int(ks[i])) for i in w.first]
         sched_plain = np.stack([s["plain"] for s in groups])
         sched_bal = np.stack([s["balanced"] for s in groups])
         per_plain = np.einsum("nt,nkt->nk", cost, sched_plain[gi])
@@ -611,21 +637,15 @@ class FlashAttentionAscend(Operator):
         counts = np.where((split == BALANCED)[:, None, None], sched_bal[gi], sched_plain[gi])
         crit = counts[np.arange(n), crit_core]  # (n, NTYPES) work columns of the busiest core
         make = np.where(split == BALANCED, make_bal, make_plain)
-        combine, partial_bytes, exchange, hbm, l2, l2_read, hbm_read, hbm_floor, used, head = (
-            d[key]
-            for key in (
-                "combine",
-                "partial_bytes",
-                "exchange",
-                "hbm",
-                "l2",
-                "l2_read",
-                "hbm_read",
-                "hbm_floor",
-                "used",
-                "head",
-            )
+        combine, exchange, partial_bytes, hbm_floor, used, head = (
+            w.combine,
+            w.exchange,
+            w.partial_bytes,
+            w.hbm_floor,
+            w.used,
+            w.head,
         )
+        hbm, l2, l2_read, hbm_read = w.hbm, w.l2, w.l2_read, w.hbm_read
         main = make + combine
         time_us = np.maximum(main, hbm_floor) * 1e6 + head
         # --- pipes of the critical core (us)
