@@ -11,6 +11,9 @@ used for fitting: tiler calibrate gets only the other 16 (see FIT_SHAPES / HELD_
     python3 bench/shape_classes.py candidates --out bench/data/gpu_run10_candidates.csv
         the tilings to measure beside the fixed grid: the model's plain top-8 and diverse top-8, NVIDIA's top-4
         (bench/nvidia_picks.py; needs the `peers` extra) and 24 random feasible tilings of the whole space
+    python3 bench/shape_classes.py contenders --out bench/data/gpu_run15_candidates.csv
+        run 15's tilings: per shape, the 8 best of run 13 (medians), the model's plain, diverse and runner-up top-4
+        (bench/diverse_rules.py's runner-up rule) and NVIDIA's top-4, to time head to head in interleaved rounds
     python3 bench/shape_classes.py eval [--data FILE.csv ...]
         the acceptance figures on the held-out shapes from the measured file(s): single pass (runs 10-12), head to
         head in bursts (run 13), and the held-out contenders in the power-capped steady state (run 14)
@@ -118,6 +121,70 @@ def candidates(
     print(f"{len(rows)} rows -> {out}", file=sys.stderr)
 
 
+RUN15_BEST = 8
+RUN15_PICKS = 4
+
+
+def model_orders(p, chip, space, k: int) -> dict[str, dict]:
+    """The model's plain, diverse and runner-up top-`k` of problem `p`, each as candidate columns."""
+    from diverse_rules import runner_up_order
+
+    from tiler.operator import get_operator
+    from tiler.search import DIVERSE_FACTOR, search
+    from tiler.space import take
+
+    plain = search(p, chip, space, top=DIVERSE_FACTOR * k, diverse=False)
+    knobs = get_operator("matmul", chip.family).SHAPE_KNOBS
+    ru = runner_up_order(plain.cands, plain.est["time_us"], knobs)[:k]
+    return {
+        "plain": take(plain.cands, np.arange(k)),
+        "diverse": search(p, chip, space, top=k, diverse=True).cands,
+        "runner_up": take(plain.cands, ru),
+    }
+
+
+def contenders(out: str, chip_id: str = "h200") -> None:
+    """Write run 15's tilings (columns M,N,K,KNOBS,source): per shape the RUN15_BEST best medians of run 13, the
+    model's plain, diverse and runner-up top-RUN15_PICKS, and NVIDIA's top-4 of runs 10-12, each tiling once (the
+    first source that names it)."""
+    from fidelity import merge_measured
+
+    from tiler.hardware import load_chip
+    from tiler.problem import parse_problem
+    from tiler.space import load_space
+
+    chip = load_chip(chip_id)
+    space = load_space("matmul", chip.family)
+    h2h = merge_measured([(f.name, pd.read_csv(f)) for f in HEAD_TO_HEAD])
+    peers = pd.concat([pd.read_csv(f) for f in DATA])
+    peers = peers[peers.source == "peer"]
+    rows, seen = [], set()
+
+    def add(M, N, K, knobs, source):
+        row = (M, N, K, *(int(v) for v in knobs))
+        if row not in seen:
+            seen.add(row)
+            rows.append([*row, source])
+
+    for s in CLASS_OF:
+        M, N, K = dims(s)
+        mine = h2h[(h2h.M == M) & (h2h.N == N) & (h2h.K == K)].sort_values("ms").head(RUN15_BEST)
+        for _, r in mine.iterrows():
+            add(M, N, K, [r[k] for k in KNOBS], "repeat_best")
+        p = parse_problem("matmul", {"M": M, "N": N, "K": K})
+        for source, c in model_orders(p, chip, space, RUN15_PICKS).items():
+            for i in range(len(c[KNOBS[0]])):
+                add(M, N, K, [c[k][i] for k in KNOBS], f"model_{source}")
+        pe = peers[(peers.M == M) & (peers.N == N) & (peers.K == K)].drop_duplicates(KNOBS).head(4)
+        for _, r in pe.iterrows():
+            add(M, N, K, [r[k] for k in KNOBS], "peer")
+    with open(out, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["M", "N", "K", *KNOBS, "source"])
+        w.writerows(rows)
+    print(f"{len(rows)} rows -> {out}", file=sys.stderr)
+
+
 DATA = [
     ROOT / "bench" / "data" / f
     for f in (
@@ -130,9 +197,13 @@ DATA = [
 # run 13: the contenders of each shape (its 10 best tilings of runs 10-12, the model's plain top-8 and diverse
 # picks, NVIDIA's top-4) re-measured head to head: 5 interleaved rounds on one machine, median per tiling
 HEAD_TO_HEAD = [ROOT / "bench" / "data" / f for f in ("h200_matmul_run13a.csv", "h200_matmul_run13b.csv")]
-# the held-out shapes' contenders of run 13 again in the board's power-capped steady state (do_bench 600 ms after a
-# 300-ms warm-up per tiling, 2 interleaved rounds; SM clock about 1500 MHz above 600 W, against 1980 in bursts)
-STEADY = [ROOT / "bench" / "data" / "h200_matmul_run14.csv"]
+# run 13's contenders again in the board's power-capped steady state (do_bench 600 ms after a 300-ms warm-up per
+# tiling, 2 interleaved rounds; SM clock about 1500 MHz above 600 W, against 1980 in bursts): the held-out shapes in
+# run 14, the fitted ones in run 15 (a and b: one lease, two calls)
+STEADY = [
+    ROOT / "bench" / "data" / f
+    for f in ("h200_matmul_run14.csv", "h200_matmul_run15a.csv", "h200_matmul_run15b.csv")
+]
 
 
 def _time_of(d, cfg: dict) -> float:
@@ -149,7 +220,6 @@ def evaluate(files: list[Path], chip_id: str = "h200", peer_files: list[Path] = 
 
     from tiler.hardware import load_chip
     from tiler.problem import parse_problem
-    from tiler.search import search
     from tiler.space import load_space
 
     chip = load_chip(chip_id)
@@ -167,15 +237,17 @@ def evaluate(files: list[Path], chip_id: str = "h200", peer_files: list[Path] = 
             continue
         best = float(d["ms"].min())
         p = parse_problem("matmul", {"M": M, "N": N, "K": K})
-        plain = search(p, chip, space, top=4, diverse=False)
-        div = search(p, chip, space, top=4, diverse=True)
-        tp = [_time_of(d, {k: plain.cands[k][i] for k in KNOBS}) for i in range(len(plain.est["time_us"]))]
-        td = [_time_of(d, {k: div.cands[k][i] for k in KNOBS}) for i in range(len(div.est["time_us"]))]
+        picks = model_orders(p, chip, space, 4)
+        tp, td, tr = (
+            [_time_of(d, {k: c[k][i] for k in KNOBS}) for i in range(len(c[KNOBS[0]]))]
+            for c in picks.values()
+        )
         r = raw[(raw.M == M) & (raw.N == N) & (raw.K == K)]
         peer = peers[(peers.M == M) & (peers.N == N) & (peers.K == K)].drop_duplicates(KNOBS)
         tpeer = [_time_of(d, row) for _, row in peer.head(4).iterrows()]
         cub = r.loc[r.impl == "torch", "ms"]
         within = [i + 1 for i, t in enumerate(td) if best / t >= 0.99]
+        within_ru = [i + 1 for i, t in enumerate(tr) if best / t >= 0.99]
         rows.append(
             {
                 "shape": s,
@@ -186,11 +258,13 @@ def evaluate(files: list[Path], chip_id: str = "h200", peer_files: list[Path] = 
                 "plain4": best / np.nanmin(tp),
                 "diverse4": best / np.nanmin(td),
                 "reach": within[0] if within else np.nan,
-                "unmeasured": int(np.isnan(tp).sum() + np.isnan(td).sum()),
+                "runnerup4": best / np.nanmin(tr),
+                "reach_ru": within_ru[0] if within_ru else np.nan,
+                "unmeasured": int(np.isnan(tp).sum() + np.isnan(td).sum() + np.isnan(tr).sum()),
                 "peer1": best / tpeer[0] if tpeer else np.nan,
-                "peer4": best / np.nanmin(tpeer) if tpeer else np.nan,
+                "peer4": best / np.nanmin(tpeer) if np.isfinite(tpeer).any() else np.nan,
                 "cublas": best / float(cub.median()) if len(cub) else np.nan,
-                "pick": " ".join(str(int(plain.cands[k][0])) for k in KNOBS),
+                "pick": " ".join(str(int(picks["plain"][k][0])) for k in KNOBS),
             }
         )
     return pd.DataFrame(rows)
@@ -203,16 +277,18 @@ def _geo(x) -> float:
 
 
 def report(res: pd.DataFrame) -> str:
-    cols = ["top1", "plain4", "diverse4", "peer1", "peer4", "cublas"]
+    cols = ["top1", "plain4", "diverse4", "runnerup4", "peer1", "peer4", "cublas"]
     lines = [res.drop(columns=["pick"]).to_string(index=False, float_format=lambda v: f"{v:.3f}"), ""]
     lines.append("geomean (min) of best measured / measured; cublas = best Triton / cuBLAS")
     for label, g in (("held out", res[res.held_out]), ("fitted", res[~res.held_out]), ("all", res)):
         if not len(g):
             continue
         parts = [f"{c} {_geo(g[c]):.3f} ({np.nanmin(g[c]):.3f})" for c in cols]
-        reach = int((g["reach"] <= 4).sum())
+        reach, reach_ru = int((g["reach"] <= 4).sum()), int((g["reach_ru"] <= 4).sum())
         lines.append(
-            f"{label:>9} ({len(g)}): " + ", ".join(parts) + f"; 0.99 within 4 (diverse): {reach}/{len(g)}"
+            f"{label:>9} ({len(g)}): "
+            + ", ".join(parts)
+            + f"; 0.99 within 4: diverse {reach}/{len(g)}, runner-up {reach_ru}/{len(g)}"
         )
     for cls in CLASSES:
         g = res[res["class"] == cls]
@@ -239,6 +315,9 @@ def main(argv=None) -> int:
     c.add_argument("--picks-only", action="store_true", help="only the model's plain and diverse top-8")
     c.add_argument("--tag", default="", help="appended to the model sources, e.g. _v6")
     c.add_argument("--chip", default="h200", help="profile id or .toml path (e.g. a re-fit not yet shipped)")
+    r = sub.add_parser("contenders")
+    r.add_argument("--out", required=True)
+    r.add_argument("--chip", default="h200", help="profile id or .toml path")
     e = sub.add_parser("eval")
     e.add_argument("--data", nargs="+", type=Path, default=DATA, help="single-pass measurements (runs 10-12)")
     e.add_argument(
@@ -259,6 +338,8 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     if a.cmd == "candidates":
         candidates(a.out, a.seed, a.picks_only, a.tag, a.chip)
+    elif a.cmd == "contenders":
+        contenders(a.out, a.chip)
     else:
         print("== single-pass measurements: " + ", ".join(f.name for f in a.data))
         print(report(evaluate(a.data, a.chip)))
@@ -270,7 +351,7 @@ def main(argv=None) -> int:
             print(report(evaluate(a.head_to_head, a.chip)))
         if a.steady:
             print(
-                "\n== power-capped steady state, held-out contenders, 2 interleaved rounds: "
+                "\n== power-capped steady state, run 13's contenders, 2 interleaved rounds (held out: run 14; fit: run 15): "
                 + ", ".join(f.name for f in a.steady)
             )
             print(report(evaluate(a.steady, a.chip)))
