@@ -11,9 +11,8 @@ used for fitting: tiler calibrate gets only the other 16 (see FIT_SHAPES / HELD_
     python3 bench/shape_classes.py candidates --out bench/data/gpu_run10_candidates.csv
         the tilings to measure beside the fixed grid: the model's plain top-8 and diverse top-8, NVIDIA's top-4
         (bench/nvidia_picks.py; needs the `peers` extra) and 24 random feasible tilings of the whole space
-    python3 bench/shape_classes.py contenders --out bench/data/gpu_run15_candidates.csv
-        run 15's tilings: per shape, the 8 best of run 13 (medians), the model's plain, diverse and runner-up top-4
-        (bench/diverse_rules.py's runner-up rule) and NVIDIA's top-4, to time head to head in interleaved rounds
+    python3 bench/shape_classes.py fit-contenders --out bench/data/gpu_run15_candidates.csv
+        run 15's tilings: run 13's contenders of the 16 fitted shapes, to time in the power-capped steady state
     python3 bench/shape_classes.py eval [--data FILE.csv ...]
         the acceptance figures on the held-out shapes from the measured file(s): single pass (runs 10-12), head to
         head in bursts (run 13), and the held-out contenders in the power-capped steady state (run 14)
@@ -121,10 +120,6 @@ def candidates(
     print(f"{len(rows)} rows -> {out}", file=sys.stderr)
 
 
-RUN15_BEST = 8
-RUN15_PICKS = 4
-
-
 def model_orders(p, chip, space, k: int) -> dict[str, dict]:
     """The model's plain, diverse and runner-up top-`k` of problem `p`, each as candidate columns."""
     from diverse_rules import runner_up_order
@@ -143,46 +138,11 @@ def model_orders(p, chip, space, k: int) -> dict[str, dict]:
     }
 
 
-def contenders(out: str, chip_id: str = "h200") -> None:
-    """Write run 15's tilings (columns M,N,K,KNOBS,source): per shape the RUN15_BEST best medians of run 13, the
-    model's plain, diverse and runner-up top-RUN15_PICKS, and NVIDIA's top-4 of runs 10-12, each tiling once (the
-    first source that names it)."""
-    from fidelity import merge_measured
-
-    from tiler.hardware import load_chip
-    from tiler.problem import parse_problem
-    from tiler.space import load_space
-
-    chip = load_chip(chip_id)
-    space = load_space("matmul", chip.family)
-    h2h = merge_measured([(f.name, pd.read_csv(f)) for f in HEAD_TO_HEAD])
-    peers = pd.concat([pd.read_csv(f) for f in DATA])
-    peers = peers[peers.source == "peer"]
-    rows, seen = [], set()
-
-    def add(M, N, K, knobs, source):
-        row = (M, N, K, *(int(v) for v in knobs))
-        if row not in seen:
-            seen.add(row)
-            rows.append([*row, source])
-
-    for s in CLASS_OF:
-        M, N, K = dims(s)
-        mine = h2h[(h2h.M == M) & (h2h.N == N) & (h2h.K == K)].sort_values("ms").head(RUN15_BEST)
-        for _, r in mine.iterrows():
-            add(M, N, K, [r[k] for k in KNOBS], "repeat_best")
-        p = parse_problem("matmul", {"M": M, "N": N, "K": K})
-        for source, c in model_orders(p, chip, space, RUN15_PICKS).items():
-            for i in range(len(c[KNOBS[0]])):
-                add(M, N, K, [c[k][i] for k in KNOBS], f"model_{source}")
-        pe = peers[(peers.M == M) & (peers.N == N) & (peers.K == K)].drop_duplicates(KNOBS).head(4)
-        for _, r in pe.iterrows():
-            add(M, N, K, [r[k] for k in KNOBS], "peer")
-    with open(out, "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["M", "N", "K", *KNOBS, "source"])
-        w.writerows(rows)
-    print(f"{len(rows)} rows -> {out}", file=sys.stderr)
+def fit_contenders(out: str) -> None:
+    """Write run 15's tilings: run 13's contenders (gpu_run13{a,b}_candidates.csv) of the FIT_SHAPES only."""
+    cands = pd.concat([pd.read_csv(ROOT / "bench" / "data" / f"gpu_run13{x}_candidates.csv") for x in "ab"])
+    shape = cands.M.astype(str) + "x" + cands.N.astype(str) + "x" + cands.K.astype(str)
+    cands[shape.isin(FIT_SHAPES)].to_csv(out, index=False)
 
 
 DATA = [
@@ -315,9 +275,8 @@ def main(argv=None) -> int:
     c.add_argument("--picks-only", action="store_true", help="only the model's plain and diverse top-8")
     c.add_argument("--tag", default="", help="appended to the model sources, e.g. _v6")
     c.add_argument("--chip", default="h200", help="profile id or .toml path (e.g. a re-fit not yet shipped)")
-    r = sub.add_parser("contenders")
+    r = sub.add_parser("fit-contenders")
     r.add_argument("--out", required=True)
-    r.add_argument("--chip", default="h200", help="profile id or .toml path")
     e = sub.add_parser("eval")
     e.add_argument("--data", nargs="+", type=Path, default=DATA, help="single-pass measurements (runs 10-12)")
     e.add_argument(
@@ -338,8 +297,8 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     if a.cmd == "candidates":
         candidates(a.out, a.seed, a.picks_only, a.tag, a.chip)
-    elif a.cmd == "contenders":
-        contenders(a.out, a.chip)
+    elif a.cmd == "fit-contenders":
+        fit_contenders(a.out)
     else:
         print("== single-pass measurements: " + ", ".join(f.name for f in a.data))
         print(report(evaluate(a.data, a.chip)))
