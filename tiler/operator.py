@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from .errors import ConfigError, ProblemError, SpaceError, TilerError, closest
+from .space import product_rows
 from .target import ANY, Target
 
 if TYPE_CHECKING:
@@ -136,6 +137,16 @@ class Operator(ABC):
     def dominated(self, p: Problem, chip: Chip, c: Candidates, domains: dict | None = None) -> np.ndarray:
         """Rows with an equal-or-better twin whose values are in `domains`; the search drops them."""
         return np.zeros(_rows(c), dtype=bool)
+
+    def dominated_product(
+        self, p: Problem, chip: Chip, rows: Candidates, sched: Candidates, domains: dict | None = None
+    ) -> np.ndarray:
+        """dominated() of every row of `rows` with every row of `sched` (the schedule knobs), flattened rows outer
+        (space.product's order). The search scores each tiling with every schedule; a model may compute this
+        without building the product (most of its rows are twins)."""
+        return self.dominated(
+            p, chip, product_rows(rows, sched, np.arange(_rows(rows) * _rows(sched))), domains
+        )
 
     def resolve(self, p: Problem, chip: Chip, c: Candidates, domains: dict[str, tuple]) -> Candidates:
         """Fill the RESOLVED knobs with their provably best feasible value from `domains`."""

@@ -174,6 +174,14 @@ def product(*cols: Candidates) -> Candidates:
     return out
 
 
+def product_rows(first: Candidates, second: Candidates, idx) -> Candidates:
+    """Rows `idx` (flat indices) of product(first, second), without building the product: flat row i is row
+    i // len(second) of `first` with row i % len(second) of `second` (the first table outer, as product's)."""
+    s = length(second)
+    i, j = np.divmod(np.asarray(idx, dtype=np.int64), s)
+    return {**{k: v[i] for k, v in first.items()}, **{k: v[j] for k, v in second.items()}}
+
+
 def take(cands: Candidates, mask_or_idx) -> Candidates:
     return {k: v[mask_or_idx] for k, v in cands.items()}
 

@@ -553,6 +553,32 @@ def unpack_codes(code: np.ndarray, bits) -> list[np.ndarray]:
     return out[::-1]
 
 
+class GrowingRows:
+    """Rows appended at the end of an array kept in a buffer that doubles when full: appending k rows costs k rows'
+    copy (amortised), where np.concatenate would copy the whole table each time (the model's tables grow by a few
+    rows per estimate call over a whole sweep). `append` returns the rows so far, a view of the buffer."""
+
+    def __init__(self, tail: tuple = (), dtype=np.float64):
+        self._buf = np.empty((0, *tail), dtype=dtype)
+        self.size = 0
+
+    @property
+    def filled(self) -> np.ndarray:
+        """The rows so far (a view of the buffer)."""
+        return self._buf[: self.size]
+
+    def append(self, rows) -> np.ndarray:
+        rows = np.asarray(rows, dtype=self._buf.dtype)
+        end = self.size + len(rows)
+        if end > len(self._buf):
+            buf = np.empty((max(end, 2 * len(self._buf), 64), *self._buf.shape[1:]), dtype=self._buf.dtype)
+            buf[: self.size] = self._buf[: self.size]
+            self._buf = buf
+        self._buf[self.size : end] = rows
+        self.size = end
+        return self.filled
+
+
 class CodeTable:
     """Rows computed once per process and found again by their packed code (a sorted array and searchsorted:
     no Python per row once a row is known). Subclasses keep the rows' values by id (`_add`); a table holding
@@ -572,7 +598,10 @@ class CodeTable:
         return pos, found
 
     def ids(self, codes: np.ndarray, compute) -> np.ndarray:
-        """Ids of sorted distinct `codes`; `compute(missing codes)` makes the rows not yet in the table."""
+        """Ids of sorted distinct `codes`; `compute(missing codes)` makes the rows not yet in the table.
+
+        New codes are merged into the sorted ones at their searchsorted places (np.insert: one copy, no sort of
+        the whole table); ids are given in the order of `missing`, the order `compute` made their rows in."""
         pos, found = self._find(codes)
         if not found.all():
             if self.count + codes.size > self.MAX_ROWS:  # start over; every code of this call is added again
@@ -580,11 +609,12 @@ class CodeTable:
                 found = np.zeros(codes.size, dtype=bool)
             missing = codes[~found]
             self._add(compute(missing))
-            codes_all = np.concatenate([self.codes, missing])
-            ids_all = np.concatenate([self.order, np.arange(self.count, self.count + missing.size)])
+            ids = np.arange(self.count, self.count + missing.size)
             self.count += missing.size
-            sort = np.argsort(codes_all, kind="stable")
-            self.codes, self.order = codes_all[sort], ids_all[sort]
+            by_code = np.argsort(missing, kind="stable")  # already sorted when `codes` is: then a no-op order
+            at = np.searchsorted(self.codes, missing[by_code])
+            self.codes = np.insert(self.codes, at, missing[by_code])
+            self.order = np.insert(self.order, at, ids[by_code])
             pos, _ = self._find(codes)
         return self.order[pos]
 
@@ -595,10 +625,11 @@ class PairTable(CodeTable):
 
     def __init__(self):
         super().__init__()
-        self.values = np.empty((0, 2))
+        self._values = GrowingRows((2,))
+        self.values = self._values.filled
 
     def _add(self, values: np.ndarray) -> None:
-        self.values = np.concatenate([self.values, values])
+        self.values = self._values.append(values)
 
 
 # clear functions of caches that models keep over this module's results (on_clear), run by clear_caches

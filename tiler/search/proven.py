@@ -14,7 +14,7 @@ import numpy as np
 from ..errors import InfeasibleError
 from ..operator import Operator, get_operator, tie_preference
 from ..problem import Problem
-from ..space import Candidates, Space, length, product, take
+from ..space import Candidates, Space, length, product, product_rows, take
 from .result import SearchResult, top_distinct
 
 CHUNK = 1 << 18  # rows per vectorised pass: bounds memory, keeps numpy's per-call overhead small
@@ -207,14 +207,6 @@ def _branch_and_bound(problem, chip, model, table: Candidates, domains: dict, sc
     return bounded
 
 
-def _expand(rows: Candidates, sched: Candidates) -> Candidates:
-    """product(rows, sched): each row with every schedule, rows outer (np.repeat/np.tile, no index grids)."""
-    n, s = length(rows), length(sched)
-    out = {k: np.repeat(v, s) for k, v in rows.items()}
-    out.update({k: np.tile(v, n) for k, v in sched.items()})
-    return out
-
-
 def exhaustive(problem: Problem, chip, space: Space, top: int = 5) -> SearchResult:
     """Proven-optimal search: level-wise enumeration, dominance, then branch and bound on the lower bound.
 
@@ -242,9 +234,10 @@ def exhaustive(problem: Problem, chip, space: Space, top: int = 5) -> SearchResu
     def score(rows: Candidates):
         nonlocal best_c, best_e, evaluated
         if sched:
-            full = _expand(rows, sched)
-            # schedules that are twins of another schedule of the same tiling
-            full = take(full, np.flatnonzero(~model.dominated(problem, chip, full, domains)))
+            # each tiling with every schedule, but the twins (of another schedule of the same tiling, mostly)
+            full = product_rows(
+                rows, sched, np.flatnonzero(~model.dominated_product(problem, chip, rows, sched, domains))
+            )
         else:
             full = rows
         est = model.estimate(problem, chip, full)

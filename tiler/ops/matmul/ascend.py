@@ -27,6 +27,7 @@ from ...model.common import (
 from ...model.schedule import (
     WORK_COLUMNS,
     CodeTable,
+    GrowingRows,
     PairTable,
     block_grid,
     block_work,
@@ -717,6 +718,17 @@ class MatmulAscend(Operator):
             out = out | self._schedule_twins(p, chip, c, domains)
         return out
 
+    def dominated_product(
+        self, p: Matmul, chip, rows: dict, sched: dict, domains: dict | None = None
+    ) -> np.ndarray:
+        """dominated() of product(rows, sched), flattened rows outer, on a broadcast instead of the product: the
+        rows' columns as (n, 1), the schedules' as (1, S). Every term of dominated() is elementwise, so each
+        (row, schedule) gets the same value, but the tile grid and the tiling twins are computed once per row
+        rather than once per schedule (most of a search's product is schedule twins)."""
+        cols = {**{k: v[:, None] for k, v in rows.items()}, **{k: v[None, :] for k, v in sched.items()}}
+        out = self.dominated(p, chip, cols, domains)
+        return np.broadcast_to(out, (len(rows["base_m"]), len(next(iter(sched.values()))))).ravel()
+
     def _schedule_twins(self, p: Matmul, chip, c: dict, domains: dict) -> np.ndarray:
         """Schedules that cost exactly what another schedule in `domains` costs (schedule.same_walk), and
         tail_split=auto where it re-cuts nothing (no partial last round, or no room for two pieces)."""
@@ -740,7 +752,7 @@ class MatmulAscend(Operator):
         # the block split ignores the walk knobs and the re-cut: one setting of them is kept (the smallest
         # offset, direction, serpentine and tail_split in their domains)
         block = c["core_split"] == 1
-        canonical = np.ones(len(block), dtype=bool)
+        canonical = np.ones(np.shape(block), dtype=bool)
         for k in ("swizzle_offset", "swizzle_direction", "serpentine", "tail_split"):
             canonical &= c[k] == min(domains[k])
         return np.where(block, ~canonical, out)
@@ -1296,29 +1308,37 @@ class _WorkTable(CodeTable):
 
     def __init__(self):
         super().__init__()
-        self.used = np.empty(0)
-        self.total = np.empty((0, WORK_COLUMNS))
-        self.depth = np.empty(0, dtype=np.int64)
-        self.slot = np.empty(0, dtype=np.int64)
+        # each column grows in a GrowingRows buffer; the attributes are views of the rows so far
+        self._grow = {
+            "used": GrowingRows(),
+            "total": GrowingRows((WORK_COLUMNS,)),
+            "depth": GrowingRows((), np.int64),
+            "slot": GrowingRows((), np.int64),
+            "blocks": GrowingRows((4,), np.int64),
+        }
+        for name, rows in self._grow.items():
+            setattr(self, name, rows.filled)
+        self._bucket_rows: dict[int, GrowingRows] = {}
         self.buckets: dict[int, np.ndarray] = {}  # depth -> (schedules, depth, WORK_COLUMNS) float32
-        self.blocks = np.empty((0, 4), dtype=np.int64)
 
     def _add(self, new: tuple) -> None:
         works, blocks = new
-        self.blocks = np.concatenate([self.blocks, blocks])
         depth = np.array([len(w.padded) for w in works], dtype=np.int64)
         slot = np.empty(len(works), dtype=np.int64)
         for d in np.unique(depth).tolist():
             new = np.flatnonzero(depth == d)
-            have = self.buckets.get(d)
-            start = 0 if have is None else len(have)
-            slot[new] = start + np.arange(new.size)
-            stacked = np.stack([works[i].padded for i in new.tolist()])
-            self.buckets[d] = stacked if have is None else np.concatenate([have, stacked])
-        self.used = np.concatenate([self.used, [float(w.cores_used) for w in works]])
-        self.total = np.concatenate([self.total, np.stack([w.total for w in works])])
-        self.depth = np.concatenate([self.depth, depth])
-        self.slot = np.concatenate([self.slot, slot])
+            rows = self._bucket_rows.setdefault(d, GrowingRows((d, WORK_COLUMNS), np.float32))
+            slot[new] = rows.size + np.arange(new.size)
+            self.buckets[d] = rows.append(np.stack([works[i].padded for i in new.tolist()]))
+        added = {
+            "used": [float(w.cores_used) for w in works],
+            "total": np.stack([w.total for w in works]),
+            "depth": depth,
+            "slot": slot,
+            "blocks": blocks,
+        }
+        for name, rows in added.items():
+            setattr(self, name, self._grow[name].append(rows))
 
 
 on_clear(_TABLES.clear)  # schedule.clear_caches() starts the tables over too
@@ -1439,10 +1459,12 @@ def _tile_costs(p: Matmul, chip, c: dict, at_c, g: dict, need, pieces, hit_a, hi
     if order is not None:  # every per-row input in pass order, once: each pass is then a contiguous slice
         at_c, wr, pieces, hit_a, hit_b, active = (x[order] for x in (at_c, wr, pieces, hit_a, hit_b, active))
     u, k = at_c.size, cols.size
-    knobs = {key: c[key][at_c][:, None] for key in _TILE_KNOBS if key in c}
+    # tile_cost runs on (columns, rows) arrays, the per-row values as (rows,) broadcast along the columns: numpy's
+    # inner loop then runs along the rows (long) rather than along the few columns (several times faster)
+    knobs = {key: c[key][at_c] for key in _TILE_KNOBS if key in c}
     tm, tn, m_last, n_last, kc = (np.asarray(g[key])[at_c] for key in ("tm", "tn", "m_last", "n_last", "kc"))
-    ms = np.stack([tm, tm, m_last, m_last], axis=1)  # (U, 4): _sizes
-    ns = np.stack([tn, n_last, tn, n_last], axis=1)
+    ms = np.stack([tm, tm, m_last, m_last])  # (4, U): _sizes
+    ns = np.stack([tn, n_last, tn, n_last])
     along_m = tm >= tn
     busy = np.zeros((u, k))
     per = np.zeros((u, len(_PER_KEYS), k), dtype=np.float32)
@@ -1453,25 +1475,26 @@ def _tile_costs(p: Matmul, chip, c: dict, at_c, g: dict, need, pieces, hit_a, hi
         hi = lo + (u if rows is None else rows.size)
         s = slice(lo, hi)
         kd, q = kind[bcols], quad[bcols]
-        mt, nt = ms[s][:, q].astype(np.float64), ns[s][:, q].astype(np.float64)
+        mt, nt = ms[q, s].astype(np.float64), ns[q, s].astype(np.float64)  # (k, rows)
         sub = np.flatnonzero(kd == 2)
         if sub.size:  # estimate_reference's sub_m / sub_n, for the re-cut columns
-            pu, am = pieces[s, None], along_m[s, None]
-            x, y = ms[s][:, q[sub]], ns[s][:, q[sub]]
-            mt[:, sub] = np.where(am, np.minimum(round_up(ceil_div(x, pu), 16), x), x)
-            nt[:, sub] = np.where(am, y, np.minimum(round_up(ceil_div(y, pu), 16), y))
+            pu, am = pieces[s], along_m[s]
+            x, y = ms[q[sub], s], ns[q[sub], s]
+            mt[sub] = np.where(am, np.minimum(round_up(ceil_div(x, pu), 16), x), x)
+            nt[sub] = np.where(am, y, np.minimum(round_up(ceil_div(y, pu), 16), y))
         cost = tile_cost(
             p,
             chip,
             {key: v[s] for key, v in knobs.items()},
             mt,
             nt,
-            kc[s, None],
-            hit_a[s, None],
-            hit_b[s, None],
-            wr[s, None] & (kd == 1),
-            np.where(kd == 2, cores, active[s, None]),
+            kc[s],
+            hit_a[s],
+            hit_b[s],
+            wr[s] & (kd == 1)[:, None],
+            np.where((kd == 2)[:, None], cores, active[s]),
         )
+        cost = {key: v.T for key, v in cost.items()}  # (rows, k), the layout of the tables below
         # each output column from the pass's: itself, else (a reuse column) the tile's, else none (0)
         pos = np.full(WORK_COLUMNS - 1, bcols.size)
         pos[bcols] = np.arange(bcols.size)
