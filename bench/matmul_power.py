@@ -1,6 +1,7 @@
 """Board power, SM clock and instructions of Triton GEMM tilings under sustained load (GPU machine).
 
-    PYTHONPATH=. python3 bench/matmul_power.py --out $OUT [--seconds 1.0] [--no-ncu]
+    PYTHONPATH=. python3 bench/matmul_power.py --out $OUT [--seconds 1.0] [--no-ncu] [--no-sustained]
+        [--ncu-shapes 4096x14336x4096,...]
 
 Every do_bench measurement in bench/data/ is a sustained stream of launches, and Nsight Compute shows the SM clock
 of one 4096x14336x4096 launch anywhere from 1.49 to 1.78 GHz depending on the tiling (bench/stage_probe.py): the
@@ -11,8 +12,10 @@ what each tiling's energy is made of. For each shape and tiling (fp16, `nn`; the
   power.csv  `sustained`: launches back to back for --seconds after a 0.3 s warm-up, CUDA events around the loop
              (ms per launch), nvidia-smi sampling the SM clock and board power every 20 ms (medians over the loop);
              one `idle` row: the board with nothing running
-  inst.csv   Nsight Compute on one launch of each tiling of the first shape: warp instructions executed, SM cycles,
-             clock, DRAM and L2 bytes, shared-memory wavefronts (what a per-event energy would multiply)
+  inst.csv   Nsight Compute on one launch of each tiling of the --ncu-shapes (default: the first shape): warp
+             instructions executed, SM cycles, clock, DRAM and L2 bytes, shared-memory wavefronts (what a per-event
+             energy would multiply), and the activity of the tensor, shared-memory and issue pipes (what a clock
+             model under the power cap would read)
 """
 
 from __future__ import annotations
@@ -59,6 +62,11 @@ NCU_METRICS = [
     "lts__t_bytes.sum",
     "dram__bytes_read.sum",
     "dram__bytes_write.sum",
+    "sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active",
+    "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",
+    "sm__pipe_shared_cycles_active.avg.pct_of_peak_sustained_active",
+    "sm__inst_issued.avg.per_cycle_active",
+    "smsp__issue_active.avg.pct_of_peak_sustained_active",
 ]
 
 
@@ -184,17 +192,18 @@ def sustained(out_dir: Path, seconds: float) -> None:
     write_rows(out_dir / "power.csv", rows)
 
 
-def instructions(out_dir: Path) -> None:
-    M, N, K = SHAPES[0]
+def instructions(out_dir: Path, shapes: list[tuple[int, int, int]]) -> None:
     metrics = known_metrics(NCU_METRICS)
+    log(f"ncu metrics known here: {len(metrics)} of {len(NCU_METRICS)}")
     rows = []
-    for t in TILINGS:
-        got = profile(M, N, K, (*t, 8, 1), metrics)
-        if isinstance(got, str):
-            log(f"ncu {t}: {got}")
-            continue
-        rows.append({**key(M, N, K, t), **got})
-        log(f"ncu {t}: {got.get('sm__inst_executed.sum')} instructions")
+    for M, N, K in shapes:
+        for t in TILINGS:
+            got = profile(M, N, K, (*t, 8, 1), metrics)
+            if isinstance(got, str):
+                log(f"ncu {M}x{N}x{K} {t}: {got}")
+                continue
+            rows.append({**key(M, N, K, t), **got})
+            log(f"ncu {M}x{N}x{K} {t}: {got.get('sm__inst_executed.sum')} instructions")
     write_rows(out_dir / "inst.csv", rows)
 
 
@@ -203,11 +212,14 @@ def main(argv=None) -> int:
     ap.add_argument("--out", required=True, type=Path)
     ap.add_argument("--seconds", type=float, default=1.0)
     ap.add_argument("--no-ncu", action="store_true")
+    ap.add_argument("--no-sustained", action="store_true", help="Nsight Compute only")
+    ap.add_argument("--ncu-shapes", default="x".join(map(str, SHAPES[0])), help="MxNxK,... to profile")
     a = ap.parse_args(argv)
     a.out.mkdir(parents=True, exist_ok=True)
-    sustained(a.out, a.seconds)
+    if not a.no_sustained:
+        sustained(a.out, a.seconds)
     if not a.no_ncu:
-        instructions(a.out)
+        instructions(a.out, [tuple(int(x) for x in s.split("x")) for s in a.ncu_shapes.split(",")])
     return 0
 
 
