@@ -5,8 +5,9 @@
 For each shape, the model ranks every measured tiling (tiler.rank.rank_candidates); one tiling per distinct
 predicted time is kept (as the search reports them), and each rule orders the model's top `--pool` of those:
 
-  distinct   tiler.search.diverse_order: the best tiling of each distinct tile shape, then the rest (the shipped rule)
-  runner-up  the same, with the top tile's second-best tiling moved into the 4th slot (3 tile shapes + 1 variant)
+  runner-up  tiler.search.diverse_order, the shipped rule (session 10 on): the best tiling of each distinct tile
+             shape, with the top tile's second-best tiling moved into the 4th slot (3 tile shapes + 1 variant)
+  distinct   the rule shipped before: the best tiling of each distinct tile shape, then the rest
   plain      the predicted order
 
 Printed per rule and k (2, 3, 4, 8), over the fit and the held-out shapes apart (the profile's source strings
@@ -36,18 +37,16 @@ from tiler.rank import rank_candidates  # noqa: E402
 from tiler.search import diverse_order  # noqa: E402
 
 KS = (2, 3, 4, 8)
-RUNNER_UP_SLOT = 3
 
 
-def runner_up_order(cands: dict, time_us: np.ndarray, shape_knobs) -> np.ndarray:
-    """diverse_order with the top tile's second-best tiling moved into slot RUNNER_UP_SLOT."""
-    order, _ = diverse_order(cands, time_us, shape_knobs)
+def distinct_order(cands: dict, time_us: np.ndarray, shape_knobs) -> np.ndarray:
+    """The diverse rule shipped before session 10: the best tiling of each distinct tile shape in predicted order,
+    then the rest (diverse_order without the runner-up move). `cands` are ranked best first."""
     key = np.stack([np.asarray(cands[k]) for k in shape_knobs], axis=1)
-    twins = np.flatnonzero((key == key[0]).all(axis=1))  # rows are ranked best first: twins[0] == 0
-    if twins.size < 2:
-        return order
-    rest = order[order != twins[1]]
-    return np.insert(rest, min(RUNNER_UP_SLOT, rest.size), twins[1])
+    _, first = np.unique(key, axis=0, return_index=True)
+    lead = np.zeros(len(key), dtype=bool)
+    lead[first] = True
+    return np.concatenate([np.nonzero(lead)[0], np.nonzero(~lead)[0]])
 
 
 def main(argv=None) -> int:
@@ -68,8 +67,8 @@ def main(argv=None) -> int:
         ms = ranked["ms"].to_numpy()
         best = float(d["ms"].min())
         orders = {
-            "distinct": diverse_order(cands, t, knobs)[0],
-            "runner-up": runner_up_order(cands, t, knobs),
+            "runner-up": diverse_order(cands, t, knobs)[0],
+            "distinct": distinct_order(cands, t, knobs),
             "plain": np.arange(t.size),
         }
         shape = f"{int(m)}x{int(n)}x{int(k)}"

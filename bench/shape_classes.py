@@ -121,8 +121,9 @@ def candidates(
 
 
 def model_orders(p, chip, space, k: int) -> dict[str, dict]:
-    """The model's plain, diverse and runner-up top-`k` of problem `p`, each as candidate columns."""
-    from diverse_rules import runner_up_order
+    """The model's plain and diverse top-`k` of problem `p`, and the top-`k` of the diverse rule shipped before
+    session 10 (`distinct`: no runner-up), each as candidate columns."""
+    from diverse_rules import distinct_order
 
     from tiler.operator import get_operator
     from tiler.search import DIVERSE_FACTOR, search
@@ -130,11 +131,11 @@ def model_orders(p, chip, space, k: int) -> dict[str, dict]:
 
     plain = search(p, chip, space, top=DIVERSE_FACTOR * k, diverse=False)
     knobs = get_operator("matmul", chip.family).SHAPE_KNOBS
-    ru = runner_up_order(plain.cands, plain.est["time_us"], knobs)[:k]
+    old = distinct_order(plain.cands, plain.est["time_us"], knobs)[:k]
     return {
         "plain": take(plain.cands, np.arange(k)),
         "diverse": search(p, chip, space, top=k, diverse=True).cands,
-        "runner_up": take(plain.cands, ru),
+        "distinct": take(plain.cands, old),
     }
 
 
@@ -207,7 +208,7 @@ def evaluate(files: list[Path], chip_id: str = "h200", peer_files: list[Path] = 
         tpeer = [_time_of(d, row) for _, row in peer.head(4).iterrows()]
         cub = r.loc[r.impl == "torch", "ms"]
         within = [i + 1 for i, t in enumerate(td) if best / t >= 0.99]
-        within_ru = [i + 1 for i, t in enumerate(tr) if best / t >= 0.99]
+        within_d = [i + 1 for i, t in enumerate(tr) if best / t >= 0.99]
         rows.append(
             {
                 "shape": s,
@@ -218,8 +219,8 @@ def evaluate(files: list[Path], chip_id: str = "h200", peer_files: list[Path] = 
                 "plain4": best / np.nanmin(tp),
                 "diverse4": best / np.nanmin(td),
                 "reach": within[0] if within else np.nan,
-                "runnerup4": best / np.nanmin(tr),
-                "reach_ru": within_ru[0] if within_ru else np.nan,
+                "distinct4": best / np.nanmin(tr),
+                "reach_distinct": within_d[0] if within_d else np.nan,
                 "unmeasured": int(np.isnan(tp).sum() + np.isnan(td).sum() + np.isnan(tr).sum()),
                 "peer1": best / tpeer[0] if tpeer else np.nan,
                 "peer4": best / np.nanmin(tpeer) if np.isfinite(tpeer).any() else np.nan,
@@ -237,18 +238,18 @@ def _geo(x) -> float:
 
 
 def report(res: pd.DataFrame) -> str:
-    cols = ["top1", "plain4", "diverse4", "runnerup4", "peer1", "peer4", "cublas"]
+    cols = ["top1", "plain4", "diverse4", "distinct4", "peer1", "peer4", "cublas"]
     lines = [res.drop(columns=["pick"]).to_string(index=False, float_format=lambda v: f"{v:.3f}"), ""]
     lines.append("geomean (min) of best measured / measured; cublas = best Triton / cuBLAS")
     for label, g in (("held out", res[res.held_out]), ("fitted", res[~res.held_out]), ("all", res)):
         if not len(g):
             continue
         parts = [f"{c} {_geo(g[c]):.3f} ({np.nanmin(g[c]):.3f})" for c in cols]
-        reach, reach_ru = int((g["reach"] <= 4).sum()), int((g["reach_ru"] <= 4).sum())
+        reach, reach_d = int((g["reach"] <= 4).sum()), int((g["reach_distinct"] <= 4).sum())
         lines.append(
             f"{label:>9} ({len(g)}): "
             + ", ".join(parts)
-            + f"; 0.99 within 4: diverse {reach}/{len(g)}, runner-up {reach_ru}/{len(g)}"
+            + f"; 0.99 within 4: diverse {reach}/{len(g)}, distinct (the rule before) {reach_d}/{len(g)}"
         )
     for cls in CLASSES:
         g = res[res["class"] == cls]

@@ -1,4 +1,5 @@
-"""The diverse top-k (docs/search.md, "Diverse top-k"): the best tiling per distinct tile shape, measured first."""
+"""The diverse top-k (docs/search.md, "Diverse top-k"): the best tiling per distinct tile shape, with the best
+tile's runner-up 4th, measured first."""
 
 from __future__ import annotations
 
@@ -45,11 +46,14 @@ def test_plain_top4_repeats_a_tile_the_diverse_top4_does_not(h200):
     p = problem()
     plain = search(p, chip, space, "exhaustive", top=4)
     div = search(p, chip, space, "exhaustive", top=4, diverse=True)
-    assert len(set(shapes(plain))) < 4  # one tile with several stage counts
-    assert len(set(shapes(div))) == 4 and len(div.est["time_us"]) == 4
+    assert len(set(shapes(plain))) < 3  # one tile with several stage counts
+    # three distinct tiles, then the best tile again with its second-best schedule (its runner-up)
+    assert len(set(shapes(div)[:3])) == 3 and len(div.est["time_us"]) == 4
+    assert shapes(div)[3] == shapes(div)[0] and div.tiling(3) != div.tiling(0)
+    assert div.tiling(3) == plain.tiling(1)  # the plain runner-up is the best tile's here
     assert div.tiling(0) == plain.tiling(0) and div.est["time_us"][0] == plain.est["time_us"][0]
     gap = div.est["gap"]
-    assert gap[0] == pytest.approx(1.0) and np.all(gap >= 1) and np.all(np.diff(gap) >= 0)
+    assert gap[0] == pytest.approx(1.0) and np.all(gap >= 1) and np.all(np.diff(gap[:3]) >= 0)
     assert np.allclose(gap, div.est["time_us"] / plain.est["time_us"][0])
     assert any("diverse top-4" in n for n in div.notes)
     # the default (no guided search) is the plain ranking: existing outputs do not change
@@ -60,8 +64,13 @@ def test_diverse_order_rule():
     cands = {"a": np.array([1, 1, 2, 1, 3, 2]), "b": np.array([0, 0, 0, 1, 0, 0])}
     t = np.array([1.0, 1.1, 1.2, 1.3, 1.4, 1.5])
     order, gap = diverse_order(cands, t, ("a", "b"))
-    assert list(order) == [0, 2, 3, 4, 1, 5]  # best per shape in predicted order, then the rest
+    # best per shape in predicted order (0, 2, 3, 4), the best shape's runner-up (1) 4th, then the rest
+    assert list(order) == [0, 2, 3, 1, 4, 5]
     assert np.allclose(gap, t[order] / 1.0)
+    order, _ = diverse_order({"a": np.array([1, 1, 2, 2, 1])}, t[:5], ("a",))
+    assert list(order) == [0, 2, 1, 3, 4]  # two shapes only: the runner-up right after them
+    order, _ = diverse_order({"a": np.array([1, 2, 3, 4, 5])}, t[:5], ("a",))
+    assert list(order) == [0, 1, 2, 3, 4]  # the best shape has no second tiling: nothing moves
     order, _ = diverse_order(cands, t, ())  # no shape knobs: the plain ranking
     assert list(order) == list(range(6))
 
@@ -86,7 +95,7 @@ def test_guided_search_measures_the_diverse_order_first(h200):
     trials = optuna.load_study(study_name="d", storage=storage).trials
     assert [t.user_attrs.get("source") for t in trials[:4]] == ["guided"] * 4
     got = [tuple(t.user_attrs["tiling"][k] for k in SHAPE) for t in trials[:4]]
-    assert got == shapes(want) and len(set(got)) == 4
+    assert got == shapes(want) and len(set(got)) == 3 and got[3] == got[0]
     assert any(n.startswith("guided: model diverse top-4 measured first") for n in r.notes)
     # --plain: the model's plain top-4
     storage = optuna.storages.InMemoryStorage()
@@ -122,10 +131,10 @@ def test_rank_diverse_from_the_cli(h200, tmp_path, capsys):
     assert len(plain) == 4 and "gap" not in plain
     assert main(args + ["--diverse"]) == 0
     div = pd.read_json(io.StringIO(capsys.readouterr().out))
-    assert len(div) == 4 and len({tuple(r[k] for k in SHAPE) for _, r in div.iterrows()}) == 4
-    assert len({tuple(r[k] for k in SHAPE) for _, r in plain.iterrows()}) < 4
-    assert div["row"].iloc[0] == plain["row"].iloc[0]
-    assert div["gap"].iloc[0] == pytest.approx(1.0) and (div["gap"].diff().dropna() >= 0).all()
+    assert len(div) == 4 and len({tuple(r[k] for k in SHAPE) for _, r in div.head(3).iterrows()}) == 3
+    assert len({tuple(r[k] for k in SHAPE) for _, r in plain.iterrows()}) < 3
+    assert div["row"].iloc[0] == plain["row"].iloc[0] and div["row"].iloc[3] == plain["row"].iloc[1]
+    assert div["gap"].iloc[0] == pytest.approx(1.0) and (div["gap"].head(3).diff().dropna() >= 0).all()
     # tiler search --diverse shows the gap
     assert (
         main(

@@ -61,25 +61,38 @@ def top_distinct(
 # The diverse top-k looks for its k distinct shapes among the model's top DIVERSE_FACTOR * k (at most DIVERSE_MAX)
 DIVERSE_FACTOR = 8
 DIVERSE_MAX = 1000
+# The place (0-based) of the best tile's runner-up in the diverse order: after the best three distinct tiles
+RUNNER_UP_SLOT = 3
 
 
 def diverse_order(cands: Candidates, time_us: np.ndarray, shape_knobs) -> tuple[np.ndarray, np.ndarray]:
-    """The diverse order of candidates already ranked best first: the best of each distinct tile shape (the values
-    of `shape_knobs`, the operator's SHAPE_KNOBS) in predicted order, then the rest in predicted order; and each
-    row's predicted gap to the best (its time over the fastest time, >= 1).
+    """The diverse order of candidates already ranked best first, and each row's predicted gap to the best (its
+    time over the fastest time, >= 1): the best of each distinct tile shape (the values of `shape_knobs`, the
+    operator's SHAPE_KNOBS) in predicted order, with the best tile's second-best tiling (its runner-up) moved to
+    place RUNNER_UP_SLOT, then the rest in predicted order.
 
     Tilings of one shape that differ only in a pipeline depth or a schedule run within a few percent of each other
-    on the hardware: measuring them teaches little. With no shape knobs (or none in `cands`) the order is the plain
-    ranking.
+    on the hardware: measuring several teaches little, so the list spreads over tile shapes. But what the model
+    resolves least well is exactly that pipeline depth (H200: docs/model_cuda.md 6d-6e, the stage twins of the best
+    tile differ by the power-capped clock), so the 4th measurement hedges the best tile with its runner-up
+    (docs/search.md, "Diverse top-k", gives the measured comparison). With no shape knobs (or none in `cands`) the
+    order is the plain ranking.
     """
     t = np.asarray(time_us, dtype=np.float64)
     n = t.size
     keys = [np.asarray(cands[k]) for k in shape_knobs if k in cands]
     if keys and n:
-        _, first = np.unique(np.stack(keys, axis=1), axis=0, return_index=True)
+        key = np.stack(keys, axis=1)
+        _, first = np.unique(key, axis=0, return_index=True)
         lead = np.zeros(n, dtype=bool)
         lead[first] = True
         order = np.concatenate([np.nonzero(lead)[0], np.nonzero(~lead)[0]])
+        twins = np.flatnonzero((key == key[0]).all(axis=1))  # the best tile's tilings, best first
+        if twins.size > 1:
+            rest = order[order != twins[1]]
+            order = np.insert(
+                rest, min(RUNNER_UP_SLOT, first.size), twins[1]
+            )  # fewer shapes: right after them
     else:
         order = np.arange(n)
     best = t.min() if n else 1.0
