@@ -209,7 +209,8 @@ def _common(f):
     "--diverse/--plain",
     default=None,
     help="Order the top tilings (and --guided's model top-k) as the diverse top-k: the best tiling of each distinct "
-    "tile shape first, with its predicted gap to the best (docs/search.md). Default: diverse with --guided, plain "
+    "tile shape first, the best tile's runner-up 4th, with the predicted gap to the best (docs/search.md). Default: "
+    "diverse with --guided, plain "
     "otherwise.",
 )
 @click.option(
@@ -436,8 +437,8 @@ def explain(obj, op, chip_id, shape, dtype, tiling, fmt, target):
     "--diverse/--plain",
     default=False,
     show_default=True,
-    help="Order the ranked rows as the diverse top-k: the best row of each distinct tile shape first (then the "
-    "rest), with a gap column (predicted time over the best); see docs/search.md.",
+    help="Order the ranked rows as the diverse top-k: the best row of each distinct tile shape first, the best "
+    "tile's runner-up 4th (then the rest), with a gap column (predicted time over the best); see docs/search.md.",
 )
 @click.pass_obj
 def rank(obj, op, chip_id, shape, dtype, candidates, fmt, target, top, diverse):

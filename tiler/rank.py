@@ -203,8 +203,8 @@ def rank_candidates(
 
 def diverse_rows(ranked: pd.DataFrame, shape_knobs) -> pd.DataFrame:
     """`ranked` (rank_candidates' table, best first) in the diverse order (search.result.diverse_order): the best
-    row of each distinct tile shape (`shape_knobs`, the operator's SHAPE_KNOBS) first, then the rest, with a `gap`
-    column (predicted time over the best)."""
+    row of each distinct tile shape (`shape_knobs`, the operator's SHAPE_KNOBS) first, the best one's runner-up 4th,
+    then the rest, with a `gap` column (predicted time over the best)."""
     from .search.result import diverse_order
 
     if not len(ranked):
