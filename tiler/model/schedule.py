@@ -518,17 +518,18 @@ def max_b_reuse(
 ) -> int:
     """The most tiles, over the given traversals, whose core ran a tile of the same B panel just before.
 
-    Weight residency can skip a B load only on such tiles; the lower bound uses this maximum.
+    Weight residency can skip a B load only on such tiles; the lower bound uses this maximum. Tile i reuses when
+    tile i - cores (its core's previous one) has the same tile column in the same slice: exactly when i's position
+    in its slice is at least `cores`, and every slice walks the same order, so one slice's walk is counted and
+    multiplied by the slices.
     """
     per = tm * tn
-    if batch * splits * per <= cores:
+    if per <= cores:  # a core's previous tile is always in another slice (or there is none)
         return 0
     settings = np.array([(o, d, s) for o in offsets for d in directions for s in snakes], dtype=np.int64)
     _, c = walks(tm, tn, settings)
-    c = np.tile(c, batch * splits)
-    outer = np.repeat(np.arange(batch * splits), per)
-    same = (c[:, cores:] == c[:, :-cores]) & (outer[cores:] == outer[:-cores])
-    return int(same.sum(axis=1).max())
+    same = c[:, cores:] == c[:, :-cores]
+    return int(same.sum(axis=1).max()) * batch * splits
 
 
 # ---------------------------------------------------------------- packed-code tables (the models' own caches)
