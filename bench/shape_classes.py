@@ -15,7 +15,7 @@ used for fitting: tiler calibrate gets only the other 16 (see FIT_SHAPES / HELD_
         run 15's tilings: run 13's contenders of the 16 fitted shapes, to time in the power-capped steady state
     python3 bench/shape_classes.py eval [--data FILE.csv ...]
         the acceptance figures on the held-out shapes from the measured file(s): single pass (runs 10-12), head to
-        head in bursts (run 13), and the held-out contenders in the power-capped steady state (run 14)
+        head in bursts (run 13), and the contenders in the power-capped steady state (held out: run 14; fitted: run 15)
 """
 
 from __future__ import annotations
@@ -174,9 +174,10 @@ def _time_of(d, cfg: dict) -> float:
 
 
 def evaluate(files: list[Path], chip_id: str = "h200", peer_files: list[Path] = DATA) -> pd.DataFrame:
-    """Per shape: best measured / measured time of the model's top-1, of the best of its plain and diverse top-4,
-    and of NVIDIA's top-1 and top-4 (source=peer of `peer_files`, in rank order), with cuBLAS; `reach` is how many
-    of the diverse order's tilings it takes to come within 0.99 of the best (NaN: not within 4)."""
+    """Per shape: best measured / measured time of the model's top-1, of the best of its plain and diverse top-4
+    (and of the diverse rule before session 10, `distinct4`), and of NVIDIA's top-1 and top-4 (source=peer of
+    `peer_files`, in rank order), with cuBLAS; `reach` (`reach_distinct`) is how many of the diverse order's tilings
+    it takes to come within 0.99 of the best (NaN: not within 4)."""
     from fidelity import merge_measured
 
     from tiler.hardware import load_chip
@@ -199,7 +200,7 @@ def evaluate(files: list[Path], chip_id: str = "h200", peer_files: list[Path] = 
         best = float(d["ms"].min())
         p = parse_problem("matmul", {"M": M, "N": N, "K": K})
         picks = model_orders(p, chip, space, 4)
-        tp, td, tr = (
+        tp, td, tdist = (
             [_time_of(d, {k: c[k][i] for k in KNOBS}) for i in range(len(c[KNOBS[0]]))]
             for c in picks.values()
         )
@@ -208,7 +209,7 @@ def evaluate(files: list[Path], chip_id: str = "h200", peer_files: list[Path] = 
         tpeer = [_time_of(d, row) for _, row in peer.head(4).iterrows()]
         cub = r.loc[r.impl == "torch", "ms"]
         within = [i + 1 for i, t in enumerate(td) if best / t >= 0.99]
-        within_d = [i + 1 for i, t in enumerate(tr) if best / t >= 0.99]
+        within_d = [i + 1 for i, t in enumerate(tdist) if best / t >= 0.99]
         rows.append(
             {
                 "shape": s,
@@ -219,9 +220,9 @@ def evaluate(files: list[Path], chip_id: str = "h200", peer_files: list[Path] = 
                 "plain4": best / np.nanmin(tp),
                 "diverse4": best / np.nanmin(td),
                 "reach": within[0] if within else np.nan,
-                "distinct4": best / np.nanmin(tr),
+                "distinct4": best / np.nanmin(tdist),
                 "reach_distinct": within_d[0] if within_d else np.nan,
-                "unmeasured": int(np.isnan(tp).sum() + np.isnan(td).sum() + np.isnan(tr).sum()),
+                "unmeasured": int(np.isnan(tp).sum() + np.isnan(td).sum() + np.isnan(tdist).sum()),
                 "peer1": best / tpeer[0] if tpeer else np.nan,
                 "peer4": best / np.nanmin(tpeer) if np.isfinite(tpeer).any() else np.nan,
                 "cublas": best / float(cub.median()) if len(cub) else np.nan,
