@@ -5,9 +5,13 @@
 For each shape, the model ranks every measured tiling (tiler.rank.rank_candidates); one tiling per distinct
 predicted time is kept (as the search reports them), and each rule orders the model's top `--pool` of those:
 
-  runner-up  tiler.search.diverse_order, the shipped rule (session 10 on): the best tiling of each distinct tile
-             shape, with the top tile's second-best tiling moved into the 4th slot (3 tile shapes + 1 variant)
-  distinct   the rule shipped before: the best tiling of each distinct tile shape, then the rest
+  hedge      tiler.search.diverse_order, the shipped rule (session 11 on): the best tiling of each distinct tile
+             shape, with a pipeline-depth hedge in the 4th slot (the fewest stages among the two best tiles'
+             tilings predicted within HEDGE_GAP of the best); hedge@x: the same with the gap x (0.03, 0.08: how the
+             gap was chosen, on the fit shapes only)
+  runner-up  the rule of session 10: the best tiling of each distinct tile shape, with the top tile's second-best
+             tiling in the 4th slot (diverse_order without a depth knob)
+  distinct   the rule before session 10: the best tiling of each distinct tile shape, then the rest
   plain      the predicted order
 
 Printed per rule and k (2, 3, 4, 8), over the fit and the held-out shapes apart (the profile's source strings
@@ -35,6 +39,7 @@ from tiler.ops.matmul import Matmul  # noqa: E402
 from tiler.ops.matmul.cuda import MatmulCuda  # noqa: E402
 from tiler.rank import rank_candidates  # noqa: E402
 from tiler.search import diverse_order  # noqa: E402
+from tiler.search.result import HEDGE_GAP  # noqa: E402
 
 KS = (2, 3, 4, 8)
 
@@ -62,11 +67,18 @@ def main(argv=None) -> int:
     for (m, n, k), d in measured.groupby(SHAPE, sort=False):
         ranked, _ = rank_candidates(Matmul(int(m), int(n), int(k)), chip, d)
         ranked = ranked.drop_duplicates(subset=["predicted_us"]).head(args.pool)
-        cands = {key: ranked[key].to_numpy(dtype=np.int64) for key in knobs}
+        depth = MatmulCuda.DEPTH_KNOB
+        cands = {key: ranked[key].to_numpy(dtype=np.int64) for key in (*knobs, depth)}
         t = ranked["predicted_us"].to_numpy()
         ms = ranked["ms"].to_numpy()
         best = float(d["ms"].min())
         orders = {
+            "hedge": diverse_order(cands, t, knobs, depth)[0],
+            **{
+                f"hedge@{x}": diverse_order(cands, t, knobs, depth, x)[0]
+                for x in (0.03, 0.08)
+                if x != HEDGE_GAP
+            },
             "runner-up": diverse_order(cands, t, knobs)[0],
             "distinct": distinct_order(cands, t, knobs),
             "plain": np.arange(t.size),
@@ -74,11 +86,19 @@ def main(argv=None) -> int:
         shape = f"{int(m)}x{int(n)}x{int(k)}"
         for rule, o in orders.items():
             for kk in KS:
-                rows.append({"fit": shape in fit, "rule": rule, "k": kk, "q": best / float(ms[o[:kk]].min())})
+                rows.append(
+                    {
+                        "fit": shape in fit,
+                        "shape": shape,
+                        "rule": rule,
+                        "k": kk,
+                        "q": best / float(ms[o[:kk]].min()),
+                    }
+                )
     res = pd.DataFrame(rows)
     for fitted, label in ((True, "fit"), (False, "held-out")):
         part = res[res["fit"] == fitted]
-        shapes = len(part) // (len(KS) * 3)
+        shapes = part["shape"].nunique()
         print(f"{label} ({shapes} shapes): geomean of best / best among the first k (shapes at >= 0.99)")
         for rule, g in part.groupby("rule", sort=False):
             cells = []

@@ -121,21 +121,19 @@ def candidates(
 
 
 def model_orders(p, chip, space, k: int) -> dict[str, dict]:
-    """The model's plain and diverse top-`k` of problem `p`, and the top-`k` of the diverse rule shipped before
-    session 10 (`distinct`: no runner-up), each as candidate columns."""
-    from diverse_rules import distinct_order
-
+    """The model's plain and diverse top-`k` of problem `p`, and the top-`k` of the diverse rule shipped in
+    session 10 (`runnerup`: the best tile's runner-up 4th, no pipeline-depth hedge), each as candidate columns."""
     from tiler.operator import get_operator
-    from tiler.search import DIVERSE_FACTOR, search
+    from tiler.search import DIVERSE_FACTOR, diverse_order, search
     from tiler.space import take
 
     plain = search(p, chip, space, top=DIVERSE_FACTOR * k, diverse=False)
     knobs = get_operator("matmul", chip.family).SHAPE_KNOBS
-    old = distinct_order(plain.cands, plain.est["time_us"], knobs)[:k]
+    old = diverse_order(plain.cands, plain.est["time_us"], knobs)[0][:k]
     return {
         "plain": take(plain.cands, np.arange(k)),
         "diverse": search(p, chip, space, top=k, diverse=True).cands,
-        "distinct": take(plain.cands, old),
+        "runnerup": take(plain.cands, old),
     }
 
 
@@ -175,8 +173,8 @@ def _time_of(d, cfg: dict) -> float:
 
 def evaluate(files: list[Path], chip_id: str = "h200", peer_files: list[Path] = DATA) -> pd.DataFrame:
     """Per shape: best measured / measured time of the model's top-1, of the best of its plain and diverse top-4
-    (and of the diverse rule before session 10, `distinct4`), and of NVIDIA's top-1 and top-4 (source=peer of
-    `peer_files`, in rank order), with cuBLAS; `reach` (`reach_distinct`) is how many of the diverse order's tilings
+    (and of session 10's diverse rule, `runnerup4`), and of NVIDIA's top-1 and top-4 (source=peer of
+    `peer_files`, in rank order), with cuBLAS; `reach` (`reach_runnerup`) is how many of the diverse order's tilings
     it takes to come within 0.99 of the best (NaN: not within 4)."""
     from fidelity import merge_measured
 
@@ -220,8 +218,8 @@ def evaluate(files: list[Path], chip_id: str = "h200", peer_files: list[Path] = 
                 "plain4": best / np.nanmin(tp),
                 "diverse4": best / np.nanmin(td),
                 "reach": within[0] if within else np.nan,
-                "distinct4": best / np.nanmin(tdist),
-                "reach_distinct": within_d[0] if within_d else np.nan,
+                "runnerup4": best / np.nanmin(tdist),
+                "reach_runnerup": within_d[0] if within_d else np.nan,
                 "unmeasured": int(np.isnan(tp).sum() + np.isnan(td).sum() + np.isnan(tdist).sum()),
                 "peer1": best / tpeer[0] if tpeer else np.nan,
                 "peer4": best / np.nanmin(tpeer) if np.isfinite(tpeer).any() else np.nan,
@@ -239,18 +237,18 @@ def _geo(x) -> float:
 
 
 def report(res: pd.DataFrame) -> str:
-    cols = ["top1", "plain4", "diverse4", "distinct4", "peer1", "peer4", "cublas"]
+    cols = ["top1", "plain4", "diverse4", "runnerup4", "peer1", "peer4", "cublas"]
     lines = [res.drop(columns=["pick"]).to_string(index=False, float_format=lambda v: f"{v:.3f}"), ""]
     lines.append("geomean (min) of best measured / measured; cublas = best Triton / cuBLAS")
     for label, g in (("held out", res[res.held_out]), ("fitted", res[~res.held_out]), ("all", res)):
         if not len(g):
             continue
         parts = [f"{c} {_geo(g[c]):.3f} ({np.nanmin(g[c]):.3f})" for c in cols]
-        reach, reach_d = int((g["reach"] <= 4).sum()), int((g["reach_distinct"] <= 4).sum())
+        reach, reach_d = int((g["reach"] <= 4).sum()), int((g["reach_runnerup"] <= 4).sum())
         lines.append(
             f"{label:>9} ({len(g)}): "
             + ", ".join(parts)
-            + f"; 0.99 within 4: diverse {reach}/{len(g)}, distinct (the rule before) {reach_d}/{len(g)}"
+            + f"; 0.99 within 4: diverse {reach}/{len(g)}, runner-up (session 10) {reach_d}/{len(g)}"
         )
     for cls in CLASSES:
         g = res[res["class"] == cls]

@@ -209,7 +209,7 @@ def _common(f):
     "--diverse/--plain",
     default=None,
     help="Order the top tilings (and --guided's model top-k) as the diverse top-k: the best tiling of each distinct "
-    "tile shape first, the best tile's runner-up 4th, with the predicted gap to the best (docs/search.md). Default: "
+    "tile shape first, a hedge on the pipeline depth 4th, with the predicted gap to the best (docs/search.md). Default: "
     "diverse with --guided, plain "
     "otherwise.",
 )
@@ -437,8 +437,8 @@ def explain(obj, op, chip_id, shape, dtype, tiling, fmt, target):
     "--diverse/--plain",
     default=False,
     show_default=True,
-    help="Order the ranked rows as the diverse top-k: the best row of each distinct tile shape first, the best "
-    "tile's runner-up 4th (then the rest), with a gap column (predicted time over the best); see docs/search.md.",
+    help="Order the ranked rows as the diverse top-k: the best row of each distinct tile shape first, a hedge "
+    "on the pipeline depth 4th (then the rest), with a gap column (predicted time over the best); see docs/search.md.",
 )
 @click.pass_obj
 def rank(obj, op, chip_id, shape, dtype, candidates, fmt, target, top, diverse):
@@ -453,7 +453,8 @@ def rank(obj, op, chip_id, shape, dtype, candidates, fmt, target, top, diverse):
     ranked, rejected = rank_candidates(problem, chip, df, space)
     skipped = len(df) - len(ranked) - len(rejected)  # select_rows: rows for another problem or kernel
     if diverse:
-        ranked = diverse_rows(ranked, get_operator(problem.OP, chip.family, space.target).SHAPE_KNOBS)
+        model = get_operator(problem.OP, chip.family, space.target)
+        ranked = diverse_rows(ranked, model.SHAPE_KNOBS, model.DEPTH_KNOB)
     if top is not None:
         ranked = ranked.head(top)
     for _, r in rejected.iterrows():

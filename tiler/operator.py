@@ -58,8 +58,11 @@ class Operator(ABC):
     GRID_KNOBS: ClassVar[tuple[str, ...]] = ()
     SAMPLE_ORDER: ClassVar[tuple[str, ...]] = ()
     # the knobs that make a tile shape: the diverse top-k (search.result.diverse_order) keeps the best tiling of
-    # each distinct value of these first (the best one's runner-up 4th); empty: the plain ranking
+    # each distinct value of these first, a hedge 4th; empty: the plain ranking
     SHAPE_KNOBS: ClassVar[tuple[str, ...]] = ()
+    # the pipeline-depth knob (buffers in flight per program): the diverse order's hedge is the shallowest depth
+    # of the two best tiles predicted within HEDGE_GAP of the best; empty: the best tile's runner-up
+    DEPTH_KNOB: ClassVar[str] = ""
     # advice: the checklist line per bound (MISSION §4, in the family's words) and the knobs worth flipping:
     # knob -> (checklist item, values to try)
     CHECKLIST: ClassVar[dict[str, str]] = {}

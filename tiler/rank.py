@@ -201,14 +201,15 @@ def rank_candidates(
     return good.reset_index(drop=True), rejected.reset_index(drop=True)
 
 
-def diverse_rows(ranked: pd.DataFrame, shape_knobs) -> pd.DataFrame:
+def diverse_rows(ranked: pd.DataFrame, shape_knobs, depth_knob: str = "") -> pd.DataFrame:
     """`ranked` (rank_candidates' table, best first) in the diverse order (search.result.diverse_order): the best
-    row of each distinct tile shape (`shape_knobs`, the operator's SHAPE_KNOBS) first, the best one's runner-up 4th,
-    then the rest, with a `gap` column (predicted time over the best)."""
+    row of each distinct tile shape (`shape_knobs`, the operator's SHAPE_KNOBS) first, a hedge on the pipeline
+    depth (`depth_knob`, the operator's DEPTH_KNOB; without one the best tile's runner-up) 4th, then the rest,
+    with a `gap` column (predicted time over the best)."""
     from .search.result import diverse_order
 
     if not len(ranked):
         return ranked.assign(gap=pd.Series(dtype=float))
-    cands = {k: ranked[k].to_numpy() for k in shape_knobs if k in ranked.columns}
-    order, gap = diverse_order(cands, ranked["predicted_us"].to_numpy(), shape_knobs)
+    cands = {k: ranked[k].to_numpy() for k in (*shape_knobs, depth_knob) if k and k in ranked.columns}
+    order, gap = diverse_order(cands, ranked["predicted_us"].to_numpy(), shape_knobs, depth_knob)
     return ranked.iloc[order].assign(gap=gap).reset_index(drop=True)

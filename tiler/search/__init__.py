@@ -87,7 +87,7 @@ def diverse_top(problem: Problem, chip, space: Space, top: int) -> SearchResult:
     model = get_operator(space.op, space.family, space.target)
     pool = min(DIVERSE_MAX, max(top, DIVERSE_FACTOR * top)) if model.SHAPE_KNOBS else top
     res = exhaustive(problem, chip, space, top=pool)
-    order, gap = diverse_order(res.cands, res.est["time_us"], model.SHAPE_KNOBS)
+    order, gap = diverse_order(res.cands, res.est["time_us"], model.SHAPE_KNOBS, model.DEPTH_KNOB)
     order, gap = order[:top], gap[:top]
     res.cands = take(res.cands, order)
     res.est = dict(take(res.est, order), gap=gap)

@@ -61,22 +61,33 @@ def top_distinct(
 # The diverse top-k looks for its k distinct shapes among the model's top DIVERSE_FACTOR * k (at most DIVERSE_MAX)
 DIVERSE_FACTOR = 8
 DIVERSE_MAX = 1000
-# The place (0-based) of the best tile's runner-up in the diverse order: after the best three distinct tiles
+# The place (0-based) of the hedge in the diverse order: after the best three distinct tiles
 RUNNER_UP_SLOT = 3
+# The pipeline-depth hedge (operators with a DEPTH_KNOB): the shallowest depth among the tilings of the best
+# HEDGE_TILES tiles predicted within HEDGE_GAP of the best time. 0.05 covers the model's known over-pricing of a
+# shallow pipeline that already hides the latency (H200: 3.5-4 %, docs/model_cuda.md 6d); chosen on the fit
+# shapes only (0.03 / 0.05 / 0.08 compared, docs/search.md "Diverse top-k")
+HEDGE_GAP = 0.05
+HEDGE_TILES = 2
 
 
-def diverse_order(cands: Candidates, time_us: np.ndarray, shape_knobs) -> tuple[np.ndarray, np.ndarray]:
+def diverse_order(
+    cands: Candidates, time_us: np.ndarray, shape_knobs, depth_knob: str = "", hedge_gap: float = HEDGE_GAP
+) -> tuple[np.ndarray, np.ndarray]:
     """The diverse order of candidates already ranked best first, and each row's predicted gap to the best (its
     time over the fastest time, >= 1): the best of each distinct tile shape (the values of `shape_knobs`, the
-    operator's SHAPE_KNOBS) in predicted order, with the best tile's second-best tiling (its runner-up) moved to
-    place RUNNER_UP_SLOT, then the rest in predicted order.
+    operator's SHAPE_KNOBS) in predicted order, with one hedge moved to place RUNNER_UP_SLOT (or right after the
+    shapes if fewer), then the rest in predicted order.
 
     Tilings of one shape that differ only in a pipeline depth or a schedule run within a few percent of each other
     on the hardware: measuring several teaches little, so the list spreads over tile shapes. But what the model
-    resolves least well is exactly that pipeline depth (H200: docs/model_cuda.md 6d-6e, the stage twins of the best
-    tile differ by the power-capped clock), so the 4th measurement hedges the best tile with its runner-up
-    (docs/search.md, "Diverse top-k", gives the measured comparison). With no shape knobs (or none in `cands`) the
-    order is the plain ranking.
+    resolves least well is exactly that pipeline depth (H200: docs/model_cuda.md 6d-6e: a shallower pipeline that
+    already hides the latency is priced a few percent too slow, and the stage twins differ by the power-capped
+    clock), so the 4th measurement is a hedge on it: with a `depth_knob` in `cands`, the tiling of the best
+    HEDGE_TILES tiles with the fewest stages (then the fastest) among those predicted within `hedge_gap` of the
+    best and not already listed; otherwise (no depth knob, none within the gap) the best tile's second-best tiling,
+    its runner-up. docs/search.md, "Diverse top-k", gives the measured comparison. With no shape knobs (or none in
+    `cands`) the order is the plain ranking.
     """
     t = np.asarray(time_us, dtype=np.float64)
     n = t.size
@@ -84,17 +95,34 @@ def diverse_order(cands: Candidates, time_us: np.ndarray, shape_knobs) -> tuple[
     if keys and n:
         key = np.stack(keys, axis=1)
         _, first = np.unique(key, axis=0, return_index=True)
+        first.sort()  # each shape's best tiling, in predicted order
         lead = np.zeros(n, dtype=bool)
         lead[first] = True
-        order = np.concatenate([np.nonzero(lead)[0], np.nonzero(~lead)[0]])
-        twins = np.flatnonzero((key == key[0]).all(axis=1))  # the best tile's tilings, best first
-        if twins.size > 1:
-            rest = order[order != twins[1]]
-            order = np.insert(
-                rest, min(RUNNER_UP_SLOT, first.size), twins[1]
-            )  # fewer shapes: right after them
+        order = np.concatenate([first, np.nonzero(~lead)[0]])
+        slot = min(RUNNER_UP_SLOT, first.size)
+        hedge = _depth_hedge(cands, t, key, first, slot, depth_knob, hedge_gap)
+        if hedge is None:
+            twins = np.flatnonzero((key == key[0]).all(axis=1))  # the best tile's tilings, best first
+            hedge = int(twins[1]) if twins.size > 1 else None
+        if hedge is not None:
+            order = np.insert(order[order != hedge], slot, hedge)
     else:
         order = np.arange(n)
     best = t.min() if n else 1.0
     gap = t / best if best > 0 else np.ones(n)
     return order, gap[order]
+
+
+def _depth_hedge(cands, t, key, first, slot, depth_knob, hedge_gap) -> int | None:
+    """The row of the pipeline-depth hedge (diverse_order), None when there is none: the fewest `depth_knob`
+    (then the fastest) among the best HEDGE_TILES tiles' rows within `hedge_gap` of the best, other than the
+    shapes' best rows already placed before `slot`."""
+    if not depth_knob or depth_knob not in cands:
+        return None
+    ok = (key[:, None, :] == key[first[:HEDGE_TILES]][None, :, :]).all(axis=2).any(axis=1)
+    ok &= t <= t.min() * (1.0 + hedge_gap)
+    ok[first[:slot]] = False
+    rows = np.flatnonzero(ok)
+    if not rows.size:
+        return None
+    return int(rows[np.lexsort((t[rows], np.asarray(cands[depth_knob])[rows]))[0]])

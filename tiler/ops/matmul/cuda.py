@@ -840,6 +840,8 @@ class MatmulCuda(Operator):
         "BLOCK_K",
         "SPLIT_K",
     )  # the tile; num_stages, num_warps, GROUP_M, ORDER vary within it
+    # the H200 model prices a shallow pipeline that already hides the latency a few percent too slow (6d)
+    DEPTH_KNOB = "num_stages"
     SAMPLE_ORDER = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "SPLIT_K", "num_stages", "num_warps")
     CHECKLIST = {
         "load": "memory bound (global -> shared): larger tiles raise reuse, GROUP_M raises L2 hits, 16-B aligned "
