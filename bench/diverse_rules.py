@@ -7,8 +7,8 @@ predicted time is kept (as the search reports them), and each rule orders the mo
 
   hedge      tiler.search.diverse_order, the shipped rule (session 11 on): the best tiling of each distinct tile
              shape, with a pipeline-depth hedge in the 4th slot (the fewest stages among the two best tiles'
-             tilings predicted within HEDGE_GAP of the best); hedge@x: the same with the gap x (0.03, 0.08: how the
-             gap was chosen, on the fit shapes only)
+             tilings predicted within HEDGE_GAP of the best); hedge@x: the same with the gap x (0.03 to 0.12:
+             how the gap was chosen, on the fit shapes only)
   runner-up  the rule of session 10: the best tiling of each distinct tile shape, with the top tile's second-best
              tiling in the 4th slot (diverse_order without a depth knob)
   distinct   the rule before session 10: the best tiling of each distinct tile shape, then the rest
@@ -76,7 +76,7 @@ def main(argv=None) -> int:
             "hedge": diverse_order(cands, t, knobs, depth)[0],
             **{
                 f"hedge@{x}": diverse_order(cands, t, knobs, depth, x)[0]
-                for x in (0.03, 0.08)
+                for x in (0.03, 0.05, 0.08, 0.12)
                 if x != HEDGE_GAP
             },
             "runner-up": diverse_order(cands, t, knobs)[0],

@@ -15,7 +15,8 @@ used for fitting: tiler calibrate gets only the other 16 (see FIT_SHAPES / HELD_
         run 15's tilings: run 13's contenders of the 16 fitted shapes, to time in the power-capped steady state
     python3 bench/shape_classes.py eval [--data FILE.csv ...]
         the acceptance figures on the held-out shapes from the measured file(s): single pass (runs 10-12), head to
-        head in bursts (run 13), and the contenders in the power-capped steady state (held out: run 14; fitted: run 15)
+        head in bursts (run 13), the contenders in the power-capped steady state (held out: run 14; fitted: run 15),
+        and head to head again on a fresh lease with the session-11 model's picks among the contenders (run 17)
 """
 
 from __future__ import annotations
@@ -163,6 +164,9 @@ STEADY = [
     ROOT / "bench" / "data" / f
     for f in ("h200_matmul_run14.csv", "h200_matmul_run15a.csv", "h200_matmul_run15b.csv")
 ]
+# run 13's contenders plus every pick of the session-11 model (plain and diverse top-8, session 10's order's top-4)
+# head to head again: 5 interleaved rounds on a fresh lease (a: the held-out shapes, b: the fitted ones)
+RERUN = [ROOT / "bench" / "data" / f for f in ("h200_matmul_run17a.csv", "h200_matmul_run17b.csv")]
 
 
 def _time_of(d, cfg: dict) -> float:
@@ -293,6 +297,13 @@ def main(argv=None) -> int:
         default=STEADY,
         help="the steady-state run (run 14), reported apart; none: skip",
     )
+    e.add_argument(
+        "--rerun",
+        nargs="*",
+        type=Path,
+        default=RERUN,
+        help="the contenders and the current picks head to head on a fresh lease (run 17); none: skip",
+    )
     e.add_argument("--chip", default="h200", help="profile id or .toml path (e.g. a re-fit not yet shipped)")
     a = ap.parse_args(argv)
     if a.cmd == "candidates":
@@ -314,6 +325,12 @@ def main(argv=None) -> int:
                 + ", ".join(f.name for f in a.steady)
             )
             print(report(evaluate(a.steady, a.chip)))
+        if a.rerun:
+            print(
+                "\n== head to head again, 5 interleaved rounds on a fresh lease, the session-11 picks among the "
+                "contenders: " + ", ".join(f.name for f in a.rerun)
+            )
+            print(report(evaluate(a.rerun, a.chip)))
     return 0
 
 

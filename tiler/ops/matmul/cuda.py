@@ -616,8 +616,10 @@ def timing(g: dict, chip, e: dict[str, float]) -> dict[str, np.ndarray]:
         # (HBM fills L2 while L2 serves the SMs: the two overlap, the slower one sets the pace)
         per_byte = np.maximum(act / l2_bw, miss * act / hbm_bw)
         t_x = np.maximum(async_lines * g["line_bytes"] / sm_bw, async_b * per_byte)
-        # Little's law: each program keeps (stages - 1) steps of loads in flight; with 1 stage the load is serial
-        t_lat = np.where(stages >= 2, (lat + k * t_x) / np.maximum(stages - 1, 1), lat + k * t_x + t_mma)
+        # Little's law: each program keeps (stages - 1) steps of loads in flight, each answered after the latency
+        # plus its own transfer; the k programs' loads overlap, and their bandwidth is the k * t_x term (with 1
+        # stage a program's load, wait and mma are serial)
+        t_lat = np.where(stages >= 2, (lat + t_x) / np.maximum(stages - 1, 1), lat + t_x + t_mma)
         # the chain one program cannot overlap: its own mma, the step's sync, the synchronous loads, spills
         chain = t_mma + ovh + np.where(sync, lat + t_unal1, 0.0) + t_spill
         # the SM's tensor work (k programs) and one program's chain are two bounds on the same tensor-core
