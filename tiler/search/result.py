@@ -62,7 +62,7 @@ def top_distinct(
 DIVERSE_FACTOR = 8
 DIVERSE_MAX = 1000
 # The place (0-based) of the hedge in the diverse order: after the best three distinct tiles
-RUNNER_UP_SLOT = 3
+HEDGE_SLOT = 3
 # The pipeline-depth hedge (operators with a DEPTH_KNOB): the shallowest depth among the tilings of the best
 # HEDGE_TILES tiles predicted within HEDGE_GAP of the best time. It covers the model's known over-pricing of a
 # shallow pipeline that already hides the latency (H200: 3.4-4.5 % on large GEMMs, docs/model_cuda.md 6d); 0.08
@@ -76,7 +76,7 @@ def diverse_order(
 ) -> tuple[np.ndarray, np.ndarray]:
     """The diverse order of candidates already ranked best first, and each row's predicted gap to the best (its
     time over the fastest time, >= 1): the best of each distinct tile shape (the values of `shape_knobs`, the
-    operator's SHAPE_KNOBS) in predicted order, with one hedge moved to place RUNNER_UP_SLOT (or right after the
+    operator's SHAPE_KNOBS) in predicted order, with one hedge moved to place HEDGE_SLOT (or right after the
     shapes if fewer), then the rest in predicted order.
 
     Tilings of one shape that differ only in a pipeline depth or a schedule run within a few percent of each other
@@ -99,7 +99,7 @@ def diverse_order(
         lead = np.zeros(n, dtype=bool)
         lead[first] = True
         order = np.concatenate([first, np.nonzero(~lead)[0]])
-        slot = min(RUNNER_UP_SLOT, first.size)
+        slot = min(HEDGE_SLOT, first.size)
         hedge = _depth_hedge(cands, t, key, first, slot, depth_knob, hedge_gap)
         if hedge is None:
             twins = np.flatnonzero((key == key[0]).all(axis=1))  # the best tile's tilings, best first
