@@ -40,6 +40,9 @@ def test_operators_name_their_shape_knobs(h200):
         for family in ("cuda", "ascend"):
             model = get_operator(op, family)
             assert model.SHAPE_KNOBS and set(model.SHAPE_KNOBS) <= set(model.KNOBS), (op, family)
+            # a depth knob is a knob of the operator and not part of the tile shape
+            assert not model.DEPTH_KNOB or model.DEPTH_KNOB in set(model.KNOBS) - set(model.SHAPE_KNOBS)
+    assert get_operator("matmul", "cuda").DEPTH_KNOB == "num_stages"
 
 
 def test_plain_top4_repeats_a_tile_the_diverse_top4_does_not(h200):
