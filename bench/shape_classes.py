@@ -16,7 +16,8 @@ used for fitting: tiler calibrate gets only the other 16 (see FIT_SHAPES / HELD_
     python3 bench/shape_classes.py eval [--data FILE.csv ...]
         the acceptance figures on the held-out shapes from the measured file(s): single pass (runs 10-12), head to
         head in bursts (run 13), the contenders in the power-capped steady state (held out: run 14; fitted: run 15),
-        and head to head again on a fresh lease with the session-11 model's picks among the contenders (run 17)
+        head to head again on a fresh lease with the session-11 model's picks among the contenders (run 17), and
+        the held-out shapes' run-17 tilings in the steady state (run 18)
 """
 
 from __future__ import annotations
@@ -167,6 +168,8 @@ STEADY = [
 # run 13's contenders plus every pick of the session-11 model (plain and diverse top-8, session 10's order's top-4)
 # head to head again: 5 interleaved rounds on a fresh lease (a: the held-out shapes, b: the fitted ones)
 RERUN = [ROOT / "bench" / "data" / f for f in ("h200_matmul_run17a.csv", "h200_matmul_run17b.csv")]
+# run 17a's tilings (the held-out shapes) again in the power-capped steady state, run 14's protocol, a fresh lease
+RERUN_STEADY = [ROOT / "bench" / "data" / "h200_matmul_run18.csv"]
 
 
 def _time_of(d, cfg: dict) -> float:
@@ -304,6 +307,13 @@ def main(argv=None) -> int:
         default=RERUN,
         help="the contenders and the current picks head to head on a fresh lease (run 17); none: skip",
     )
+    e.add_argument(
+        "--rerun-steady",
+        nargs="*",
+        type=Path,
+        default=RERUN_STEADY,
+        help="the held-out shapes' tilings of run 17 in the steady state (run 18); none: skip",
+    )
     e.add_argument("--chip", default="h200", help="profile id or .toml path (e.g. a re-fit not yet shipped)")
     a = ap.parse_args(argv)
     if a.cmd == "candidates":
@@ -331,6 +341,12 @@ def main(argv=None) -> int:
                 "contenders: " + ", ".join(f.name for f in a.rerun)
             )
             print(report(evaluate(a.rerun, a.chip)))
+        if a.rerun_steady:
+            print(
+                "\n== the same held-out tilings in the power-capped steady state, 2 interleaved rounds, a fresh lease: "
+                + ", ".join(f.name for f in a.rerun_steady)
+            )
+            print(report(evaluate(a.rerun_steady, a.chip)))
     return 0
 
 
