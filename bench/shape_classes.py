@@ -321,32 +321,25 @@ def main(argv=None) -> int:
     elif a.cmd == "fit-contenders":
         fit_contenders(a.out)
     else:
-        print("== single-pass measurements: " + ", ".join(f.name for f in a.data))
-        print(report(evaluate(a.data, a.chip)))
-        if a.head_to_head:
-            print(
-                "\n== head to head, 5 interleaved rounds on one machine: "
-                + ", ".join(f.name for f in a.head_to_head)
-            )
-            print(report(evaluate(a.head_to_head, a.chip)))
-        if a.steady:
-            print(
-                "\n== power-capped steady state, run 13's contenders, 2 interleaved rounds (held out: run 14; fit: run 15): "
-                + ", ".join(f.name for f in a.steady)
-            )
-            print(report(evaluate(a.steady, a.chip)))
-        if a.rerun:
-            print(
-                "\n== head to head again, 5 interleaved rounds on a fresh lease, the session-11 picks among the "
-                "contenders: " + ", ".join(f.name for f in a.rerun)
-            )
-            print(report(evaluate(a.rerun, a.chip)))
-        if a.rerun_steady:
-            print(
-                "\n== the same held-out tilings in the power-capped steady state, 2 interleaved rounds, a fresh lease: "
-                + ", ".join(f.name for f in a.rerun_steady)
-            )
-            print(report(evaluate(a.rerun_steady, a.chip)))
+        sets = [
+            ("single-pass measurements", a.data),
+            ("head to head, 5 interleaved rounds on one machine", a.head_to_head),
+            (
+                "power-capped steady state, run 13's contenders, 2 interleaved rounds (held out: run 14; fit: run 15)",
+                a.steady,
+            ),
+            (
+                "head to head again, 5 interleaved rounds on a fresh lease, the session-11 picks among the contenders",
+                a.rerun,
+            ),
+            (
+                "the same held-out tilings in the power-capped steady state, 2 interleaved rounds, a fresh lease",
+                a.rerun_steady,
+            ),
+        ]
+        for i, (title, files) in enumerate((t, f) for t, f in sets if f):
+            print(("\n" if i else "") + f"== {title}: " + ", ".join(f.name for f in files))
+            print(report(evaluate(files, a.chip)))
     return 0
 
 
