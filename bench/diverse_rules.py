@@ -62,12 +62,11 @@ def main(argv=None) -> int:
     chip = load_chip(args.chip)
     fit = fitted_shapes(chip)
     measured = merge_measured([(p.name, pd.read_csv(p)) for p in DATA])
-    knobs = MatmulCuda.SHAPE_KNOBS
+    knobs, depth = MatmulCuda.SHAPE_KNOBS, MatmulCuda.DEPTH_KNOB
     rows = []
     for (m, n, k), d in measured.groupby(SHAPE, sort=False):
         ranked, _ = rank_candidates(Matmul(int(m), int(n), int(k)), chip, d)
         ranked = ranked.drop_duplicates(subset=["predicted_us"]).head(args.pool)
-        depth = MatmulCuda.DEPTH_KNOB
         cands = {key: ranked[key].to_numpy(dtype=np.int64) for key in (*knobs, depth)}
         t = ranked["predicted_us"].to_numpy()
         ms = ranked["ms"].to_numpy()
