@@ -64,30 +64,36 @@ OUTPUTS = (
 
 
 class Census:
-    """Wraps the Ascend matmul model's calls and tile_cost, counting rows, elements and time; `close()` restores."""
+    """Wraps the Ascend matmul model's calls, tile_cost and _tile_costs, counting rows, elements (by the model call
+    they serve) and time; `close()` restores them."""
 
-    def __init__(self, keep_inputs: int):
+    def __init__(self, keep_inputs: int = 0):
         from tiler.ops.matmul import ascend
 
         self.ascend = ascend
         self.rows = dict.fromkeys(CALLS, 0)
         self.secs = dict.fromkeys(CALLS, 0.0)
-        self.each: dict[str, list[tuple[int, float]]] = {
-            name: [] for name in CALLS
-        }  # (rows, seconds) per call
+        self.each: dict[str, list[tuple[int, float]]] = {name: [] for name in CALLS}  # (rows, s) per call
         self.elements, self.tile_secs, self.tile_calls = 0, 0.0, 0
-        self.inputs: list = []  # the first `keep_inputs` tile_cost calls' arguments
+        self.elements_of = dict.fromkeys(CALLS, 0)  # tile_cost elements by the model call they serve
+        self.cost_rows = self.cost_tilings = 0  # the estimate's distinct tile-cost rows, and their tilings
+        self.inputs: list = []  # the first `keep_inputs` tile_cost calls' arguments and outputs
         self.keep = keep_inputs
+        self._stack: list[str] = []
         self._saved = {name: getattr(ascend.MatmulAscend, name) for name in CALLS}
-        self._tile_cost = ascend.tile_cost
+        self._tile_cost, self._tile_costs = ascend.tile_cost, ascend._tile_costs
         for name in CALLS:
             setattr(ascend.MatmulAscend, name, self._wrap(name, self._saved[name]))
-        ascend.tile_cost = self._tile
+        ascend.tile_cost, ascend._tile_costs = self._tile, self._costs
 
     def _wrap(self, name, fn):
         def call(model, p, chip, c, *args, **kw):
+            self._stack.append(name)
             t = time.perf_counter()
-            out = fn(model, p, chip, c, *args, **kw)
+            try:
+                out = fn(model, p, chip, c, *args, **kw)
+            finally:
+                self._stack.pop()
             secs = time.perf_counter() - t
             rows = int(np.size(next(iter(c.values())))) if c else 0
             self.secs[name] += secs
@@ -102,15 +108,24 @@ class Census:
         out = self._tile_cost(p, chip, c, mt, nt, kc, hit_a, hit_b, b_resident, active)
         self.tile_secs += time.perf_counter() - t
         self.elements += out["busy"].size
+        if self._stack:
+            self.elements_of[self._stack[-1]] += out["busy"].size
         self.tile_calls += 1
         if len(self.inputs) < self.keep:
             self.inputs.append((p, chip, c, mt, nt, kc, hit_a, hit_b, b_resident, active, out))
         return out
 
+    def _costs(self, p, chip, c, at_c, *args):
+        from tiler.model.common import group_rows_any
+
+        self.cost_rows += at_c.size
+        self.cost_tilings += group_rows_any([c[k][at_c] for k in self.ascend._TILE_KNOBS if k in c])[0].size
+        return self._tile_costs(p, chip, c, at_c, *args)
+
     def close(self) -> None:
         for name, fn in self._saved.items():
             setattr(self.ascend.MatmulAscend, name, fn)
-        self.ascend.tile_cost = self._tile_cost
+        self.ascend.tile_cost, self.ascend._tile_costs = self._tile_cost, self._tile_costs
 
 
 # ----------------------------------------------------------------------------------- the compiled transcription
@@ -324,6 +339,8 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--keep", type=int, default=400, help="tile_cost calls kept for the compiled comparison")
     ap.add_argument("--gaps", default="", help="relative optimality gaps to time, e.g. 0.01,0.03,0.1")
+    ap.add_argument("--random-rows", type=int, default=20000, help="random feasible rows per shape (0: skip)")
+    ap.add_argument("--profile", type=int, default=0, help="cProfile the searches, print this many functions")
     args = ap.parse_args(argv)
 
     import pandas as pd
@@ -383,6 +400,12 @@ def main(argv=None) -> int:
     ns_numpy = census.tile_secs / max(census.elements, 1) * 1e9
     el = census.elements / n
     print(
+        f"  tile_cost elements per shape: bound {census.elements_of['bound'] / n:,.0f} "
+        f"({census.elements_of['bound'] / max(census.rows['bound'], 1):.2f} per tiling bounded), estimate "
+        f"{census.elements_of['estimate'] / n:,.0f} (on {census.cost_rows / n:,.0f} distinct tile-cost rows of "
+        f"{census.cost_tilings / n:,.0f} distinct tilings per shape: each L2 hit rate is a row of its own)"
+    )
+    print(
         f"  tile_cost: {el:,.0f} elements per shape in {census.tile_calls / n:.1f} calls, "
         f"{census.tile_secs / n * 1e3:.2f} ms per shape ({ns_numpy:.0f} ns per element, numpy)"
     )
@@ -390,6 +413,10 @@ def main(argv=None) -> int:
         f"  floor from tile_cost alone, numpy: {el * ns_numpy / 1e6:.2f} ms per shape against the {BUDGET_MS:.0f} ms "
         f"that 100 shapes/s allows ({el * ns_numpy / 1e6 / BUDGET_MS:.2f} of it)"
     )
+    if args.random_rows:
+        _random_rows(chip, space, args.random_rows)
+    if args.profile:
+        _profile(problems, chip, space, args.profile)
     if args.gaps:
         _gaps(problems, chip, space, [float(g) for g in args.gaps.split(",")])
     kernel = _compiled()
@@ -431,6 +458,55 @@ def main(argv=None) -> int:
         f"{per - census.tile_secs / n * 1e3:.1f} ms per shape, is not in tile_cost"
     )
     return 0
+
+
+def _random_rows(chip, space, rows: int) -> None:
+    """The estimate on `rows` random feasible rows of each of estimate_rate.py's 10 shapes (nearly every row its
+    own tiling: the estimate-rate figure's case): tile_cost elements per row and their share of the time."""
+    from estimate_rate import SHAPES, feasible_table
+
+    from tiler.operator import get_operator
+    from tiler.problem import parse_problem
+
+    model = get_operator("matmul", chip.family)
+    tables = []
+    for i, (_, m, n, k) in enumerate(SHAPES):
+        p = parse_problem("matmul", {"M": m, "N": n, "K": k}, dtype="fp16")
+        tables.append((p, feasible_table(p, chip, space, model, rows, seed=i)))
+    for p, c in tables:  # warm: the estimate-rate bench times warm calls too
+        model.estimate(p, chip, c)
+    census = Census()
+    try:
+        for p, c in tables:
+            model.estimate(p, chip, c)
+    finally:
+        census.close()
+    total = census.rows["estimate"]
+    per_row = census.secs["estimate"] / total * 1e9
+    tile = census.tile_secs / total * 1e9
+    print(
+        f"  estimate on {total:,} random feasible rows ({len(tables)} shapes): {per_row:.0f} ns per row "
+        f"({1e3 / per_row:.2f} M rows/s), of which tile_cost {tile:.0f} ns ({census.elements / total:.2f} "
+        f"elements per row, {census.tile_secs / max(census.elements, 1) * 1e9:.0f} ns each); 2 M/s allows 500 ns"
+    )
+
+
+def _profile(problems, chip, space, lines: int) -> None:
+    """cProfile of the searches (cold schedule caches): the functions with the most cumulative time."""
+    import cProfile
+    import pstats
+
+    from tiler.model.schedule import clear_caches
+    from tiler.search import search
+
+    clear_caches()
+    prof = cProfile.Profile()
+    prof.enable()
+    for p in problems:
+        search(p, chip, space, top=1)
+    prof.disable()
+    print(f"  cProfile of the {len(problems)} searches, by cumulative time:")
+    pstats.Stats(prof, stream=sys.stdout).sort_stats("cumulative").print_stats(lines)
 
 
 def _gaps(problems, chip, space, gaps: list[float], rounds: int = 3) -> None:
