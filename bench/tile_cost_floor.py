@@ -1,6 +1,7 @@
 """What a proven 910B3 search must compute, and what that costs per shape (issue 15's sweep and estimate targets).
 
-    python3 bench/tile_cost_floor.py [--shapes 200] [--chip ascend910b3] [--seed 0]
+    python3 bench/tile_cost_floor.py [--shapes 200] [--chip ascend910b3] [--seed 0] [--random-rows 20000]
+                                     [--profile N] [--gaps 0.01,0.03,0.1]
 
 Runs the sweep bench's seeded random shapes (bench/sweep_rate.py's CSV: M, N, K log-uniform in 1..16384, fp16) one
 by one through the exhaustive search (top 1, as `tiler sweep` asks) in this process, and counts per shape:
@@ -10,7 +11,12 @@ by one through the exhaustive search (top 1, as `tiler sweep` asks) in this proc
   running several shapes' searches in one model call could save; the estimate's includes the first simulation
   of each new schedule grid);
 * the tile-cost elements (`tile_cost` evaluations: one tile type of one tiling at one L2 hit rate, core count and
-  B residency), which every bound and estimate is built on, and their time.
+  B residency), which every bound and estimate is built on, and their time;
+* the tilings whose floor (max of quick_bound and bound) is at or below the shape's optimum: any proven search
+  with these bounds must score them.
+
+`--random-rows N`: the estimate on N random feasible rows of each of estimate_rate.py's 10 shapes (the estimate-rate
+figure's case), with tile_cost's share. `--profile N`: a cProfile of the searches, N functions by cumulative time.
 
 With numba installed (not a dependency of tiler; `pip install numba`), it also times a scalar transcription of
 `tile_cost` compiled by numba on the very inputs the searches passed, and checks that it gives the same bits. The
