@@ -54,19 +54,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 BUDGET_MS = 10.0  # 100 shapes/s at --jobs 1
 CALLS = ("masks", "dominated", "resolve", "quick_bound", "bound", "estimate")
-OUTPUTS = (
-    "busy",
-    "fill",
-    "drain",
-    "mac",
-    "scalar",
-    "mte1",
-    "mte2",
-    "fixpipe",
-    "mte2_bw",
-    "l2_read",
-    "hbm_read",
-)
+# tile_cost's outputs, in the order the compiled kernel writes them
+OUTPUTS = tuple("busy fill drain mac scalar mte1 mte2 fixpipe mte2_bw l2_read hbm_read".split())
 
 
 class Census:
