@@ -40,6 +40,18 @@ class Target:
     check: (view, chip, problem) -> the rules the view breaks, each as one line (empty: the target accepts it).
     emit: (view, document) -> the text a user pastes (C++ fragment, Python expression).
     supports: (chip, problem) -> None when the target runs there, else why not (one line).
+    language: the language of a dispatch unit (`tiler emit LIBRARY`): "cpp" (a header), "python" (a module), or
+        "" (the target has no dispatch unit).
+    includes: the headers a C++ dispatch unit includes for this target's entries.
+    entry: (view, document) -> one library entry in the dispatch unit. C++: the body of the unit's
+        `struct Entry<I> { ... };` (the kernel's type aliases, or a `static void Fill(...)` that fills the host
+        tiling); Python: a JSON-able dict `{"kwargs": {...}, "num_warps": n, "num_stages": s}` (a triton.Config's
+        arguments).
+    native: (fields, problem) -> knob values: a tiling written in the target's own names (CATLASS template
+        arguments, TCubeTiling fields, ...; any subset of `native_names`) as the operator's knobs. Knobs the
+        fields do not determine are left out (a partial tiling: the caller completes it); fields that contradict
+        one another raise TilerError naming them.
+    native_names: the names `native` reads (an unknown name is refused with this list).
     """
 
     name: str
@@ -53,6 +65,11 @@ class Target:
     check: Callable[[dict, Chip, Problem], list[str]] | None = None
     emit: Callable[[dict, dict], str] | None = None
     supports: Callable[[Chip, Problem], str | None] | None = None
+    language: str = ""
+    includes: tuple[str, ...] = ()
+    entry: Callable[[dict, dict], str | dict] | None = None
+    native: Callable[[dict, Problem], dict] | None = None
+    native_names: tuple[str, ...] = ()
 
     def why_not(self, chip: Chip, problem: Problem) -> str | None:
         """None when the target can run `problem` on `chip`, else the reason (one line)."""
