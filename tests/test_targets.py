@@ -318,7 +318,7 @@ def test_cli_emit_prints_the_exported_views_code(target, chip_id, tmp_path, caps
 
 def test_any_exports_carry_only_views_that_pass():
     """The unconstrained search's best (a few ragged problems per chip family) exports, under `any`, only views
-    whose target accepts them."""
+    whose target accepts them (a tiling no target runs has no view: check's no-view finding, not a broken rule)."""
     rng = np.random.default_rng(77)
     for target in ("catlass", "ascendc", "triton"):
         for _ in range(3):
@@ -329,7 +329,7 @@ def test_any_exports_carry_only_views_that_pass():
                 continue
             res = search(p, chip, load_space("matmul", chip.family), top=1)
             doc = tiling_document(p, chip, res.tiling(0), res.row(0), cand=take(res.cands, slice(0, 1)))
-            assert check_document(doc)[1] == [], (chip.id, p, res.tiling(0))
+            assert [f for f in check_document(doc)[1] if f.target] == [], (chip.id, p, res.tiling(0))
 
 
 def test_catlass_restriction_on_the_issues_case():

@@ -61,6 +61,8 @@ class Result(SearchResult):
     """A `SearchResult` (`.tiling(i)`, `.row(i)`, `.cands`, `.est`, ...) that also knows its export target."""
 
     target: str = "any"
+    # the best tiling of each target that can run the problem (tiler.search.runnable.Runnable); None: not computed
+    runnable: Any = None
 
     def info(self) -> dict:
         """The document's `search` section (strategy, counts, proof, time)."""
@@ -88,6 +90,7 @@ class Result(SearchResult):
             self.info(),
             self.target,
             take(self.cands, slice(i, i + 1)),
+            self.runnable if i == 0 else None,
         )
 
     def write(self, path: str | os.PathLike, i: int = 0) -> None:
@@ -109,12 +112,17 @@ def search(
     trials: int | None = None,
     seed: int = 0,
     hardware_dir: str | os.PathLike | None = None,
+    runnable: bool = True,
     **kw: Any,
 ) -> Result:
     """`tiler search`: the `top` best tilings of one problem on one chip, best first.
 
     `kw` goes to the strategy as the CLI's options do (storage, study_name, measure, measure_timeout,
-    warm_start, guided)."""
+    warm_start, guided, diverse).
+
+    runnable (default True): also find the best tiling of each export target that can run the problem on the chip
+    (tiler.search.runnable), so the document carries a runnable view per target beside the unconstrained best;
+    with `target` set, that target's tiling is the answer and the unconstrained best is searched for its gap."""
     from .errors import TilerError
     from .search import search as run_search
 
@@ -122,7 +130,23 @@ def search(
     if not isinstance(top, int) or top < 1:
         raise TilerError(f"top: must be an integer >= 1, got {top!r}")
     res = run_search(problem, chip, space, strategy=strategy, top=top, seed=seed, trials=trials, **kw)
-    return Result(**{f.name: getattr(res, f.name) for f in fields(res)}, target=target)
+    out = Result(**{f.name: getattr(res, f.name) for f in fields(res)}, target=target)
+    if runnable:
+        out.runnable = _runnable(problem, chip, space, res, fix)
+    return out
+
+
+def _runnable(problem, chip, space, res, fix):
+    """The per-target answers of a search result (tiler.search.runnable.per_target)."""
+    from .search import exhaustive
+    from .search.runnable import per_target
+    from .space import load_space
+
+    if space.target == "any":
+        return per_target(problem, chip, space, res)
+    free = load_space(problem.OP, chip.family).pin(_fixes(fix))
+    best = exhaustive(problem, chip, free, top=1)
+    return per_target(problem, chip, free, best, only=space.target, known={space.target: res})
 
 
 @dataclass

@@ -15,6 +15,11 @@ from .hardware import load_chip
 from .operator import get_operator
 from .problem import parse_problem
 
+NO_VIEW = (
+    "no view for any target: no code generator can run this tiling as exported (a custom kernel); "
+    "re-export it from `tiler search`, which adds the best runnable tiling of each target"
+)
+
 
 @dataclass(frozen=True)
 class Finding:
@@ -52,6 +57,11 @@ def check_document(doc, hardware_dir=None, only: str | None = None) -> tuple[int
         # a problem the chip family cannot run at all (dtype, layout, format) is an input error (exit 2); a view
         # for a chip or problem its target does not run is a finding (exit 1)
         model.check(problem, chip)
+        if (
+            not entry["targets"] and only is None
+        ):  # a tiling nothing can run as exported is not a promise kept
+            why = "; ".join(f"{t}: {r}" for t, r in entry.get("no_view", {}).items())
+            findings.append(Finding(prefix, "", NO_VIEW + (f" ({why})" if why else "")))
         for name, view in entry["targets"].items():
             if only is not None and name != only:
                 continue

@@ -94,6 +94,23 @@ def _estimate_lines(row: dict, family: str | None = None) -> list[str]:
     ]
 
 
+def _runnable_lines(doc: dict, best: dict) -> list[str]:
+    """Each target's best runnable tiling (the document's `runnable`): time, gap to the best, what differs; then
+    the targets without a view and why."""
+    runnable, missing = doc.get("runnable", {}), doc.get("no_view", {})
+    if not runnable and not missing:
+        return []
+    out = ["runnable as exported (the best tiling each code generator can run):"]
+    for name, c in runnable.items():
+        gap = "" if c["gap"] is None else f"  x{c['gap']:.3f}"
+        diff = {k: v for k, v in c["tiling"].items() if k in best and v != best[k]}
+        what = "the best tiling" if not diff else "differs: " + ", ".join(f"{k}={v}" for k, v in diff.items())
+        out.append(f"  {name:16} {c['time_us']:10.2f} us{gap}  {c['bound']:8}  {what}")
+    for name, why in missing.items():
+        out.append(f"  {name:16} no view: {why}")
+    return out
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--debug", is_flag=True, help="Show tracebacks for input errors.")
 @click.option(
@@ -258,11 +275,11 @@ def search(
     manifest_path,
     emit,
 ):
-    """Find the best tiling for one problem on one chip."""
+    """Find the best tiling for one problem on one chip, and the best each code generator can run."""
+    from . import api
     from .advice import advice
-    from .export import dump_json, emit_code, tiling_document, write_json
+    from .export import dump_json, emit_code, write_json
     from .io import check_writable
-    from .search import search as run_search
     from .space import take
 
     if export_path and export_path != "-":  # a path that cannot take the file is refused before the search
@@ -274,7 +291,6 @@ def search(
         target = emit  # --emit X searches what X can express
     if emit is not None and emit != target:
         raise TilerError(f"--emit: must be the searched target ({target}), got {emit!r}")
-    chip, problem, space = _setup(op, chip_id, shape, dtype, obj["hardware_dir"], fix, target)
     if top < 1:
         raise TilerError(f"--top: must be >= 1, got {top}")
     from .search.bayes import check_seed, check_timeout
@@ -293,22 +309,23 @@ def search(
         ).items()
         if v or k == "measure_timeout"
     }
-    res = run_search(
-        problem, chip, space, strategy=strategy, top=top, seed=seed, trials=trials, diverse=diverse, **kw
+    res = api.search(
+        op,
+        chip_id,
+        shape,
+        dtype,
+        fix=list(fix),
+        target=target,
+        top=top,
+        strategy=strategy,
+        trials=trials,
+        seed=seed,
+        hardware_dir=obj["hardware_dir"],
+        diverse=diverse,
+        **kw,
     )
-    info = {
-        "strategy": res.strategy,
-        "evaluated": int(res.evaluated),
-        "bounded": int(res.bounded),
-        "space_size": int(res.space_size),
-        "feasible": int(res.feasible),
-        "seed": res.seed,
-        "proven_optimal": bool(res.proven_optimal),
-        "elapsed_s": round(res.elapsed_s, 3),
-    }
-    doc = tiling_document(
-        problem, chip, res.tiling(0), res.row(0), info, target, take(res.cands, slice(0, 1))
-    )
+    problem, chip, space = res.problem, res.chip, res.space
+    doc = res.document()
     if export_path == "-":  # stdout carries the document alone: everything else goes to stderr
         click.echo(dump_json(doc), nl=False)
         click.get_current_context().with_resource(contextlib.redirect_stdout(sys.stderr))
@@ -346,9 +363,14 @@ def search(
         click.echo(json.dumps(doc, indent=2))
         return
     click.echo(f"{problem.OP} {problem.key()} on {chip.id} ({chip.cores} cores)")
-    click.echo("best tiling: " + ", ".join(f"{k}={v}" for k, v in res.tiling(0).items()))
+    custom = (
+        "  (needs a custom kernel: no code generator runs it as exported)" if doc["custom_kernel"] else ""
+    )
+    click.echo("best tiling: " + ", ".join(f"{k}={v}" for k, v in res.tiling(0).items()) + custom)
     for line in _estimate_lines(res.row(0)):
         click.echo("  " + line)
+    for line in _runnable_lines(doc, res.tiling(0)):
+        click.echo(line)
     if measured is not None:
         click.echo(
             f"  measured  {float(measured[0]):.2f} us (the model predicted {float(res.est['time_us'][0]):.2f} us)"

@@ -54,14 +54,29 @@ def tiling_document(
     search: dict | None = None,
     target: str = ANY,
     cand: dict | None = None,
+    runnable=None,
 ) -> dict:
     """One `tiler.tiling/v1` object for (chip, op, problem). `target`: the export target the tiling was searched
     for (its view only); `any`: the view of every target whose rules the tiling satisfies. `cand`: the tiling
-    as a one-row candidate table (default: parsed from `tiling`)."""
+    as a one-row candidate table (default: parsed from `tiling`).
+
+    `runnable` (tiler.search.runnable.Runnable, from a search): the best tiling of each target that can run the
+    problem. Then each target's view is of *its* tiling (`runnable.<target>` carries that tiling, its predicted
+    time and its gap to the unconstrained best), and `no_view` says why the other targets have none. Either way
+    `custom_kernel` is true when no target can run the document's own `tiling` as exported."""
     op = get_operator(problem.OP, chip.family, target)
     if cand is None:
         cand = load_space(problem.OP, chip.family).parse_tiling(tiling)
-    return {
+    if runnable is None:
+        views = op.views(problem, chip, tiling, row, cand)
+        custom = not views
+    else:
+        views = {
+            name: op.TARGETS[name].view(problem, chip, c.tiling, c.row)
+            for name, c in runnable.choices.items()
+        }
+        custom = not any(all(c.cand[k][0] == cand[k][0] for k in cand) for c in runnable.choices.values())
+    doc = {
         "schema": TILING_SCHEMA,
         "tool": {"name": "tiler", "version": __version__},
         "chip": {
@@ -79,8 +94,27 @@ def tiling_document(
             **(search or {"strategy": "given", "evaluated": 1, "seed": None, "proven_optimal": False}),
             "target": target,
         },
-        "targets": op.views(problem, chip, tiling, row, cand),
+        "targets": views,
+        "custom_kernel": custom,
     }
+    if runnable is not None:
+        doc["runnable"] = {
+            name: {
+                "tiling": {
+                    **{k: _num(v) for k, v in c.tiling.items()},
+                    **op.derived(problem, c.tiling, c.row),
+                },
+                "time_us": c.time_us,
+                "gap": c.gap,
+                "bound": str(c.row["bound"]),
+                "same_as_best": c.same_as_best,
+                "launch": op.launch(problem, c.tiling, c.row),
+                "search": {"strategy": c.strategy, "proven_optimal": c.proven_optimal},
+            }
+            for name, c in runnable.choices.items()
+        }
+        doc["no_view"] = dict(runnable.missing)
+    return doc
 
 
 def library_document(chip, op: str, entries: list[dict]) -> dict:

@@ -191,10 +191,19 @@ class Operator(ABC):
         chosen = [self.target] if self.target is not None else list(self.TARGETS.values())
         out = {}
         for t in chosen:
-            if t.why_not(chip, p) or not _expresses(t, p, chip, cand, self):
+            if t.why_not(chip, p) or not self.expresses(t, p, chip, cand):
                 continue
             out[t.name] = t.view(p, chip, tiling, row)
         return out
+
+    def expresses(self, t: Target, p: Problem, chip: Chip, cand: Candidates) -> bool:
+        """Whether the one-row candidate is in target `t`'s domains and passes the operator's and the target's
+        rules: the tiling runs as exported by that code generator."""
+        for knob, values in t.domains.items():
+            if knob in cand and int(cand[knob][0]) not in _codes(self, knob, values):
+                return False
+        masks = {**self.feasible(p, chip, cand), **t.rule_masks(p, chip, cand)}
+        return all(bool(np.asarray(m)[0]) for m in masks.values())
 
     def derived(self, p: Problem, tiling: dict, row: dict) -> dict[str, Any]:
         """Values derived from the tiling that an exported `tiling` carries beside the knobs."""
@@ -240,15 +249,6 @@ class Operator(ABC):
 
 def _rows(c: Candidates) -> int:
     return len(next(iter(c.values()))) if c else 0
-
-
-def _expresses(t: Target, p: Problem, chip: Chip, cand: Candidates, op: Operator) -> bool:
-    """Whether the one-row candidate is in the target's domains and passes the operator's and the target's rules."""
-    for knob, values in t.domains.items():
-        if knob in cand and int(cand[knob][0]) not in _codes(op, knob, values):
-            return False
-    masks = {**op.feasible(p, chip, cand), **t.rule_masks(p, chip, cand)}
-    return all(bool(np.asarray(m)[0]) for m in masks.values())
 
 
 def _codes(op: Operator, knob: str, values: tuple) -> set[int]:

@@ -171,6 +171,7 @@ def solve(problem, chip, space, cfg: SweepConfig) -> dict:
         )
         tiling = {k: _py(v) for k, v in res.tiling(0).items()}
         row = {k: _py(v) for k, v in res.row(0).items()}
+        runnable = _runnable(problem, chip, space, res, cfg)
     except InfeasibleError as exc:
         return {"status": "error", "kind": "input", "error": f"shape: {exc}"}
     except TilerError as exc:
@@ -187,7 +188,19 @@ def solve(problem, chip, space, cfg: SweepConfig) -> dict:
         "proven_optimal": bool(res.proven_optimal),
         "elapsed_s": round(time.perf_counter() - t0, 4),
     }
-    return {"status": "ok", "tiling": tiling, "row": row, "search": info}
+    return {"status": "ok", "tiling": tiling, "row": row, "search": info, "runnable": runnable.to_json()}
+
+
+def _runnable(problem, chip, space, res, cfg: SweepConfig):
+    """The best tiling of each target that can run the problem (tiler.search.runnable): of every target when the
+    sweep is unconstrained; with --target T, T's own result (its gap to the unconstrained best is not searched:
+    null)."""
+    from .search.runnable import per_target
+
+    if space.target == "any":
+        return per_target(problem, chip, space, res)
+    free = _pinned_space(cfg.op, space.family, cfg.fix)
+    return per_target(problem, chip, free, None, only=space.target, known={space.target: res})
 
 
 def _solve_chunk(chunk: Sequence[tuple[str, str, Any]], ctx: _Context) -> list[tuple[str, dict]]:
@@ -722,6 +735,18 @@ class SweepReport:
         return self.frame.drop(columns=[c for c in self.frame.columns if c.startswith("_")])
 
 
+def target_names(op: str, families, target: str = "any") -> list[str]:
+    """The export targets of `op` on these chip families, in the operators' order (`target` alone when set)."""
+    from .operator import get_operator
+
+    if target != "any":
+        return [target]
+    names: list[str] = []
+    for fam in dict.fromkeys(families):
+        names += [t for t in get_operator(op, fam).TARGETS if t not in names]
+    return names
+
+
 def _knob_columns(spaces: dict) -> list[str]:
     cols: list[str] = []
     for space in spaces.values():
@@ -743,7 +768,9 @@ def build_frame(
 
     knobs = _knob_columns(spaces)
     estimate_cols = list(record_columns(c.family for c in chips))
-    produced = list(STATUS_COLUMNS) + knobs + estimate_cols + list(SEARCH_COLUMNS)
+    names = target_names(cfg.op, [c.family for c in chips], cfg.target)
+    target_cols = ["runnable"] + [f"{t}_{x}" for t in names for x in ("time_us", "gap")]
+    produced = list(STATUS_COLUMNS) + knobs + estimate_cols + target_cols + list(SEARCH_COLUMNS)
     passthrough = [c for c in df_in.columns if c not in produced]
     records = []
     for r in rows:
@@ -766,6 +793,11 @@ def build_frame(
                     rec[k] = res["tiling"].get(k)
                 for k in record(chip.family):
                     rec[k] = res["row"].get(k)
+                choices = res["runnable"]["choices"]
+                rec["runnable"] = ",".join(choices)
+                for t, c in choices.items():
+                    rec[f"{t}_time_us"] = c["row"]["time_us"]
+                    rec[f"{t}_gap"] = c["gap"]
                 rec.update(
                     strategy=res["search"]["strategy"],
                     seed=cfg.seed,
@@ -793,6 +825,7 @@ def write_libraries(
 ) -> list[Path]:
     """`tiler.library/v1` per chip: the ok rows, one entry per problem key (first in input order wins)."""
     from .export import library_document, tiling_document, validate, write_json
+    from .search.runnable import Runnable
 
     written = []
     for ci, (chip, lib_path) in enumerate(
@@ -806,18 +839,24 @@ def write_libraries(
                 continue
             seen.add(task.problem.key())
             info = {k: res["search"][k] for k in ("strategy", "evaluated", "seed", "proven_optimal")}
-            doc = tiling_document(task.problem, chip, res["tiling"], res["row"], info, cfg.target)
+            free = _pinned_space(cfg.op, chip.family, cfg.fix)
+            runnable = Runnable.from_json(res["runnable"], free)
+            doc = tiling_document(
+                task.problem, chip, res["tiling"], res["row"], info, cfg.target, runnable=runnable
+            )
             validate(doc)
+            keep = (
+                "problem",
+                "tiling",
+                "estimate",
+                "launch",
+                "search",
+                "targets",
+                "custom_kernel",
+                "runnable",
+            )
             entries.append(
-                {
-                    "key": task.problem.key(),
-                    "problem": doc["problem"],
-                    "tiling": doc["tiling"],
-                    "estimate": doc["estimate"],
-                    "launch": doc["launch"],
-                    "search": doc["search"],
-                    "targets": doc["targets"],
-                }
+                {"key": task.problem.key(), **{k: doc[k] for k in keep}, "no_view": doc["no_view"]}
             )
         write_json(library_document(chip, cfg.op, entries), lib_path, "--library")  # atomic, makes folders
         written.append(lib_path)
@@ -972,8 +1011,12 @@ def run_sweep(
         results = {
             k: v
             for k, v in results.items()
-            if v["status"] != "ok" or set(record(tasks_by_key[k].chip.family)) <= set(v["row"])
-        }
+            if v["status"] != "ok"
+            or (
+                set(record(tasks_by_key[k].chip.family)) <= set(v["row"])
+                and isinstance(v.get("runnable"), dict)
+            )
+        }  # ... and one journaled before searches kept each target's best tiling (runnable) too
         todo = [t for t in tasks_by_key.values() if t.key not in results]
         reused = len(tasks_by_key) - len(todo)
         total = len(rows) * len(chip_objs)
