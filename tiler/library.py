@@ -133,13 +133,17 @@ def from_document(doc: dict, path: str = "") -> Library:
 
 def load(path: str | os.PathLike) -> Library:
     """Read and validate a library file written by `tiler sweep --library`."""
+    from .space import read_text_file
+
     p = Path(path)
     try:
-        doc = json.loads(p.read_text())
-    except OSError as exc:
-        raise TilerError(f"library: cannot read {p}: {exc.strerror or exc}") from None
+        doc = json.loads(read_text_file(p, "the library"))
+    except TilerError as exc:  # missing, a folder, a device, binary: one line naming it
+        raise TilerError(f"library: {exc}") from None
     except json.JSONDecodeError as exc:
         raise TilerError(f"library: {p} is not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    except (RecursionError, ValueError):  # nested too deep; an integer of more than 4300 digits
+        raise TilerError(f"library: {p} is not valid JSON (nested too deep or a number too long)") from None
     if not isinstance(doc, dict):
         raise TilerError(f"library: {p} must hold a JSON object")
     return from_document(doc, str(p))

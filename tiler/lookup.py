@@ -474,7 +474,8 @@ def lookup(
 
 
 def answer(hit: dict) -> dict:
-    """What `tiler lookup` prints: the matched key, the flags and figures, the tiling and its estimate."""
+    """What `tiler lookup` prints: the matched key, the flags and figures, the tiling and its estimate, and the
+    entry's code-generator views (`targets`, each of the tiling in `runnable.<target>` when the library has it)."""
     keys = (
         "query",
         "key",
@@ -489,6 +490,10 @@ def answer(hit: dict) -> dict:
         "tiling",
         "estimate",
         "launch",
+        "custom_kernel",
+        "targets",
+        "runnable",
+        "no_view",
     )
     return {k: hit[k] for k in keys if k in hit}
 

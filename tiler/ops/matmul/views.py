@@ -18,7 +18,7 @@ import numpy as np
 from ... import __version__
 from ...model.common import ceil_div
 from ...target import Target
-from ..triton_config import triton_config
+from ..triton_config import triton_config, triton_entry
 from .problem import Matmul as Problem
 
 # ----------------------------------------------------------------------------------------------------- shared
@@ -783,4 +783,6 @@ TRITON = Target(
     check=check_triton,
     emit=emit_triton,
     supports=triton_supports,
+    language="python",
+    entry=triton_entry,
 )
