@@ -215,6 +215,11 @@ ASCENDC_CONV = Target(
     doc="an AscendC depthwise kernel: scheme, packing, tile and the on-chip buffers a tile fills",
     schema=views.ASCENDC_CONV_SCHEMA,
     view=lambda p, chip, t, row: views.ascendc_conv_view(p, t, row, _vector_units(chip)),
+    check=lambda v, chip, p: views.check_ascendc_conv(v, chip, p, _vector_units(chip)),
+    emit=views.ASCENDC_TILING.emit,
+    language="cpp",
+    includes=views.ASCENDC_TILING.includes,
+    entry=views.ASCENDC_TILING.entry,
 )
 
 

@@ -1,6 +1,8 @@
 """Depthwise convolution's export views and their JSON Schemas (Operator.TARGETS).
 
-`ascendc_conv`: what an AscendC depthwise kernel needs to run a tiling, with the on-chip buffers it fills.
+`ascendc_conv`: what an AscendC depthwise kernel needs to run a tiling, with the on-chip buffers it fills;
+`check_ascendc_conv` re-derives its rules from the view alone (what `tiler check` runs) and `ASCENDC_TILING` is
+the host tiling-data class it emits (docs/targets/depthwise_conv.md).
 `triton`: the launch of tiler/ops/depthwise_conv/triton_kernels.py (kernel, constexprs, options, grid).
 """
 
@@ -8,8 +10,9 @@ from __future__ import annotations
 
 from ...model.common import round_up
 from ...target import Target
+from ..ascendc_tiling import TilingData, space_codes
 from ..triton_config import triton_config
-from .geometry import packed_k
+from .geometry import input_elems, packed_k
 from .problem import DepthwiseConv
 
 _INT = {"type": "integer", "minimum": 1}
@@ -49,6 +52,80 @@ def ascendc_conv_view(p: DepthwiseConv, tiling: dict, row: dict, vector_cores: i
     return view
 
 
+CUBE_BUFFERS = ("base_m", "base_k", "base_n", "l0a_bytes", "l0b_bytes", "l0c_bytes", "l1_bytes")
+VECTOR_BUFFERS = ("ub_bytes", "vector_cores")
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def check_ascendc_conv(v: dict, chip, p: DepthwiseConv, vector_units: int) -> list[str]:
+    """The rules a view breaks, re-derived from its fields in plain integers (independently of the model's
+    masks): the packing its scheme allows, counts that cover the layer, a launch the chip has cores for, the
+    cube's L0/L1 tiles or the vector scheme's UB (each as the kernel fills it, and within the chip's), and the
+    expanded weight of group_opt. `vector_units`: the cores the vector scheme spreads over."""
+    bad = []
+    scheme, g, m = v["scheme"], v["enlarge"], v["tile_m"]
+    if (scheme == "group_loop" and g != 1) or (scheme == "group_opt" and g < 2):
+        bad.append(f"enlarge = {g}: group_loop packs 1 channel per op, group_opt at least 2")
+    if g > p.C:
+        bad.append(f"enlarge = {g}: at most the layer's C = {p.C} channels per op")
+    if v["group_ops"] != _cdiv(p.C, g):
+        bad.append(f"group_ops = ceil(C / enlarge) = {_cdiv(p.C, g)}")
+    if m % 16:
+        bad.append(f"tile_m = {m}: a multiple of 16 (the cube fractal's M)")
+    if v["m_tiles"] != _cdiv(p.pixels, m):
+        bad.append(f"m_tiles = ceil(N*out_h*out_w / tile_m) = {_cdiv(p.pixels, m)}")
+    cube = scheme != "vector"
+    units = chip.cores if cube else vector_units
+    tiles = _cdiv(p.pixels, m) * _cdiv(p.C, g)
+    if not 1 <= v["block_dim"] <= min(units, tiles):
+        bad.append(
+            f"block_dim = {v['block_dim']}: 1..min({'cube' if cube else 'vector'} cores {units}, tiles {tiles})"
+        )
+    have, other = (CUBE_BUFFERS, VECTOR_BUFFERS) if cube else (VECTOR_BUFFERS, CUBE_BUFFERS)
+    if missing := [k for k in have if k not in v]:
+        bad.append(f"the {scheme} scheme's view needs {', '.join(missing)}")
+        return bad
+    if extra := [k for k in other if k in v]:
+        bad.append(f"the {scheme} scheme fills no {', '.join(extra)}")
+    b, db = p.in_bytes, 1 + v["double_buffer"]
+    rows = g * int(input_elems(p, m)) * b  # the input rows of one tile's channels
+    if cube:
+        n16, kp = -(-g // 16) * 16, -(-(g * p.taps) // (32 // b)) * (32 // b)
+        if (v["base_m"], v["base_k"], v["base_n"]) != (m, kp, n16):
+            bad.append(
+                f"base_m, base_k, base_n = tile_m, roundK0(enlarge*kh*kw), round16(enlarge) = {m}, {kp}, {n16}"
+            )
+        need = {
+            "l0a_bytes": m * 32 * 2,  # one 32-byte-deep img2col slice, ping-ponged
+            "l0b_bytes": 32 * n16 * 2,
+            "l0c_bytes": m * n16 * 4,  # the fp32 accumulator
+            "l1_bytes": rows * db + kp * n16 * b,  # input rows (x2 double-buffered) + the expanded weight
+        }
+    else:
+        need = {"ub_bytes": g * (int(input_elems(p, m)) * b + m * p.out_bytes) * db + g * m * 4}
+        if v["vector_cores"] != vector_units:
+            bad.append(
+                f"vector_cores = {v['vector_cores']}: {chip.id} spreads the vector scheme over {vector_units}"
+            )
+    for k, n in need.items():
+        if n > chip[k]:
+            bad.append(f"{k}: a tile needs {n} B, the chip has {chip[k]}")
+        elif v[k] != n:
+            bad.append(f"{k} = {v[k]}: a tile fills {n} B")
+    expand = "weight_expand" in v, "weight_expanded_shape" in v
+    if scheme == "group_opt":
+        if not all(expand):
+            bad.append("group_opt names its weight_expand and weight_expanded_shape")
+        elif list(v["weight_expanded_shape"]) != [v["group_ops"], v["base_k"], v["base_n"]]:
+            bad.append("weight_expanded_shape = [group_ops, base_k, base_n]")
+    elif any(expand):
+        bad.append(f"{scheme} has no block-diagonal weight to expand")
+    return bad
+
+
 def triton_view(p: DepthwiseConv, chip, tiling: dict, row: dict) -> dict:
     """The Triton launch: kernel (dot or vector), constexprs, launch options and the grid."""
     g, bp = int(tiling["groups_per_op"]), int(tiling["BLOCK_P"])
@@ -86,6 +163,26 @@ ASCENDC_CONV_SCHEMA = {
     },
     "additionalProperties": {"type": ["integer", "string", "array"]},
 }
+# The host tiling data: the problem, then every field of the view but its constant layout (NCHW) and the expanded
+# weight's shape ([groupOps, baseK, baseN]); the scheme and weight_expand as the space's codes, the buffers of the
+# other scheme (and weight_expand outside group_opt) 0.
+ASCENDC_TILING = TilingData(
+    name="DepthwiseConvTilingData",
+    op_type="DepthwiseConv",
+    header="depthwise_conv_tiling.h",
+    keys=(
+        *DepthwiseConv.FIELDS,
+        *DepthwiseConv.OPTIONAL,
+        *(k for k in ASCENDC_CONV_SCHEMA["required"] if k != "layout"),
+        *CUBE_BUFFERS,
+        "weight_expand",
+        *VECTOR_BUFFERS,
+    ),
+    codes={
+        "scheme": space_codes("depthwise_conv", "scheme"),
+        "weight_expand": space_codes("depthwise_conv", "weight_expand"),
+    },
+)
 TRITON_SCHEMA = {
     "type": "object",
     "required": [
@@ -123,11 +220,16 @@ def check_triton(v: dict, chip, p: DepthwiseConv) -> list[str]:
     return bad
 
 
+def triton_entry(v: dict, doc: dict) -> dict:
+    """The triton.Config's arguments (a Python dispatch unit's entry, and what `emit_triton` prints): the
+    kernel's constexprs, which this view keeps at its top level."""
+    kwargs = {k: v[k] for k in ("groups_per_op", "BLOCK_P", "BLOCK_K")}
+    return {"kwargs": kwargs, "num_warps": v["num_warps"], "num_stages": v["num_stages"]}
+
+
 def emit_triton(v: dict, doc: dict) -> str:
     """The kernel's constexprs and launch options as a `triton.Config`, after a comment naming kernel and grid."""
-    config = triton_config(
-        {k: v[k] for k in ("groups_per_op", "BLOCK_P", "BLOCK_K")}, v["num_warps"], v["num_stages"]
-    )
+    config = triton_config(**triton_entry(v, doc))
     where = f"{v['kernel']} ({v['scheme']}) of tiler/ops/depthwise_conv/triton_kernels.py"
     return f"# tiler: {where}, grid {tuple(v['grid'])}\n{config}\n"
 
@@ -139,4 +241,6 @@ TRITON = Target(
     view=triton_view,
     check=check_triton,
     emit=emit_triton,
+    language="python",
+    entry=triton_entry,
 )

@@ -417,6 +417,10 @@ ASCENDC_FA = Target(
     schema=views.ASCENDC_FA_SCHEMA,
     view=_view,
     check=views.check_ascendc_fa,
+    emit=views.ASCENDC_TILING.emit,
+    language="cpp",
+    includes=views.ASCENDC_TILING.includes,
+    entry=views.ASCENDC_TILING.entry,
 )
 
 

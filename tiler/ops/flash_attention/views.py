@@ -43,9 +43,14 @@ def check_triton(v: dict, chip, p: FlashAttention) -> list[str]:
     return bad
 
 
+def triton_entry(v: dict, doc: dict) -> dict:
+    """The triton.Config's arguments (a Python dispatch unit's entry, and what `emit_triton` prints)."""
+    return {"kwargs": dict(v["kwargs"]), "num_warps": v["num_warps"], "num_stages": v["num_stages"]}
+
+
 def emit_triton(v: dict, doc: dict) -> str:
     shape = ",".join(f"{k}={x}" for k, x in doc["problem"]["shape"].items())
-    config = triton_config(v["kwargs"], v["num_warps"], v["num_stages"])
+    config = triton_config(**triton_entry(v, doc))
     return f"# tiler: {v['kernel']}, {shape}, grid {tuple(v['grid'])}\n{config}\n"
 
 
@@ -73,4 +78,6 @@ TRITON = Target(
     view=triton_view,
     check=check_triton,
     emit=emit_triton,
+    language="python",
+    entry=triton_entry,
 )

@@ -6,9 +6,14 @@ one core runs, plain or balanced), the preload depth (CATLASS's KERNEL_TASK_NUM 
 the kv split of the decode path with its combine step, the double buffering, the vector cores per cube core and the
 bytes each buffer holds. `check_ascendc_fa` re-derives the block counts and the buffer sizes from the view alone
 (plain integers, independent of the model's masks) and checks them against the chip: what `tiler check` runs.
+`ASCENDC_TILING` is the host tiling-data class the target emits (`--emit ascendc_fa`, and a dispatch unit's entries):
+the problem's fields, then the view's (docs/targets/flash_attention.md).
 """
 
 from __future__ import annotations
+
+from ..ascendc_tiling import TilingData, space_codes
+from .problem import FlashAttention
 
 STAT_BYTES = 32  # one 32-byte block per row for each of max, sum and the rescale factor
 VEC_SLICE_BYTES = 32768  # fp32 bytes of S one vector core holds at once
@@ -180,3 +185,18 @@ ASCENDC_FA_SCHEMA = {
     },
     "additionalProperties": False,
 }
+
+# The host tiling data: the problem (the kernel's shapes), then every field of the view but its constant layout
+# (BNSD); the mask and the core split as codes (the split's are the space's).
+ASCENDC_TILING = TilingData(
+    name="FlashAttentionTilingData",
+    op_type="FlashAttention",
+    header="flash_attention_tiling.h",
+    keys=(*FlashAttention.FIELDS, *FlashAttention.OPTIONAL, "mask", *ASCENDC_FA_SCHEMA["required"]),
+    wide=("workspace_bytes",),
+    codes={
+        "mask": {"none": 0, "causal_bottom_right": 1},
+        "core_split": space_codes("flash_attention", "core_split"),
+    },
+    workspace="workspace_bytes",
+)

@@ -186,6 +186,10 @@ ASCENDC_SOFTMAX = Target(
     schema=views.ASCENDC_SCHEMA,
     view=lambda p, chip, t, row: views.ascendc_view(p, t, row, _units(chip)),
     check=views.check_ascendc,
+    emit=views.ASCENDC_TILING.emit,
+    language="cpp",
+    includes=views.ASCENDC_TILING.includes,
+    entry=views.ASCENDC_TILING.entry,
 )
 
 

@@ -280,6 +280,8 @@ TRITON = Target(
     check=views.check_triton,
     emit=views.emit_triton,
     supports=_supports,
+    language="python",
+    entry=views.triton_entry,
 )
 
 

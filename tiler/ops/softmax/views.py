@@ -1,12 +1,15 @@
 """Row softmax's export views and their JSON Schemas (Operator.TARGETS).
 
 `ascendc_softmax`: what an AscendC softmax kernel on the vector cores needs to run a tiling: tasks, rows per
-task, the UB chunk, the passes it makes over a row and the UB bytes a task fills.
+task, the UB chunk, the passes it makes over a row and the UB bytes a task fills. `ASCENDC_TILING` is the host
+tiling-data class the target emits (`--emit ascendc_softmax`, a dispatch unit's entries): the problem's rows
+and d, then every field of the view (docs/targets/softmax.md).
 `triton`: the launch of tiler/ops/softmax/triton_kernels.py (kernel, constexprs, launch options, grid).
 """
 
 from __future__ import annotations
 
+from ..ascendc_tiling import TilingData
 from ..triton_config import triton_config
 from .problem import Softmax
 
@@ -84,6 +87,14 @@ ASCENDC_SCHEMA = {
     },
     "additionalProperties": False,
 }
+
+
+ASCENDC_TILING = TilingData(
+    name="SoftmaxTilingData",
+    op_type="Softmax",
+    header="softmax_tiling.h",
+    keys=(*Softmax.FIELDS, *Softmax.OPTIONAL, *ASCENDC_SCHEMA["required"]),
+)
 
 
 def check_ascendc(v: dict, chip, p: Softmax) -> list[str]:
@@ -175,9 +186,14 @@ def check_triton(v: dict, chip, p: Softmax) -> list[str]:
     return bad
 
 
+def triton_entry(v: dict, doc: dict) -> dict:
+    """The triton.Config's arguments (a Python dispatch unit's entry, and what `emit_triton` prints)."""
+    return {"kwargs": dict(v["kwargs"]), "num_warps": v["num_warps"], "num_stages": v["num_stages"]}
+
+
 def emit_triton(v: dict, doc: dict) -> str:
     """The kernel's constexprs and launch options as a `triton.Config`, after a comment naming kernel and grid."""
-    config = triton_config(v["kwargs"], v["num_warps"], v["num_stages"])
+    config = triton_config(**triton_entry(v, doc))
     return (
         f"# tiler: {v['kernel']} of tiler/ops/softmax/triton_kernels.py, grid {tuple(v['grid'])}\n{config}\n"
     )
