@@ -9,6 +9,7 @@ Python API (`tiler.api`, loaded on first use, so `import tiler` stays instant)::
     tiler.rank(op=..., chip=..., shape=..., candidates=frame_or_csv_path)
     tiler.sweep(shapes=frame_or_csv_path, op=..., chips="h200,ascend910b3", out="results/s.csv")
     tiler.lookup("lib.h200.json", op="matmul", chip="h200", shape="M=300,N=4096,K=4096")  # no model imported
+    tiler.emit("lib.h200.json", target="triton", out="gen/")   # the library as a dispatch unit (code)
 
 `tiler.search`, `tiler.rank` and `tiler.sweep` are also the names of submodules (`from tiler.search import
 exhaustive` keeps working): those modules are callable, and calling one calls the `tiler.api` function of that name.
@@ -18,7 +19,8 @@ import sys as _sys
 import types as _types
 
 __version__ = "0.1.0"
-__all__ = ["__version__", "explain", "lookup", "rank", "search", "sweep"]
+__all__ = ["__version__", "emit", "explain", "lookup", "rank", "search", "sweep"]
+_API_ONLY = ("explain", "emit")  # API functions that are not also submodules
 
 _CALLABLE_SUBMODULES = ("search", "rank", "sweep", "lookup")  # submodule names that are API functions too
 
@@ -46,10 +48,10 @@ def __getattr__(name):
         import importlib
 
         return importlib.import_module(f"{__name__}.{name}")
-    if name == "explain":
-        from .api import explain
+    if name in _API_ONLY:
+        from . import api
 
-        return explain
+        return getattr(api, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

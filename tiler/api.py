@@ -17,12 +17,13 @@ Arguments take what the command line takes (a chip id or a profile .toml; a shap
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from dataclasses import dataclass, field, fields
 from typing import Any, NamedTuple
 
 from .search.result import SearchResult
 
-__all__ = ["Explanation", "Ranking", "Result", "explain", "lookup", "rank", "search", "sweep"]
+__all__ = ["Explanation", "Ranking", "Result", "emit", "explain", "lookup", "rank", "search", "sweep"]
 
 
 def _chip(chip, hardware_dir=None):
@@ -262,3 +263,39 @@ def lookup(
     from .lookup import lookup as _lookup
 
     return _lookup(library, op, chip, shape, dtype, slowdown=slowdown, hardware_dir=hardware_dir)
+
+
+def emit(
+    library,
+    target: str,
+    out: str | os.PathLike | None = None,
+    op: str | None = None,
+    chip: str | None = None,
+):
+    """`tiler emit`: a sweep's library (a path or a parsed document) as a dispatch unit for one target
+    (tiler.dispatch: a C++ header for CATLASS/AscendC, a Python module for Triton). `op` and `chip`, when given,
+    must be the library's. With `out` (a folder) the unit is written there; returns the tiler.dispatch.Unit
+    (`.name`, `.text`, `.skipped`: the entries without a view of the target, left out). Nothing is written on an
+    error."""
+    from .dispatch import build_unit, write_unit
+    from .errors import TilerError
+    from .export import validate
+    from .library import load
+    from .lookup import check_library, from_document
+
+    if isinstance(library, dict):
+        validate(library)
+        doc, source = library, "the library"
+    else:
+        lib = load(library)
+        doc = {"op": lib.op, "chip": lib.chip, "entries": lib.entries}
+        source = str(library)
+    check_library(from_document({"schema": "tiler.library/v1", **doc}), op, chip)
+    if out is not None:
+        from .io import check_writable
+
+        check_writable(Path(out) / "x", "out")  # a file where the folder goes: refused before anything
+    unit = build_unit(doc, target, source)
+    if out is not None:
+        write_unit(unit, out)
+    return unit

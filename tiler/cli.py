@@ -624,6 +624,36 @@ def lookup(obj, library_path, op, chip_id, shape, dtype, slowdown):
     click.echo(json.dumps(answer(hit), indent=2))
 
 
+@cli.command()
+@click.argument("library", type=click.Path(dir_okay=False))
+@click.option(
+    "--target", required=True, help="The code generator: catlass, ascendc (a C++ header), triton (Python)."
+)
+@click.option(
+    "--out", "out_dir", default=None, help="Folder to write the unit into (default: print it to stdout)."
+)
+@click.option("--op", default=None, help="Operator; must be the library's (checked when given).")
+@click.option("--chip", "chip_id", default=None, help="Chip id; must be the library's (checked when given).")
+def emit(library, target, out_dir, op, chip_id):
+    """Turn a sweep's library into a dispatch unit: the table of shapes, the look-up rule as code and each entry's
+    kernel type, TCubeTiling or triton.Config list (docs/sweep.md, "From a library to code")."""
+    from . import api
+
+    unit = api.emit(library, target, out_dir, op, chip_id)
+    if unit.skipped:
+        click.echo(
+            f"note: {len(unit.skipped)} entries have no {target} view and are not in the unit:", err=True
+        )
+        for line in unit.skipped:
+            click.echo(f"  {line}", err=True)
+    if out_dir is None:
+        click.echo(unit.text, nl=False)
+        return
+    click.echo(
+        f"wrote {Path(out_dir) / unit.name} ({unit.entries} entries, {unit.variants} variants)", err=True
+    )
+
+
 def _register_sweep() -> None:
     from .sweep import sweep_command
 
