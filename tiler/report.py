@@ -7,8 +7,20 @@ alternatives). The page holds three plotly charts:
 * Roofline: every row placed by arithmetic intensity (the problem's FLOPs / its compulsory bytes: each input read
   once, the output written once) and predicted throughput (FLOPs / predicted time), under each chip's roofline
   (peak `chip.peak_tflops(dtype)`, HBM bandwidth `hbm_gbps`), coloured by bound.
-* Predicted time per row, a bar per row coloured by the bound the model names.
+* Predicted time per row on a log axis, a bar per row coloured by the bound the model names, rows grouped by shape
+  family (shaded bands, the family named beside them); where the result says which targets can run a row, a marker
+  per target at that target's best predicted time.
 * The per-pipe breakdown of one row (the slowest by default, `--row N` for row #N as numbered in the page).
+
+Under the charts, the choices: a table per shape family with each row's tiling (`knob=value`) and the targets
+that can run it (predicted time, gap to the unconstrained best, "custom kernel" when none runs the best), then
+details: for a document, the code of each view in `targets` (`tiler.export.emit_code`; the view's JSON for a
+target without an emitter); for a sweep, the selected row and the slowest rows with their targets.
+
+Shape families: a sweep's `name` column when the row has one, with layer indices and numbers stripped
+(`layers.0.qkv_proj` -> `layers.qkv_proj`); otherwise the problem with its first field (the token dimension: M of
+a matmul) left free, so matmul rows of one N, K, layout and dtype form one family over M. Rows are numbered in the
+page's order: by family (first seen first), then chip, then that first field.
 
 plotly is optional (`pip install 'tiler[report]'`); the page embeds plotly.js, so it opens offline and loads
 nothing from the network. Rows a sweep could not solve (status error) are listed under the charts, not drawn.
@@ -19,7 +31,9 @@ from __future__ import annotations
 import html
 import json
 import math
+import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 import click
@@ -28,12 +42,29 @@ from .errors import TilerError
 
 INSTALL = "pip install 'tiler[report]'"
 TRACE_ROOFLINE = "roofline"  # roofline line traces are named "roofline <chip> <dtype>"
+TRACE_TARGET = "target"  # the time chart's per-target markers are named "target <name>"
 DIV_IDS = ("tiler-roofline", "tiler-times", "tiler-pipes")
+SLOWEST = 5  # the sweep rows detailed under the table: the selected one and this many of the slowest
+GAP_TIE = 1 + 1e-9  # a target whose best is within this of the unconstrained best reaches it
+
+
+@dataclass
+class TargetTime:
+    """One target's answer for a row: its best predicted time there, that time over the row's unconstrained best
+    (`gap`), its bound and tiling where the result gives them; `runs` False: the target cannot run the row."""
+
+    runs: bool = True
+    time_us: float | None = None
+    gap: float | None = None
+    bound: str = ""
+    tiling: dict | None = None
+    same_as_best: bool | None = None
 
 
 @dataclass
 class Row:
-    """One charted row: what it is, its predicted time and bound, its pipes and its place on the roofline."""
+    """One charted row: what it is, its predicted time and bound, its pipes and its place on the roofline, its
+    tiling, shape family and the targets that can run it (None: the result does not say)."""
 
     label: str
     key: str
@@ -45,6 +76,13 @@ class Row:
     flops: float = math.nan
     bytes: float = math.nan
     measured_us: float | None = None
+    title: str = ""  # the label without its number (name or key @ chip; best / alternative i)
+    name: str = ""  # the sweep's `name` cell; a document's best / given / alternative i
+    family: str = ""
+    tiling: dict = field(default_factory=dict)
+    targets: dict[str, TargetTime] | None = None
+    custom_kernel: bool | None = None
+    order: tuple = ()  # the sort key inside the family (chip, token dimension, input order)
 
     @property
     def intensity(self) -> float:
@@ -53,6 +91,15 @@ class Row:
     @property
     def tflops(self) -> float:
         return self.flops / (self.time_us * 1e-6) / 1e12 if self.time_us > 0 else math.nan
+
+    @property
+    def tiling_text(self) -> str:
+        return tiling_text(self.tiling)
+
+    @property
+    def runnable(self) -> list[str]:
+        """The targets that can run the row (the result's order)."""
+        return [t for t, tt in (self.targets or {}).items() if tt.runs]
 
 
 @dataclass
@@ -64,6 +111,7 @@ class Report:
     skipped: list[str]  # rows not charted and why
     chips: dict  # chip id -> Chip (those that could be loaded)
     notes: list[str] = field(default_factory=list)
+    document: dict | None = None  # the tiler.tiling/v1 document (kind "document"): its views become code
 
 
 def _plotly():
@@ -72,6 +120,94 @@ def _plotly():
     except ImportError:
         raise TilerError(f"report: needs plotly, which is not installed: {INSTALL}") from None
     return go
+
+
+# ------------------------------------------------------------------ text
+
+
+def _value(v) -> str:
+    """A knob value as text: integral floats (a CSV column with empty cells reads as floats) as integers."""
+    if hasattr(v, "item"):
+        v = v.item()
+    if isinstance(v, float) and math.isfinite(v) and v == int(v):
+        return str(int(v))
+    return str(v)
+
+
+def tiling_text(tiling: dict) -> str:
+    """`base_m=128 base_n=256 ...`: the text of a study's `tiling_label`."""
+    return " ".join(f"{k}={_value(v)}" for k, v in tiling.items())
+
+
+def _us(t: float | None) -> str:
+    if t is None or not math.isfinite(t):
+        return "-"
+    if t < 10:
+        return f"{t:.3f} us"
+    if t < 1000:
+        return f"{t:.2f} us"
+    return f"{t:,.1f} us"
+
+
+def _gap(g: float | None) -> str:
+    return "-" if g is None or not math.isfinite(g) else f"{g:.3f}x the best"
+
+
+def _blank(v) -> bool:
+    return v is None or (isinstance(v, float) and math.isnan(v)) or (isinstance(v, str) and not v.strip())
+
+
+# ------------------------------------------------------------------ shape families
+
+
+def name_family(name: str) -> str:
+    """A layer's name without its layer index and numbers: `layers.0.qkv_proj` and `model.layers.31.qkv_proj`
+    -> `layers.qkv_proj`, `model.layers.qkv_proj`; `blk3.attn_q` -> `blk.attn_q`. Words that are all digits go
+    (with the separator before them); a word's trailing digits go unless it is the last word (`mlp.fc1` and
+    `mlp.fc2` stay two families: they are two shapes). Empty when nothing but numbers is left."""
+    pieces = re.split(r"([._/:\-\s]+)", str(name).strip())
+    words, seps = pieces[0::2], pieces[1::2]
+    last = max((i for i, w in enumerate(words) if w), default=-1)
+    kept: list[tuple[str, str]] = []
+    for i, w in enumerate(words):
+        if not w or w.isdigit():
+            continue
+        if i < last:
+            w = re.sub(r"(?<=[A-Za-z])\d+$", "", w)
+        kept.append((seps[i - 1] if i > 0 else "", w))
+    return "".join((s if j else "") + w for j, (s, w) in enumerate(kept))
+
+
+def shape_family(problem) -> tuple[str, object]:
+    """(the family label, the token value) of a problem: every field but the first (the token dimension: M of a
+    matmul, rows of a softmax) and the dtype, e.g. `N=4096,K=4096,batch=1 bf16 (M varies)`."""
+    shape = problem.shape()
+    token = problem.FIELDS[0] if problem.FIELDS else next(iter(shape), "")
+    rest = [f"{k}={v}" for k, v in shape.items() if k != token and not problem._default_choice(k, v)]
+    return f"{','.join(rest)} {problem.dtype} ({token} varies)", shape.get(token, 0)
+
+
+def group_rows(rows: list[Row]) -> list[Row]:
+    """The rows in the page's order: families in order of first appearance, inside one by `Row.order`; labels
+    renumbered `#i` in that order."""
+    first: dict[str, int] = {}
+    for r in rows:
+        first.setdefault(r.family, len(first))
+    out = sorted(rows, key=lambda r: (first[r.family], r.order))
+    for i, r in enumerate(out):
+        r.label = f"#{i} {r.title}"
+    return out
+
+
+def families(rows: list[Row]) -> list[tuple[str, list[Row]]]:
+    """Consecutive runs of one family (the rows are grouped already)."""
+    out: list[tuple[str, list[Row]]] = []
+    for r in rows:
+        if out and out[-1][0] == r.family:
+            out[-1][1].append(r)
+        else:
+            out.append((r.family, [r]))
+    return out
 
 
 # ------------------------------------------------------------------ reading
@@ -108,6 +244,72 @@ def _num(v) -> float:
     return f
 
 
+def _finite(v) -> float | None:
+    f = _num(v)
+    return f if math.isfinite(f) else None
+
+
+@lru_cache(maxsize=32)
+def _knobs(op: str, family: str | None) -> tuple[str, ...]:
+    """The knob columns of a sweep row: its family's space, in the space's order; without a family (the chip's
+    profile could not be loaded), those of every family of the op."""
+    from .operator import known_ops
+    from .space import load_space
+
+    fams = [family] if family else [f for o, f in known_ops() if o == op]
+    names: list[str] = []
+    for fam in fams:
+        try:
+            names += [k for k in load_space(op, fam).names if k not in names]
+        except TilerError:
+            continue
+    return tuple(names)
+
+
+def _target_columns(columns) -> list[str]:
+    """The targets with `<T>_time_us` and `<T>_gap` columns, in column order."""
+    cols = set(columns)
+    return [
+        m.group(1)
+        for c in columns
+        if (m := re.fullmatch(r"(.+)_time_us", str(c))) and f"{m.group(1)}_gap" in cols
+    ]
+
+
+def _sweep_targets(rec: dict, has_runnable: bool, target_cols: list[str]) -> dict[str, TargetTime] | None:
+    """A sweep row's targets: `runnable` (names, comma-separated) and each target's `<T>_time_us`/`<T>_gap`;
+    None when the table has neither."""
+    if not has_runnable and not target_cols:
+        return None
+    raw = rec.get("runnable")
+    names = [] if _blank(raw) else [n.strip() for n in str(raw).split(",") if n.strip()]
+    out: dict[str, TargetTime] = {}
+    for t in [*names, *(t for t in target_cols if t not in names)]:
+        time_us, gap = _finite(rec.get(f"{t}_time_us")), _finite(rec.get(f"{t}_gap"))
+        runs = t in names if has_runnable else time_us is not None
+        out[t] = TargetTime(runs, time_us if runs else None, gap if runs else None)
+    return out
+
+
+def _custom(targets: dict[str, TargetTime] | None, explicit=None) -> bool | None:
+    """Whether the row's best needs a custom kernel: the result says so, or no target can run the row, or every
+    target's best is slower than the unconstrained best (a target that could run that best would match it).
+    None when the result does not tell."""
+    if not _blank(explicit):
+        if isinstance(explicit, str):
+            return explicit.strip().lower() in ("true", "1", "yes")
+        return bool(explicit)
+    if targets is None:
+        return None
+    runs = [tt for tt in targets.values() if tt.runs]
+    if not runs:
+        return True
+    gaps = [tt.gap for tt in runs]
+    if any(g is not None and g <= GAP_TIE for g in gaps) or any(tt.same_as_best for tt in runs):
+        return False
+    return True if all(g is not None for g in gaps) else None
+
+
 def read_sweep(path: Path, hardware_dir=None) -> Report:
     from .model.common import pipes as family_pipes
     from .model.common import pipes_of_row
@@ -131,15 +333,18 @@ def read_sweep(path: Path, hardware_dir=None) -> Report:
             f"RESULT: {path}: not a sweep output (no {', '.join(need)} column); give a `tiler sweep` table "
             "or a `tiler search/explain --format json` document"
         )
+    has_runnable = "runnable" in df.columns
+    target_cols = _target_columns(list(df.columns))
     chips: dict = {}
     notes: list[str] = []
     rows: list[Row] = []
     skipped: list[str] = []
+    chip_order: dict[str, int] = {}
     op = ""
     for i, rec in enumerate(df.to_dict("records")):
         where = f"line {i + 2}"
         name = rec.get("name")
-        name = "" if name is None or (isinstance(name, float) and math.isnan(name)) else str(name)
+        name = "" if _blank(name) else str(name)
         status = str(rec.get("status", "ok"))
         what = f"{where} ({name or rec.get('key')} on {rec.get('chip')})"
         if status != "ok":
@@ -164,10 +369,12 @@ def read_sweep(path: Path, hardware_dir=None) -> Report:
             names = ()
         pipes = {p: _num(rec[f"{p}_us"]) for p in names if math.isfinite(_num(rec.get(f"{p}_us")))}
         measured = _num(rec.get("measured_us"))
-        label = f"#{len(rows)} {name or key} @ {chip_id}"
+        fam, token = shape_family(problem)
+        fam = name_family(name) or fam
+        targets = _sweep_targets(rec, has_runnable, target_cols)
         rows.append(
             Row(
-                label,
+                "",
                 key,
                 chip_id,
                 problem.dtype,
@@ -177,9 +384,46 @@ def read_sweep(path: Path, hardware_dir=None) -> Report:
                 float(problem.flops),
                 float(problem.compulsory_bytes),
                 measured if math.isfinite(measured) else None,
+                title=f"{name or key} @ {chip_id}",
+                name=name,
+                family=fam,
+                tiling={
+                    k: rec[k]
+                    for k in _knobs(op, chip.family if chip is not None else None)
+                    if k in rec and not _blank(rec[k])
+                },
+                targets=targets,
+                custom_kernel=_custom(targets, rec.get("custom_kernel")),
+                order=(chip_order.setdefault(chip_id, len(chip_order)), token, i),
             )
         )
+    rows = group_rows(rows)
     return Report(str(path), "sweep", op, rows, skipped, {k: v for k, v in chips.items() if v}, notes)
+
+
+def _document_targets(doc: dict, time_us: float, bound: str, tiling: dict) -> dict[str, TargetTime]:
+    """A document's targets: `runnable` (each target's best tiling, time, gap) when present; else every view in
+    `targets` is of the document's own tiling (its time, gap 1); `no_view`: targets that cannot run it."""
+    out: dict[str, TargetTime] = {}
+    runnable = doc.get("runnable")
+    if isinstance(runnable, dict):
+        for t, r in runnable.items():
+            r = r if isinstance(r, dict) else {}
+            same = r.get("same_as_best")
+            out[str(t)] = TargetTime(
+                True,
+                _finite(r.get("time_us")),
+                _finite(r.get("gap")),
+                str(r.get("bound", "")),
+                r.get("tiling") if isinstance(r.get("tiling"), dict) else None,
+                same if isinstance(same, bool) else None,
+            )
+    else:
+        for t in doc.get("targets") or {}:
+            out[str(t)] = TargetTime(True, time_us, 1.0, bound, tiling, True)
+    for t in doc.get("no_view") or {}:
+        out.setdefault(str(t), TargetTime(False))
+    return out
 
 
 def read_document(path: Path, doc: dict, hardware_dir=None) -> Report:
@@ -198,8 +442,10 @@ def read_document(path: Path, doc: dict, hardware_dir=None) -> Report:
         prob = doc["problem"]
         problem = parse_problem(op, dict(prob.get("shape") or {}), prob.get("dtype"))
         est = doc["estimate"]
+        tiling = doc.get("tiling") if isinstance(doc.get("tiling"), dict) else {}
+        family, _ = shape_family(problem)
         best = Row(
-            f"#0 {doc.get('search', {}).get('strategy') == 'given' and 'given' or 'best'}",
+            "",
             problem.key(),
             chip_id,
             problem.dtype,
@@ -208,7 +454,17 @@ def read_document(path: Path, doc: dict, hardware_dir=None) -> Report:
             {str(p): float(v) for p, v in (est.get("pipes_us") or {}).items()},
             float(problem.flops),
             float(problem.compulsory_bytes),
+            title="given" if (doc.get("search") or {}).get("strategy") == "given" else "best",
+            name="given" if (doc.get("search") or {}).get("strategy") == "given" else "best",
+            family=family,
+            tiling=dict(tiling),
         )
+        best.targets = _document_targets(doc, best.time_us, best.bound, best.tiling)
+        views, custom = doc.get("targets"), doc.get("custom_kernel")
+        if isinstance(custom, bool):
+            best.custom_kernel = custom
+        elif isinstance(views, dict):  # before `custom_kernel`: the views were all of the document's tiling
+            best.custom_kernel = not views
     except TilerError as exc:
         raise TilerError(f"RESULT: {path}: {exc}") from None
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
@@ -232,7 +488,6 @@ def read_document(path: Path, doc: dict, hardware_dir=None) -> Report:
         except TilerError as exc:
             notes.append(f"alternatives: not scored again ({exc}); their pipes are not shown")
     for i, alt in enumerate(alts if isinstance(alts, list) else [], start=1):
-        label = f"#{i} alternative {i}"
         try:
             t, bound, pipes = float(alt["time_us"]), str(alt["bound"]), {}
         except (KeyError, TypeError, ValueError):
@@ -247,10 +502,29 @@ def read_document(path: Path, doc: dict, hardware_dir=None) -> Report:
                 pipes = {p: float(e[f"{p}_us"][0]) for p in family_pipes(chip.family)}
             except (TilerError, KeyError, TypeError, ValueError):
                 pass
+        alt_tiling = alt.get("tiling") if isinstance(alt.get("tiling"), dict) else {}
         rows.append(
-            Row(label, problem.key(), chip_id, problem.dtype, t, bound, pipes, best.flops, best.bytes)
+            Row(
+                "",
+                problem.key(),
+                chip_id,
+                problem.dtype,
+                t,
+                bound,
+                pipes,
+                best.flops,
+                best.bytes,
+                title=f"alternative {i}",
+                name=f"alternative {i}",
+                family=family,
+                tiling=dict(alt_tiling),
+            )
         )
-    return Report(str(path), "document", op, rows, skipped, {k: v for k, v in chips.items() if v}, notes)
+    for i, r in enumerate(rows):  # one family; the document's order (best first)
+        r.order = (i,)
+    rows = group_rows(rows)
+    chips = {k: v for k, v in chips.items() if v}
+    return Report(str(path), "document", op, rows, skipped, chips, notes, document=doc)
 
 
 def read_result(path, hardware_dir=None) -> Report:
@@ -290,10 +564,30 @@ def _colours(rows: list[Row]) -> dict[str, str]:
     return {b: palette[i % len(palette)] for i, b in enumerate(bounds)}
 
 
+def _wrap(text: str, width: int = 90) -> str:
+    """Hover text: long tiling text broken into lines at spaces."""
+    lines, cur = [], ""
+    for word in text.split(" "):
+        if cur and len(cur) + 1 + len(word) > width:
+            lines.append(cur)
+            cur = word
+        else:
+            cur = f"{cur} {word}" if cur else word
+    return "<br>".join([*lines, cur] if cur else lines)
+
+
 def _hover(r: Row) -> str:
     text = f"{r.label}<br>{r.key} on {r.chip_id}<br>{r.time_us:.3f} us, bound {r.bound}"
     if r.measured_us is not None:
         text += f"<br>measured {r.measured_us:.3f} us"
+    text += f"<br>family {r.family}"
+    if r.tiling:
+        text += "<br>" + _wrap(r.tiling_text)
+    if r.custom_kernel:
+        text += "<br>custom kernel (no target runs this tiling)"
+    if r.targets:
+        runs = [f"{t} {_us(tt.time_us)} ({_gap(tt.gap)})" for t, tt in r.targets.items() if tt.runs]
+        text += "<br>runnable: " + ("; ".join(runs) if runs else "none")
     return text
 
 
@@ -352,6 +646,8 @@ def roofline_figure(rep: Report, colours: dict[str, str]):
 
 
 def times_figure(rep: Report, colours: dict[str, str]):
+    """A bar per row on a log time axis, coloured by bound, in the page's order: shape families as alternating
+    shaded bands named on the right; a marker per target at its best predicted time for the row."""
     go = _plotly()
     fig = go.Figure()
     for bound, colour in colours.items():
@@ -370,13 +666,74 @@ def times_figure(rep: Report, colours: dict[str, str]):
                     hovertemplate="%{text}<extra></extra>",
                 )
             )
+    names = list(dict.fromkeys(t for r in rep.entries for t in (r.targets or {})))
+    symbols = ("diamond", "x", "triangle-up", "star", "square", "cross")
+    for j, t in enumerate(names):
+        rs = [r for r in rep.entries if r.targets and r.targets.get(t) and r.targets[t].runs]
+        rs = [r for r in rs if r.targets[t].time_us is not None and r.targets[t].time_us > 0]
+        if not rs:
+            continue
+        tts = [r.targets[t] for r in rs]
+        fig.add_trace(
+            go.Scatter(
+                x=[tt.time_us for tt in tts],
+                y=[r.label for r in rs],
+                mode="markers",
+                name=f"{TRACE_TARGET} {t}",
+                marker=dict(symbol=symbols[j % len(symbols)], size=9, color="#222", line=dict(width=1)),
+                text=[
+                    f"{r.label}: {t} can run it<br>{_us(tt.time_us)}, {_gap(tt.gap)}"
+                    + (f", bound {tt.bound}" if tt.bound else "")
+                    + (f"<br>{_wrap(tiling_text(tt.tiling))}" if tt.tiling else "")
+                    for r, tt in zip(rs, tts, strict=True)
+                ],
+                customdata=[r.key for r in rs],
+                hovertemplate="%{text}<extra></extra>",
+            )
+        )
+    n = len(rep.entries)
     order = [r.label for r in rep.entries]
-    fig.update_yaxes(categoryorder="array", categoryarray=order[::-1], title="")
-    fig.update_xaxes(title="predicted time (us)")
+    fig.update_yaxes(
+        categoryorder="array", categoryarray=order[::-1], range=[-0.5, n - 0.5], title="", automargin=True
+    )
+    fig.update_xaxes(type="log", title="predicted time (us, log scale)")
+    groups = families(rep.entries)
+    start = 0
+    for g, (fam, rs) in enumerate(groups):
+        top, bottom = n - 1 - start + 0.5, n - len(rs) - start - 0.5  # category i sits at n-1-i (reversed)
+        start += len(rs)
+        if g % 2 == 0:
+            fig.add_shape(
+                type="rect",
+                xref="paper",
+                x0=0,
+                x1=1,
+                yref="y",
+                y0=bottom,
+                y1=top,
+                fillcolor="rgba(120,120,160,0.10)",
+                line_width=0,
+                layer="below",
+            )
+        fig.add_annotation(
+            xref="paper",
+            x=1.0,
+            xanchor="left",
+            yref="y",
+            y=(top + bottom) / 2,
+            text=html.escape(fam),
+            showarrow=False,
+            align="left",
+            font=dict(size=11),
+        )
+    longest = max((len(f) for f, _ in groups), default=10)
+    per_row = 24 if n <= 50 else 16 if n <= 200 else 11
     fig.update_layout(
-        title="Predicted time per row, coloured by bound",
-        height=max(320, 60 + 24 * len(rep.entries)),
+        title=f"Predicted time per row (log axis), by shape family ({len(groups)}), coloured by bound",
+        height=max(360, 140 + per_row * n),
         barmode="overlay",
+        legend=dict(orientation="h", x=0, y=1.0, yanchor="bottom"),
+        margin=dict(r=min(360, 30 + 7 * longest), t=110),
     )
     return fig
 
@@ -417,8 +774,196 @@ def select_row(rep: Report, row: int | None) -> Row:
     return rep.entries[row]
 
 
+def _code(doc: dict, target: str) -> tuple[str, str]:
+    """(the code of one view of a document, a note): `tiler.export.emit_code` for a target with an emitter; the
+    view's JSON (and why) for one without, or when the document cannot be emitted."""
+    from .export import emit_code
+    from .operator import get_operator
+
+    view = json.dumps((doc.get("targets") or {}).get(target), indent=2)
+    try:
+        tg = get_operator(str(doc["op"]), str(doc["chip"]["family"])).TARGETS.get(target)
+    except (TilerError, KeyError, TypeError):
+        tg = None
+    if tg is not None and tg.emit is None:
+        return view, f"the {target} target has no code emitter: its view as JSON"
+    try:
+        return emit_code(doc, target), ""
+    except (TilerError, KeyError, TypeError, ValueError) as exc:
+        return view, f"no code emitted ({exc}): the view as JSON"
+
+
+def _esc(s) -> str:
+    return html.escape(str(s))
+
+
+CUSTOM = '<span class="custom" title="{why}">custom kernel</span>'
+CUSTOM_DOC = "no target's code generator can run this tiling as exported"
+CUSTOM_SWEEP = "no target reaches the best predicted time: none can run the best tiling as exported"
+
+
+def _targets_cell(r: Row) -> str:
+    if r.targets is None:
+        return ""
+    parts = []
+    for t, tt in r.targets.items():
+        if tt.runs:
+            gap = f", {tt.gap:.3f}x" if tt.gap is not None else ""
+            parts.append(f"<b>{_esc(t)}</b> {_us(tt.time_us)}{gap}")
+    return "<br>".join(parts) if parts else '<span class="no">none</span>'
+
+
+def rows_table(rep: Report) -> str:
+    """A table per shape family (a collapsible section each): number, row, predicted time, bound, the tiling as
+    `knob=value` text (and "custom kernel" where no target runs it), the targets that can run it."""
+    show_targets = any(r.targets is not None for r in rep.entries)
+    why = CUSTOM_DOC if rep.kind == "document" else CUSTOM_SWEEP
+    head = "<tr><th>#</th><th>row</th><th>problem</th><th>chip</th><th>predicted</th><th>bound</th><th>tiling</th>"
+    head += "<th>targets (best predicted time, x the best)</th></tr>" if show_targets else "</tr>"
+    groups = families(rep.entries)
+    out = [
+        f'<h2 id="tiler-rows">Rows and their tilings ({len(rep.entries)} rows, {len(groups)} families)</h2>'
+    ]
+    for fam, rs in groups:
+        lo, hi = min(r.time_us for r in rs), max(r.time_us for r in rs)
+        span = _us(lo) if lo == hi else f"{_us(lo)} .. {_us(hi)}"
+        out.append(
+            f'<details class="family" open data-family="{_esc(fam)}"><summary><b>{_esc(fam)}</b>: '
+            f"{len(rs)} row{'s' * (len(rs) != 1)}, {span}</summary>"
+            f'<table class="rows"><thead>{head}</thead><tbody>'
+        )
+        for r in rs:
+            num = r.label.split(" ", 1)[0]
+            badge = " " + CUSTOM.format(why=_esc(why)) if r.custom_kernel else ""
+            tiling = f"<code>{_esc(r.tiling_text)}</code>" if r.tiling else '<span class="no">-</span>'
+            measured = f"<br>measured {_us(r.measured_us)}" if r.measured_us is not None else ""
+            out.append(
+                f'<tr data-row="{num[1:]}" data-family="{_esc(fam)}"><td>{_esc(num)}</td><td>{_esc(r.name)}</td>'
+                f"<td>{_esc(_shape_arg(r.key))} {_esc(r.dtype)}</td><td>{_esc(r.chip_id)}</td>"
+                f'<td class="t">{_us(r.time_us)}{measured}</td><td>{_esc(r.bound)}</td>'
+                f'<td class="tiling">{tiling}{badge}</td>'
+                + (f"<td>{_targets_cell(r)}</td>" if show_targets else "")
+                + "</tr>"
+            )
+        out.append("</tbody></table></details>")
+    return "\n".join(out)
+
+
+def document_details(rep: Report) -> str:
+    """The document's choices: its own tiling (custom kernel or the targets that run it as exported), then per
+    target its tiling, predicted time, gap and the code of its view (`emit_code`; JSON without an emitter)."""
+    doc = rep.document or {}
+    best = rep.entries[0]
+    views = doc.get("targets") if isinstance(doc.get("targets"), dict) else {}
+    no_view = doc.get("no_view") if isinstance(doc.get("no_view"), dict) else {}
+    out = ['<h2 id="tiler-code">The choices and their code</h2>']
+    tiling = f"<code>{_esc(best.tiling_text)}</code>" if best.tiling else "-"
+    if best.custom_kernel:
+        state = (
+            f"{CUSTOM.format(why=_esc(CUSTOM_DOC))}: no target's code generator can run this tiling as "
+            "exported; the code below is of each target's own best tiling."
+        )
+    elif best.custom_kernel is False:
+        same = [t for t, tt in (best.targets or {}).items() if tt.runs and tt.same_as_best]
+        state = "runs as exported" + (f" on {_esc(', '.join(same))}" if same else "") + "."
+    else:
+        state = ""
+    out.append(
+        f'<p class="choice">{_esc(best.label)} tiling, {_us(best.time_us)} ({_esc(best.bound)}): '
+        f"{tiling} {state}</p>"
+    )
+    names = list(dict.fromkeys([*views, *(best.targets or {}), *no_view]))
+    if not names:
+        out.append("<p>No target has a view of this tiling.</p>")
+    for t in names:
+        tt = (best.targets or {}).get(t)
+        if t in views:
+            code, note = _code(doc, t)
+            head = [f"<b>{_esc(t)}</b>"]
+            if tt is not None and tt.runs:
+                head.append(
+                    f"{_us(tt.time_us)}, {_gap(tt.gap)}" + (f", bound {_esc(tt.bound)}" if tt.bound else "")
+                )
+                if tt.same_as_best:
+                    head.append("the best tiling itself")
+            body = ""
+            if tt is not None and tt.tiling and not tt.same_as_best:
+                body += f"<p>its tiling: <code>{_esc(tiling_text(tt.tiling))}</code></p>"
+            if note:
+                body += f'<p class="no">{_esc(note)}</p>'
+            out.append(
+                f'<details class="target" open data-target="{_esc(t)}"><summary>{": ".join(head[:1])}'
+                f"{(' ' + ', '.join(head[1:])) if head[1:] else ''}</summary>{body}"
+                f'<pre class="code"><code>{_esc(code)}</code></pre></details>'
+            )
+        else:
+            why = no_view.get(t) or "no view in the document"
+            out.append(
+                f'<p class="no" data-target="{_esc(t)}"><b>{_esc(t)}</b>: cannot run it ({_esc(why)})</p>'
+            )
+    return "\n".join(out)
+
+
+def _shape_arg(key: str) -> str:
+    parts = key.split(":")
+    return parts[1] if len(parts) == 3 else key
+
+
+def sweep_details(rep: Report, chosen: Row) -> str:
+    """The selected row and the slowest rows: tiling, the targets that can run each (best predicted time, gap)
+    and the command that prints a target's code."""
+    slow = sorted(rep.entries, key=lambda r: -r.time_us)
+    picked = [chosen, *[r for r in slow if r is not chosen][:SLOWEST]]
+    out = [f'<h2 id="tiler-details">The selected row and the {SLOWEST} slowest</h2>']
+    for r in picked:
+        badge = " " + CUSTOM.format(why=_esc(CUSTOM_SWEEP)) if r.custom_kernel else ""
+        which = "selected" if r is chosen else "slow"
+        body = [
+            f"<p>{_esc(r.key)} on {_esc(r.chip_id)}, family {_esc(r.family)}</p>",
+            f"<p>tiling: <code>{_esc(r.tiling_text)}</code>{badge}</p>" if r.tiling else "",
+        ]
+        if r.targets:
+            trs = []
+            for t, tt in r.targets.items():
+                cmd = (
+                    f"tiler search --op {rep.op} --chip {r.chip_id} --shape {_shape_arg(r.key)} --dtype {r.dtype}"
+                    f" --target {t} --emit {t}"
+                )
+                trs.append(
+                    f"<tr><td>{_esc(t)}</td><td>{'yes' if tt.runs else 'no'}</td><td>{_us(tt.time_us)}</td>"
+                    f"<td>{_gap(tt.gap)}</td><td>{f'<code>{_esc(cmd)}</code>' if tt.runs else ''}</td></tr>"
+                )
+            body.append(
+                "<table><thead><tr><th>target</th><th>can run</th><th>its best predicted time</th><th>gap</th>"
+                "<th>its code (add the sweep's --fix pins)</th></tr></thead><tbody>"
+                + "".join(trs)
+                + "</tbody></table>"
+            )
+        elif r.targets is not None:
+            body.append('<p class="no">no target can run this row</p>')
+        out.append(
+            f'<details class="row" data-row="{r.label.split(" ", 1)[0][1:]}" data-which="{which}"'
+            f"{' open' if r is chosen else ''}><summary><b>{_esc(r.label)}</b> ({which}): {_us(r.time_us)}, "
+            f"{_esc(r.bound)}</summary>{''.join(body)}</details>"
+        )
+    return "\n".join(out)
+
+
+STYLE = (
+    "<style>body{font-family:system-ui,sans-serif;margin:1.5em;max-width:1200px}"
+    "h1{font-size:1.3em}.meta{color:#555}table{border-collapse:collapse;margin:.3em 0 1em}"
+    "th,td{border-bottom:1px solid #ddd;padding:.2em .5em;text-align:left;vertical-align:top;font-size:.9em}"
+    "td.t{white-space:nowrap}td.tiling{min-width:22em}td.tiling code{white-space:normal;word-break:break-word}"
+    "details.family{margin:.4em 0}summary{cursor:pointer}"
+    "pre.code{overflow:auto;background:#f6f6f6;padding:.6em;font-size:.85em}"
+    ".custom{background:#fde2e1;color:#8a1c12;padding:0 .4em;border-radius:3px;font-weight:600;white-space:nowrap}"
+    ".no{color:#888}</style>"
+)
+
+
 def render(rep: Report, row: int | None = None) -> str:
-    """The page: the three charts (plotly.js embedded once, in the first), the rows left out, the notes."""
+    """The page: the three charts (plotly.js embedded once, in the first), the rows by family with their tilings
+    and targets, the details (a document's code; a sweep's selected and slowest rows), the rows left out, notes."""
     _plotly()
     if not rep.entries:
         why = f" ({rep.skipped[0]})" if rep.skipped else ""
@@ -435,6 +980,7 @@ def render(rep: Report, row: int | None = None) -> str:
     items = "".join(f"<li>{html.escape(s)}</li>" for s in rep.skipped)
     notes = "".join(f"<li>{html.escape(s)}</li>" for s in rep.notes)
     chips = ", ".join(sorted({r.chip_id for r in rep.entries}))
+    details = document_details(rep) if rep.kind == "document" else sweep_details(rep, chosen)
     from . import __version__
 
     return "\n".join(
@@ -442,13 +988,16 @@ def render(rep: Report, row: int | None = None) -> str:
             "<!DOCTYPE html>",
             '<html lang="en"><head><meta charset="utf-8">',
             f"<title>{html.escape(title)}</title>",
-            "<style>body{font-family:system-ui,sans-serif;margin:1.5em;max-width:1200px}"
-            "h1{font-size:1.3em}.meta{color:#555}</style>",
+            STYLE,
             "</head><body>",
             f"<h1>{html.escape(title)}</h1>",
             f'<p class="meta">{html.escape(rep.op)}: {len(rep.entries)} rows on {html.escape(chips)} '
-            f"(from a {rep.kind}); per-pipe breakdown of {html.escape(chosen.label)}; tiler {__version__}</p>",
+            f"(from a {rep.kind}); per-pipe breakdown of {html.escape(chosen.label)}; tiler {__version__}. "
+            '<a href="#tiler-rows">Rows and their tilings</a>, '
+            f'<a href="#{"tiler-code" if rep.kind == "document" else "tiler-details"}">details</a>.</p>',
             *divs,
+            rows_table(rep),
+            details,
             f"<h2>Rows not drawn ({len(rep.skipped)})</h2><ul>{items}</ul>" if rep.skipped else "",
             f"<h2>Notes</h2><ul>{notes}</ul>" if rep.notes else "",
             "</body></html>",
@@ -488,10 +1037,22 @@ def write_report(result, out=None, row: int | None = None, hardware_dir=None) ->
 @click.pass_context
 def report_command(ctx, result, out_path, row):
     """Draw a sweep table or a search/explain JSON document as one self-contained HTML page: a roofline, the
-    predicted time of every row coloured by bound, and one row's per-pipe breakdown (needs tiler[report])."""
+    predicted time of every row (log axis, grouped by shape family) coloured by bound, one row's per-pipe
+    breakdown, each row's tiling and the targets that can run it, and a document's code per target (needs
+    tiler[report])."""
     hw = (ctx.obj or {}).get("hardware_dir")
     path = write_report(result, out_path, row, hw)
     click.echo(f"wrote {path}", err=True)
 
 
-__all__ = ["Report", "Row", "read_result", "render", "report_command", "write_report"]
+__all__ = [
+    "Report",
+    "Row",
+    "TargetTime",
+    "name_family",
+    "read_result",
+    "render",
+    "report_command",
+    "shape_family",
+    "write_report",
+]
