@@ -17,8 +17,8 @@ Arguments take what the command line takes (a chip id or a profile .toml; a shap
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from dataclasses import dataclass, field, fields
+from pathlib import Path
 from typing import Any, NamedTuple
 
 from .search.result import SearchResult
@@ -152,7 +152,9 @@ def _runnable(problem, chip, space, res, fix):
 
 @dataclass
 class Explanation:
-    """`tiler explain`: one tiling's estimate (`row`), the advice lines, and its document."""
+    """`tiler explain`: one tiling's estimate (`row`), the advice lines, and its document; `completed`: the knobs
+    the model chose because the given tiling did not set them (empty for a whole tiling), `native`: the target
+    names read (target -> names)."""
 
     problem: Any
     chip: Any
@@ -162,13 +164,18 @@ class Explanation:
     advice: list[str]
     target: str = "any"
     cand: dict = field(default_factory=dict, repr=False)
+    completed: list[str] = field(default_factory=list)
+    native: dict = field(default_factory=dict)
 
     def document(self) -> dict:
-        """The tiling as a `tiler.tiling/v1` document (search section: `given`)."""
+        """The tiling as a `tiler.tiling/v1` document (search section: `given`, with the completed knobs)."""
         from .export import tiling_document
 
+        search = {"strategy": "given", "evaluated": 1, "seed": None, "proven_optimal": False}
+        if self.completed:
+            search["completed"] = list(self.completed)
         doc = tiling_document(
-            self.problem, self.chip, self.tiling, self.row, target=self.target, cand=self.cand
+            self.problem, self.chip, self.tiling, self.row, search, target=self.target, cand=self.cand
         )
         doc["advice"] = list(self.advice)
         return doc
@@ -183,17 +190,26 @@ def explain(
     target: str = "any",
     hardware_dir: str | os.PathLike | None = None,
 ) -> Explanation:
-    """`tiler explain`: break down one tiling (a dict of knob -> value, labels and aliases allowed; an exported
-    document's `tiling` works). An infeasible tiling raises TilerError naming the rules it breaks."""
+    """`tiler explain`: break down one tiling: a dict of knob -> value (labels and aliases allowed), of a target's
+    own names (CATLASS template arguments, TCubeTiling fields, ...: tiler.search.complete), or only part of one
+    (the rest is completed with the model's best choice, and `completed` names those knobs); an exported document
+    works, and its dtype is the problem's unless `dtype` is given (then they must agree). An infeasible tiling
+    raises TilerError naming the rules it breaks."""
     from .advice import advice
     from .errors import TilerError
     from .operator import get_operator
     from .search import evaluate
+    from .search.complete import complete
 
     if isinstance(tiling, dict) and isinstance(tiling.get("tiling"), dict):  # a whole exported document
+        doc_dtype = (tiling.get("problem") or {}).get("dtype")
+        if dtype is not None and doc_dtype is not None and str(dtype).strip().lower() != doc_dtype:
+            raise TilerError(f"dtype: the tiling document is for {doc_dtype}, got {dtype!r}")
+        dtype = dtype if dtype is not None else doc_dtype
         tiling = tiling["tiling"]
     chip, problem, space = _setup(op, chip, shape, dtype, hardware_dir, target=target)
-    cand, est, rules = evaluate(problem, chip, space, tiling)
+    whole = complete(problem, chip, space, tiling)
+    cand, est, rules = evaluate(problem, chip, space, whole.tiling)
     broken = [r for r, ok in rules.items() if not ok]
     if broken:
         text = get_operator(space.op, space.family, space.target).RULE_TEXT
@@ -202,7 +218,9 @@ def explain(
         )
     row = {k: (v[0].item() if hasattr(v[0], "item") else v[0]) for k, v in est.items()}
     lines = advice(problem, chip, space, cand, est)
-    return Explanation(problem, chip, space, space.decode(cand, 0), row, lines, target, cand)
+    return Explanation(
+        problem, chip, space, space.decode(cand, 0), row, lines, target, cand, whole.completed, whole.native
+    )
 
 
 class Ranking(NamedTuple):
@@ -278,7 +296,6 @@ def emit(
     (`.name`, `.text`, `.skipped`: the entries without a view of the target, left out). Nothing is written on an
     error."""
     from .dispatch import build_unit, write_unit
-    from .errors import TilerError
     from .export import validate
     from .library import load
     from .lookup import check_library, from_document

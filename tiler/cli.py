@@ -61,8 +61,8 @@ def _load_tiling(text: str) -> dict:
         raise TilerError("--tiling: " + what.format(why)) from None
     if not isinstance(doc, dict):
         raise TilerError("--tiling: must be a JSON object of knob -> value")
-    if isinstance(doc.get("tiling"), dict):  # an exported tiler.tiling/v1 document
-        return doc["tiling"]
+    if isinstance(doc.get("tiling"), dict):  # an exported tiler.tiling/v1 document: whole (its dtype counts)
+        return doc
     targets = doc.get("targets")
     if (
         isinstance(targets, dict) and targets
@@ -412,33 +412,24 @@ def search(
 )
 @click.pass_obj
 def explain(obj, op, chip_id, shape, dtype, tiling, fmt, target):
-    """Break down one given tiling: pipes, bound, waves and balance, L2, roofline, advice."""
-    from .advice import advice
-    from .export import tiling_document
-    from .operator import get_operator
-    from .search import evaluate
+    """Break down one given tiling: pipes, bound, waves and balance, L2, roofline, advice. The tiling may use a
+    target's own names (CATLASS, TCubeTiling, Triton tutorial) and may be partial: the model completes the rest."""
+    from . import api
 
-    chip, problem, space = _setup(op, chip_id, shape, dtype, obj["hardware_dir"], target=target)
-    cand, est, rules = evaluate(problem, chip, space, _load_tiling(tiling))
-    broken = [r for r, ok in rules.items() if not ok]
-    if broken:
-        text = get_operator(space.op, space.family, space.target).RULE_TEXT
-        raise TilerError(
-            f"tiling: infeasible on {chip.id}: " + "; ".join(f"{r} ({text.get(r, r)})" for r in broken)
-        )
-    row = {k: (v[0].item() if hasattr(v[0], "item") else v[0]) for k, v in est.items()}
-    lines = advice(problem, chip, space, cand, est)
+    ex = api.explain(op, chip_id, shape, _load_tiling(tiling), dtype, target, obj["hardware_dir"])
     if fmt == "json":
-        doc = tiling_document(problem, chip, space.decode(cand, 0), row, target=target, cand=cand)
-        doc["advice"] = lines
-        click.echo(json.dumps(doc, indent=2))
+        click.echo(json.dumps(ex.document(), indent=2))
         return
-    click.echo(f"{problem.OP} {problem.key()} on {chip.id} ({chip.cores} cores)")
-    click.echo("tiling: " + ", ".join(f"{k}={v}" for k, v in space.decode(cand, 0).items()))
-    for line in _estimate_lines(row):
+    click.echo(f"{ex.problem.OP} {ex.problem.key()} on {ex.chip.id} ({ex.chip.cores} cores)")
+    click.echo("tiling: " + ", ".join(f"{k}={v}" for k, v in ex.tiling.items()))
+    for t, names in ex.native.items():
+        click.echo(f"  read as {t} names: {names}")
+    if ex.completed:
+        click.echo("  completed by the model (the best choice given the rest): " + ", ".join(ex.completed))
+    for line in _estimate_lines(ex.row):
         click.echo("  " + line)
     click.echo("advice:")
-    for line in lines:
+    for line in ex.advice:
         click.echo("  - " + line)
 
 

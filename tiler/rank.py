@@ -169,6 +169,9 @@ def rank_candidates(
             f"candidates: none of the {len(df)} rows is a {'/'.join(model.IMPLS) or 'kernel'} tiling for "
             f"{problem.label()}" + (f": the file's shape columns hold {shapes}" if shapes else "")
         )
+    from .search.complete import complete_rows
+
+    sel = complete_rows(problem, chip, space, sel)  # partial rows, or rows in a target's names: completed
     cands, ok, why = parse_knobs(sel, space)
     rule = np.array(["domain" if w else "" for w in why], dtype=object)
     reason = np.array(why, dtype=object)
