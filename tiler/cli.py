@@ -166,22 +166,34 @@ def chips(obj, fmt):
 @click.option("--format", "fmt", type=FORMATS, default="table")
 def ops(fmt):
     """List the operators, the families each has a model for, and their problem fields."""
-    from .operator import known_ops, problem_class
+    from .operator import get_operator, known_ops, problem_class
 
     rows = {}
     for op, fam in known_ops():
         cls = problem_class(op)
         example = ",".join(f"{k}={v}" for k, v in cls.EXAMPLE.items())
         fields = list(cls.FIELDS) + list(cls.OPTIONAL)
-        rows.setdefault(op, {"op": op, "families": [], "fields": fields, "example": example})
+        rows.setdefault(op, {"op": op, "families": [], "fields": fields, "example": example, "targets": []})
         rows[op]["families"].append(fam)
+        rows[op]["targets"] += [
+            {
+                "name": t.name,
+                "family": fam,
+                "doc": t.doc,
+                "emit": t.emit is not None,  # tiler search --emit NAME
+                "unit": t.language or None,  # tiler emit LIBRARY --target NAME: cpp (a header) or python
+                "native_names": list(t.native_names),  # tiler explain/rank read a tiling in these names
+            }
+            for t in get_operator(op, fam).TARGETS.values()
+        ]
     if fmt == "json":
         click.echo(json.dumps(list(rows.values()), indent=2))
         return
     for r in rows.values():
+        targets = ", ".join(f"{t['name']} ({t['family']})" for t in r["targets"]) or "none"
         click.echo(
             f"{r['op']:16} families: {', '.join(r['families']):14} fields: {', '.join(r['fields'])}"
-            f"   e.g. --shape {r['example']}"
+            f"   e.g. --shape {r['example']}   targets: {targets}"
         )
 
 
