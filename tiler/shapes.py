@@ -7,16 +7,17 @@ writes them as rows of the sweep's own CSV format (`name`, the operator's proble
 `tokens` column the sweep passes through), so a model goes in with three commands.
 
 Intended command line (the click command lives in tiler/cli.py and calls `model_shapes` then `write_shapes`; every
-option is a parameter of `model_shapes` of the same name):
+option is the parameter of `model_shapes` of the same name, and its errors name it, `tokens: ...` -> `--tokens:`):
 
-    tiler shapes CONFIG [--op matmul|flash_attention] [--tokens 1,128,2048] [--context 4096] [--batch 1]
-                 [--tp 1] [--dtype bf16] --out FILE.csv
+    tiler shapes CONFIG --op matmul|flash_attention [--tokens 1,128,2048] [--context 4096] [--batch 1] [--tp 1]
+                 [--dtype bf16] --out FILE.csv
 
-CONFIG is a config.json, or a folder holding one (a downloaded Hugging Face snapshot). Then, for example:
+CONFIG is a config.json, or a folder holding one (a downloaded Hugging Face snapshot). `--op` is required, as in
+`tiler sweep`. A model to kernel code is three commands, model -> sweep -> emit:
 
     tiler shapes examples/models/llama-3-8b/config.json --op matmul --tokens 1,128,2048 --tp 2 --out l8.csv
-    tiler sweep l8.csv --op matmul --chip h200 --out l8_h200.csv --library l8.json
-    tiler search --op matmul --chip h200 --shape M=128,N=3072,K=4096,layout=nt --emit triton
+    tiler sweep l8.csv --op matmul --chip h200 --target triton --out l8_h200.csv --library l8.json
+    tiler emit l8.json --target triton --out gen/
 
 From Python:
 
@@ -320,6 +321,8 @@ def _positive(name: str, value: Any) -> int:
 
 def _tokens(tokens: Any) -> list[int]:
     """`1,128,2048`, a list of integers or of their texts -> distinct positive integers, in the order given."""
+    if isinstance(tokens, str) and not tokens.strip():
+        raise TilerError(f"tokens: give at least one token count, got {tokens!r}")
     items = tokens.split(",") if isinstance(tokens, str) else [tokens] if isinstance(tokens, int) else tokens
     try:
         items = list(items)
