@@ -343,6 +343,8 @@ def test_bad_config_file_is_one_line_naming_the_path(tmp_path):
     [
         (dict(tokens="0"), "tokens: must be positive integers (at most 2147483647), got '0'"),
         (dict(tokens="1,x"), "tokens: must be positive integers"),
+        (dict(tokens="\u00b2"), "tokens: must be positive integers"),  # a digit to isdigit(), not to int()
+        (dict(tokens=1.5), "tokens: must be positive integers, got 1.5"),
         (dict(tokens=[-5]), "tokens: must be positive integers"),
         (dict(tokens=[True]), "tokens: must be positive integers"),
         (dict(tokens=""), "tokens: give at least one token count"),
@@ -392,6 +394,16 @@ def test_tp_that_cannot_split_kv_heads_or_widths_is_refused():
 def test_write_shapes_refuses_a_folder(tmp_path):
     frame = model_shapes(BASE, "matmul", tokens=(1,))
     _one_line(lambda: write_shapes(frame, tmp_path), f"out: {tmp_path}: is a folder")
+
+
+def test_token_counts_from_text_numpy_or_one_integer():
+    import numpy as np
+
+    text = model_shapes(BASE, "matmul", tokens=" 8 , 16", tp="2")
+    assert list(model_shapes(BASE, "matmul", tokens=np.array([8, 16]), tp=np.int64(2))["M"]) == list(
+        text["M"]
+    )
+    assert set(text["tokens"]) == {8, 16} and set(model_shapes(BASE, "matmul", tokens=8)["tokens"]) == {8}
 
 
 def test_model_config_from_dict_defaults():

@@ -79,6 +79,7 @@ the ones above.
 from __future__ import annotations
 
 import json
+import numbers
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -125,9 +126,8 @@ class ModelConfig:
     head_dim: int  # the config's head_dim, else hidden_size / num_attention_heads
     vocab_size: int
     num_hidden_layers: int
-    intermediate_size: int | None = (
-        None  # the dense MLP's width; None when no layer is dense and none is given
-    )
+    # the dense MLP's width; None when no layer is dense and the config gives none
+    intermediate_size: int | None = None
     num_experts: int = 0  # routed experts of a MoE layer; 0: a dense model
     num_experts_per_tok: int = 0  # top_k
     expert_intermediate_size: int = 0  # one routed expert's width
@@ -155,17 +155,17 @@ class ModelConfig:
                     f"{source}: {mla}: multi-head latent attention (DeepSeek-V2/V3) is not modelled; tiler shapes "
                     "reads models with multi-head or grouped-query attention"
                 )
-        hidden = f.int("hidden_size", "every linear")
-        heads = f.int("num_attention_heads", "the attention and the qkv projection")
-        layers = f.int("num_hidden_layers", "the counts")
-        vocab = f.int("vocab_size", "the lm_head")
-        kv = f.int("num_key_value_heads", "", required=False) or heads
+        hidden = f.get("hidden_size", "every linear")
+        heads = f.get("num_attention_heads", "the attention and the qkv projection")
+        layers = f.get("num_hidden_layers", "the counts")
+        vocab = f.get("vocab_size", "the lm_head")
+        kv = f.get("num_key_value_heads", "", required=False) or heads
         if heads % kv:
             raise TilerError(
                 f"{source}: num_key_value_heads: must divide num_attention_heads ({heads}: query heads share K/V "
                 f"heads in equal groups), got {kv}"
             )
-        head_dim = f.int("head_dim", "", required=False)
+        head_dim = f.get("head_dim", "", required=False)
         if head_dim is None:
             if hidden % heads:
                 raise TilerError(
@@ -178,21 +178,21 @@ class ModelConfig:
         experts = experts if experts and experts > 1 else 0  # one "expert" is a dense MLP
         moe: dict[str, Any] = {}
         if experts:
-            top_k = f.int("num_experts_per_tok", f"the expert GEMMs ({expert_key} is {experts})")
+            top_k = f.get("num_experts_per_tok", f"the expert GEMMs ({expert_key} is {experts})")
             if top_k > experts:
                 raise TilerError(
                     f"{source}: num_experts_per_tok: at most {expert_key} ({experts}), got {top_k}"
                 )
-            width = f.int("moe_intermediate_size", "", required=False)
+            width = f.get("moe_intermediate_size", "", required=False)
             if width is None:  # Mixtral: the experts have the dense MLP's width
-                width = f.int(
+                width = f.get(
                     "intermediate_size",
                     f"the expert GEMMs ({expert_key} is {experts}, no moe_intermediate_size)",
                 )
-            shared = f.int("shared_expert_intermediate_size", "", required=False)
+            shared = f.get("shared_expert_intermediate_size", "", required=False)
             gate = bool(shared)  # Qwen-MoE: a shared expert of that width, gated by a Linear(hidden, 1)
             if not shared:
-                n_shared = f.int("n_shared_experts", "", required=False, minimum=0)
+                n_shared = f.get("n_shared_experts", "", required=False, minimum=0)
                 shared = (n_shared or 0) * width  # DeepSeek-MoE: n_shared experts run as one MLP
             moe = dict(
                 num_experts=experts,
@@ -203,7 +203,7 @@ class ModelConfig:
                 moe_layers=_moe_layers(f, layers),
             )
         dense = layers - moe.get("moe_layers", 0)
-        intermediate = f.int(
+        intermediate = f.get(
             "intermediate_size", f"the MLP of the {dense} dense layers", required=bool(dense)
         )
         return cls(
@@ -226,7 +226,7 @@ class _Fields:
     def __init__(self, raw: Mapping[str, Any], source: str) -> None:
         self.raw, self.source = raw, source
 
-    def int(self, key: str, needed_for: str, required: bool = True, minimum: int = 1) -> int | None:
+    def get(self, key: str, needed_for: str, required: bool = True, minimum: int = 1) -> int | None:
         value = self.raw.get(key)
         if value is None:
             if required:
@@ -242,7 +242,7 @@ class _Fields:
         """The first of `keys` the config gives (a MoE field has a different name per family)."""
         for key in keys:
             if self.raw.get(key) is not None:
-                return self.int(key, "", minimum=0), key
+                return self.get(key, "", minimum=0), key
         return None, ""
 
 
@@ -250,9 +250,9 @@ def _moe_layers(f: _Fields, layers: int) -> int:
     """How many of the layers hold the MoE block: Qwen-MoE's `mlp_only_layers` (dense indices) and
     `decoder_sparse_step` (layer i is sparse when (i + 1) % step == 0), DeepSeek-MoE's `first_k_dense_replace` and
     `moe_layer_freq` (sparse when i >= k and i % freq == 0); Mixtral has none of them: every layer."""
-    step = f.int("decoder_sparse_step", "", required=False) or 1
-    first = f.int("first_k_dense_replace", "", required=False, minimum=0) or 0
-    freq = f.int("moe_layer_freq", "", required=False) or 1
+    step = f.get("decoder_sparse_step", "", required=False) or 1
+    first = f.get("first_k_dense_replace", "", required=False, minimum=0) or 0
+    freq = f.get("moe_layer_freq", "", required=False) or 1
     dense_only = f.raw.get("mlp_only_layers") or []
     if not isinstance(dense_only, list) or any(
         isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < layers for i in dense_only
@@ -309,29 +309,42 @@ def load_config(config: ModelConfig | Mapping[str, Any] | str | os.PathLike) -> 
 # --------------------------------------------------------------------------------------------------- the rows
 
 
-def _positive(name: str, value: Any) -> int:
-    """A positive integer parameter (an int, or its decimal text from a command line), at most FIELD_MAX."""
-    text = value.strip() if isinstance(value, str) else None
-    if text is not None and text.isdigit():
-        value = int(text)
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= _field_max():
-        raise TilerError(f"{name}: must be a positive integer (at most {_field_max()}), got {value!r}")
+def _as_int(value: Any) -> Any:
+    """An integer (a Python or numpy int, or decimal text from a command line) as int; anything else unchanged."""
+    if isinstance(value, str):
+        text = value.strip()
+        return int(text) if text.isascii() and text.isdigit() else value
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return int(value)
     return value
+
+
+def _positive(name: str, value: Any) -> int:
+    """A positive integer parameter, at most FIELD_MAX."""
+    number = _as_int(value)
+    if isinstance(number, bool) or not isinstance(number, int) or not 1 <= number <= _field_max():
+        raise TilerError(f"{name}: must be a positive integer (at most {_field_max()}), got {value!r}")
+    return number
 
 
 def _tokens(tokens: Any) -> list[int]:
     """`1,128,2048`, a list of integers or of their texts -> distinct positive integers, in the order given."""
     if isinstance(tokens, str) and not tokens.strip():
         raise TilerError(f"tokens: give at least one token count, got {tokens!r}")
-    items = tokens.split(",") if isinstance(tokens, str) else [tokens] if isinstance(tokens, int) else tokens
+    items = (
+        tokens.split(",")
+        if isinstance(tokens, str)
+        else [tokens]
+        if isinstance(tokens, numbers.Integral)
+        else tokens
+    )
     try:
         items = list(items)
     except TypeError:
         raise TilerError(f"tokens: must be positive integers, got {tokens!r}") from None
     out: list[int] = []
     for item in items:
-        text = item.strip() if isinstance(item, str) else None
-        value = int(text) if text is not None and text.isdigit() else item
+        value = _as_int(item)
         if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= _field_max():
             raise TilerError(f"tokens: must be positive integers (at most {_field_max()}), got {item!r}")
         if value in out:
