@@ -6,8 +6,8 @@ one core runs, plain or balanced), the preload depth (CATLASS's KERNEL_TASK_NUM 
 the kv split of the decode path with its combine step, the double buffering, the vector cores per cube core and the
 bytes each buffer holds. `check_ascendc_fa` re-derives the block counts and the buffer sizes from the view alone
 (plain integers, independent of the model's masks) and checks them against the chip: what `tiler check` runs.
-`ASCENDC_TILING` is the host tiling-data class the target emits (`--emit ascendc_fa`, and a dispatch unit's entries):
-the problem's fields, then the view's (docs/targets/flash_attention.md).
+`ASCENDC_TILING` is the host tiling-data class the target emits (`--emit ascendc_fa`, a dispatch unit's
+entries): the problem's fields, then the view's (docs/targets/flash_attention.md).
 """
 
 from __future__ import annotations
