@@ -43,16 +43,17 @@ from tiler.space import load_space  # noqa: E402
 
 SHAPES = ROOT / "examples" / "shapes"
 MODELS = {"llama3_8b": "Llama-3-8B", "llama3_70b": "Llama-3-70B", "qwen2_5_7b": "Qwen2.5-7B"}
-LAYERS = ("qkv_proj", "o_proj", "gate_proj", "down_proj")  # up_proj is the same GEMM as gate_proj
+# the shape files' linears (tiler shapes: q/k/v and gate/up fused as vLLM and Megatron run them)
+LAYERS = ("layers.qkv_proj", "layers.o_proj", "layers.gate_up_proj", "layers.down_proj")
 # 30 shapes: each model's four GEMMs at M = 16 (decode, 16 sequences) and M = 2048 (a prefill chunk): 24; plus
 # batch-1 decode (M = 1) for one layer of each model and three more prefill sizes (128, 512, 8192 tokens): 6.
 EXTRA = (
-    ("llama3_8b", "qkv_proj", 1),
-    ("llama3_70b", "gate_proj", 1),
-    ("qwen2_5_7b", "down_proj", 1),
-    ("qwen2_5_7b", "qkv_proj", 128),
-    ("llama3_70b", "o_proj", 512),
-    ("llama3_8b", "gate_proj", 8192),
+    ("llama3_8b", "layers.qkv_proj", 1),
+    ("llama3_70b", "layers.gate_up_proj", 1),
+    ("qwen2_5_7b", "layers.down_proj", 1),
+    ("qwen2_5_7b", "layers.qkv_proj", 128),
+    ("llama3_70b", "layers.o_proj", 512),
+    ("llama3_8b", "layers.gate_up_proj", 8192),
 )
 DEFAULT = tuple((f, layer, m) for f in MODELS for m in (16, 2048) for layer in LAYERS) + EXTRA
 EPS = 1e-9
@@ -66,7 +67,7 @@ def load_shapes(every: bool) -> list[dict]:
         d = d[d["name"].isin(LAYERS)]
         for _, r in d.iterrows():
             if every or (f, r["name"], int(r["M"])) in DEFAULT:
-                name = "gate/up_proj" if r["name"] == "gate_proj" else r["name"]
+                name = r["name"].removeprefix("layers.")
                 out.append(
                     {"model": MODELS[f], "layer": name, "M": int(r["M"]), "N": int(r["N"]), "K": int(r["K"])}
                 )

@@ -10,8 +10,9 @@ Python API (`tiler.api`, loaded on first use, so `import tiler` stays instant)::
     tiler.sweep(shapes=frame_or_csv_path, op=..., chips="h200,ascend910b3", out="results/s.csv")
     tiler.lookup("lib.h200.json", op="matmul", chip="h200", shape="M=300,N=4096,K=4096")  # no model imported
     tiler.emit("lib.h200.json", target="triton", out="gen/")   # the library as a dispatch unit (code)
+    tiler.shapes("examples/models/llama-3-8b/config.json", op="matmul", tokens="1,2048", tp=2)  # a model's shapes
 
-`tiler.search`, `tiler.rank` and `tiler.sweep` are also the names of submodules (`from tiler.search import
+`tiler.search`, `tiler.rank`, `tiler.sweep` and `tiler.shapes` are also the names of submodules (`from tiler.search import
 exhaustive` keeps working): those modules are callable, and calling one calls the `tiler.api` function of that name.
 """
 
@@ -19,10 +20,16 @@ import sys as _sys
 import types as _types
 
 __version__ = "0.1.0"
-__all__ = ["__version__", "emit", "explain", "lookup", "rank", "search", "sweep"]
+__all__ = ["__version__", "emit", "explain", "lookup", "rank", "search", "shapes", "sweep"]
 _API_ONLY = ("explain", "emit")  # API functions that are not also submodules
 
-_CALLABLE_SUBMODULES = ("search", "rank", "sweep", "lookup")  # submodule names that are API functions too
+_CALLABLE_SUBMODULES = (
+    "search",
+    "rank",
+    "sweep",
+    "lookup",
+    "shapes",
+)  # submodule names that are API functions too
 
 
 class _CallableModule(_types.ModuleType):

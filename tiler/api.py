@@ -23,7 +23,18 @@ from typing import Any, NamedTuple
 
 from .search.result import SearchResult
 
-__all__ = ["Explanation", "Ranking", "Result", "emit", "explain", "lookup", "rank", "search", "sweep"]
+__all__ = [
+    "Explanation",
+    "Ranking",
+    "Result",
+    "emit",
+    "explain",
+    "lookup",
+    "rank",
+    "search",
+    "shapes",
+    "sweep",
+]
 
 
 def _chip(chip, hardware_dir=None):
@@ -316,3 +327,24 @@ def emit(
     if out is not None:
         write_unit(unit, out)
     return unit
+
+
+def shapes(
+    config,
+    op: str,
+    tokens="1,128,2048",
+    context: int = 4096,
+    batch: int = 1,
+    tp: int = 1,
+    dtype: str | None = None,
+    out: str | os.PathLike | None = None,
+):
+    """`tiler shapes`: the operator shapes of a transformer from its Hugging Face config.json (tiler.shapes:
+    every linear as a layout=nt matmul, attention for prefill and decode, with a `count` column) as a DataFrame;
+    with `out`, also written there as the CSV `tiler sweep` reads."""
+    from .shapes import model_shapes, write_shapes
+
+    frame = model_shapes(config, op, tokens=tokens, context=context, batch=batch, tp=tp, dtype=dtype)
+    if out is not None:
+        write_shapes(frame, out)
+    return frame

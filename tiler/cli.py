@@ -657,6 +657,31 @@ def emit(library, target, out_dir, op, chip_id):
     )
 
 
+@cli.command()
+@click.argument("config", type=click.Path())
+@click.option(
+    "--op", required=True, help="matmul (every linear, layout=nt) or flash_attention (prefill, decode)."
+)
+@click.option("--tokens", default="1,128,2048", show_default=True, help="Token counts of the forward passes.")
+@click.option("--context", default="4096", show_default=True, help="Keys in the cache of a decode step.")
+@click.option("--batch", default="1", show_default=True, help="Sequences of a prefill pass (attention).")
+@click.option("--tp", default="1", show_default=True, help="Tensor-parallel ranks (Megatron's split).")
+@click.option("--dtype", default=None, help="fp16, bf16, fp32, int8 (default: the config's torch_dtype).")
+@click.option("--out", "out_path", default=None, help="CSV to write (default: print to stdout).")
+def shapes(config, op, tokens, context, batch, tp, dtype, out_path):
+    """The operator shapes of a transformer from its Hugging Face config.json (or a folder holding one), as the CSV
+    `tiler sweep` reads: every linear as a matmul with layout=nt, attention for prefill and decode, with counts."""
+    from . import api
+
+    frame = api.shapes(config, op, tokens, context, batch, tp, dtype, out_path)
+    if out_path is None:
+        click.echo(frame.to_csv(index=False), nl=False)
+    else:
+        click.echo(
+            f"wrote {out_path} ({len(frame)} rows, {int(frame['count'].sum())} runs per pass)", err=True
+        )
+
+
 def _register_sweep() -> None:
     from .sweep import sweep_command
 
