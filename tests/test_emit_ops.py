@@ -601,3 +601,49 @@ def test_tiler_check_runs_the_conv_check_on_a_file(conv_views, tmp_path, capsys)
     assert main(["check", str(path)]) == 1
     out = capsys.readouterr().out
     assert "targets/ascendc_conv: m_tiles = ceil" in out, out
+
+
+@pytest.mark.parametrize(
+    "chip_id, shape",
+    [
+        ("ascend910b3", "N=2,C=96,H=28,W=28,kh=3,kw=3,pad=1"),
+        ("ascend310p3", "N=1,C=40,H=112,W=112,kh=5,kw=5,pad=2,stride=2"),
+        ("ascend910b3", "N=8,C=4096,H=2048,W=1,kh=4,kw=1,pad=3"),
+    ],
+)
+def test_the_conv_check_accepts_exactly_what_the_search_rules_allow(chip_id, shape):
+    """Over a grid of tilings, feasible and not (tiles off the fractal, packings the scheme forbids, buffers over
+    the chip's): the view of a tiling passes the check re-derived from the view alone exactly when the model's
+    rules (all but the dtype's, which is the operator's check) pass it. Either side being wrong shows here."""
+    import itertools
+
+    import numpy as np
+
+    from tiler.space import load_space
+
+    model = get_operator("depthwise_conv", "ascend")
+    target = model.TARGETS["ascendc_conv"]
+    knobs = load_space("depthwise_conv", "ascend").knobs
+    chip = load_chip(chip_id)
+    p = parse_problem("depthwise_conv", dict(kv.split("=") for kv in shape.split(",")), "fp16")
+    grid = {
+        "scheme": [0, 1, 2],
+        "groups_per_op": [1, 2, 8, 32, 128],
+        "tile_m": [64, 100, 1024, 16384],
+        "double_buffer": [0, 1],
+        "weight_expand": [0, 1],
+    }
+    rows = list(itertools.product(*(grid[k] for k in model.KNOBS)))
+    cands = {k: np.array([r[i] for r in rows]) for i, k in enumerate(model.KNOBS)}
+    rules = model.feasible(p, chip, cands)
+    allowed = np.logical_and.reduce([m for r, m in rules.items() if r != "dtype"])
+    est = model.estimate(p, chip, cands)
+    assert 0 < allowed.sum() < len(rows)
+    wrong = []
+    for i in range(len(rows)):
+        tiling = {k: knobs[k].label(cands[k][i]) for k in model.KNOBS}
+        row = {k: np.asarray(v)[i] for k, v in est.items()}
+        bad = target.broken(target.view(p, chip, tiling, row), chip, p)
+        if (not bad) != bool(allowed[i]):
+            wrong.append(f"{tiling}: rules {'pass' if allowed[i] else 'fail'}, check {bad}")
+    assert not wrong, "\n".join(wrong[:5])
