@@ -223,3 +223,317 @@ def _dashboard_screenshot():
     mod = sys.modules[spec.name] = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+# ------------------------------------------------------------------ the choices: tilings, targets, code, families
+
+
+def plots(page: str) -> dict[str, tuple[list[dict], dict]]:
+    """(traces, layout) of each chart in the page, by its div id: Plotly.newPlot("ID", [traces], {layout}, ...)."""
+    dec = json.JSONDecoder()
+    out = {}
+    for m in re.finditer(r'Plotly\.newPlot\(\s*"([^"]+)",\s*', page):
+        data, end = dec.raw_decode(page, m.end())
+        layout, _ = dec.raw_decode(page, page.index("{", end))
+        out[m.group(1)] = (data, layout)
+    return out
+
+
+def table_rows(page: str) -> list[tuple[str, str, str]]:
+    """(row number, family, the row's HTML) of each row of the page's tables, in page order."""
+    return re.findall(r'<tr data-row="(\d+)" data-family="([^"]*)">(.*?)</tr>', page, re.S)
+
+
+CUDA_TILING = {
+    "BLOCK_M": 64,
+    "BLOCK_N": 128,
+    "BLOCK_K": 64,
+    "num_stages": 3,
+    "num_warps": 4,
+    "GROUP_M": 8,
+    "ORDER": "grouped",
+    "SPLIT_K": 1,
+}
+
+
+def synthetic_sweep(path: Path, rows: list[dict], named: bool, targets: bool) -> Path:
+    """A sweep table as `tiler sweep` writes it, on the h200: each row's BLOCK_M is 16 << its input index (so a
+    row's own tiling can be told apart); `targets`: with the `runnable` and `<T>_time_us`/`<T>_gap` columns
+    (catlass and triton: catlass never runs on the h200)."""
+    import pandas as pd
+
+    from tiler.problem import parse_problem
+
+    recs = []
+    for i, r in enumerate(rows):
+        shape = {k: r[k] for k in ("M", "N", "K", "layout") if k in r}
+        rec = {"name": r.get("name", "")} if named else {}
+        rec.update(shape, dtype="bf16", chip="h200", status="ok", error="", input_row=i + 1)
+        rec["key"] = parse_problem("matmul", shape, "bf16").key()
+        rec.update(CUDA_TILING, BLOCK_M=16 << i, time_us=r["time_us"], bound="tensor")
+        rec.update({f"{p}_us": r["time_us"] / 2 for p in ("tensor", "alu", "issue", "smem", "load", "store")})
+        if targets:
+            rec["runnable"] = r["runnable"]
+            rec.update(catlass_time_us="", catlass_gap="")
+            rec.update(triton_time_us=r.get("triton", ""), triton_gap=r.get("gap", ""))
+        recs.append(rec)
+    pd.DataFrame(recs).to_csv(path, index=False)
+    return path
+
+
+def tiling_of(i: int) -> str:
+    return " ".join(f"{k}={16 << i if k == 'BLOCK_M' else v}" for k, v in CUDA_TILING.items())
+
+
+NAMED = [  # input order interleaves the two families; times from microseconds to tens of milliseconds
+    dict(
+        name="layers.0.qkv_proj",
+        M=4096,
+        N=6144,
+        K=4096,
+        time_us=30000.0,
+        runnable="triton",
+        triton=30000.0,
+        gap=1.0,
+    ),
+    dict(name="layers.0.mlp.down_proj", M=1, N=4096, K=14336, time_us=2.5, runnable=""),
+    dict(name="layers.1.qkv_proj", M=1, N=6144, K=4096, time_us=3.0, runnable="triton", triton=3.6, gap=1.2),
+    dict(
+        name="layers.0.mlp.down_proj",
+        M=4096,
+        N=4096,
+        K=14336,
+        time_us=25000.0,
+        runnable="triton",
+        triton=25000.0,
+        gap=1.0,
+    ),
+    dict(
+        name="layers.1.qkv_proj", M=128, N=6144, K=4096, time_us=40.0, runnable="triton", triton=44.0, gap=1.1
+    ),
+]
+# page order: the qkv family (seen first) by M, then down_proj by M; as input indices
+NAMED_ORDER = [2, 4, 0, 1, 3]
+
+
+@pytest.mark.parametrize("targets", [False, True], ids=["no-runnable-columns", "runnable-columns"])
+def test_sweep_rows_grouped_by_name_family_on_a_log_axis(tmp_path, targets):
+    pytest.importorskip("plotly")
+    src = synthetic_sweep(tmp_path / "named.csv", NAMED, named=True, targets=targets)
+    out = tmp_path / "named.html"
+    assert main(["report", str(src), "--out", str(out)]) == 0
+    page = out.read_text()
+    assert_self_contained(page)
+    data, layout = plots(page)["tiler-times"]
+    # the time axis is logarithmic and holds every bar (2.5 us .. 30 ms)
+    assert layout["xaxis"]["type"] == "log"
+    lo, hi = layout["xaxis"]["range"]
+    assert 10**lo < 2.5 and 10**hi > 30000
+    # rows numbered and drawn in the page's order: family by family (layer numbers stripped), by M inside one
+    labels = [f"#{j} {NAMED[i]['name']} @ h200" for j, i in enumerate(NAMED_ORDER)]
+    assert layout["yaxis"]["categoryarray"] == labels[::-1]  # top to bottom
+    bars = {y: x for t in data if t["type"] == "bar" for x, y in zip(t["x"], t["y"], strict=True)}
+    assert [bars[label] for label in labels] == [NAMED[i]["time_us"] for i in NAMED_ORDER]
+    # each family named beside its band, the first family above the second
+    notes = {a["text"]: a["y"] for a in layout["annotations"]}
+    assert set(notes) == {"layers.qkv_proj", "layers.mlp.down_proj"}
+    assert notes["layers.qkv_proj"] > notes["layers.mlp.down_proj"]
+    # the table: the same order, one family after the other, each row with its own tiling
+    rows = table_rows(page)
+    assert [(n, f) for n, f, _ in rows] == [
+        (str(j), "layers.qkv_proj" if j < 3 else "layers.mlp.down_proj") for j in range(5)
+    ]
+    for (_, _, cells), i in zip(rows, NAMED_ORDER, strict=True):
+        assert f"<code>{tiling_of(i)}</code>" in cells
+        assert f"{NAMED[i]['M']},N={NAMED[i]['N']}" in cells
+    # the selected (slowest) row and the next slowest, detailed
+    assert page.count('data-which="selected"') == 1 and page.count('data-which="slow"') == 4
+    custom = [('class="custom"' in cells) for _, _, cells in rows]
+    markers = [t for t in data if t["type"] != "bar"]
+    if not targets:
+        assert not markers and not any(custom) and "targets (best predicted time" not in page
+        return
+    # targets: a marker per row a target can run, at its best predicted time (catlass runs none: no trace)
+    assert [t["name"] for t in markers] == ["target triton"]
+    runs = [i for i in NAMED_ORDER if NAMED[i]["runnable"]]
+    assert markers[0]["x"] == [NAMED[i]["triton"] for i in runs]
+    assert markers[0]["y"] == [labels[NAMED_ORDER.index(i)] for i in runs]
+    # custom kernel: no target can run the row (input row 1), or none reaches the best (gap > 1: rows 2 and 4)
+    assert custom == [NAMED[i]["runnable"] == "" or NAMED[i].get("gap", 1) > 1 for i in NAMED_ORDER]
+    assert custom == [True, True, False, True, False]
+    assert "triton</b> 3.600 us, 1.200x" in rows[0][2] and ">none<" in rows[3][2]
+
+
+def test_sweep_details_name_a_command_that_prints_the_code(tmp_path, capsys):
+    pytest.importorskip("plotly")
+    src = synthetic_sweep(tmp_path / "named.csv", NAMED, named=True, targets=True)
+    out = tmp_path / "named.html"
+    assert main(["report", str(src), "--out", str(out), "--row", "4"]) == 0
+    page = out.read_text()
+    selected = re.search(
+        r'<details class="row" data-row="4" data-which="selected" open>(.*?)</details>', page, re.S
+    )
+    assert selected and f"<code>{tiling_of(3)}</code>" in selected.group(1)
+    cmd = re.search(r"<code>(tiler search [^<]*--target triton --emit triton)</code>", selected.group(1))
+    assert cmd and "--shape M=4096,N=4096,K=14336,batch=1 --dtype bf16" in cmd.group(1)
+    capsys.readouterr()
+    assert main(cmd.group(1).split()[1:]) == 0
+    assert "triton.Config" in capsys.readouterr().out
+
+
+def test_sweep_rows_grouped_by_shape_without_names(tmp_path):
+    """No `name` column: a family is the shape with M free (same N, K, layout and dtype), ordered by M."""
+    pytest.importorskip("plotly")
+    rows = [
+        dict(M=128, N=4096, K=4096, time_us=30.0),
+        dict(M=1, N=14336, K=4096, time_us=9.0),
+        dict(M=1, N=4096, K=4096, time_us=5.0),
+        dict(M=4096, N=4096, K=4096, layout="nt", time_us=900.0),
+        dict(M=4096, N=4096, K=4096, time_us=800.0),
+        dict(M=16, N=4096, K=4096, layout="nt", time_us=7.0),
+    ]
+    src = synthetic_sweep(tmp_path / "shapes.csv", rows, named=False, targets=False)
+    out = tmp_path / "shapes.html"
+    assert main(["report", str(src), "--out", str(out)]) == 0
+    page = out.read_text()
+    order = [2, 0, 4, 1, 5, 3]
+    fams = ["N=4096,K=4096,batch=1 bf16 (M varies)"] * 3 + ["N=14336,K=4096,batch=1 bf16 (M varies)"]
+    fams += ["N=4096,K=4096,batch=1,layout=nt bf16 (M varies)"] * 2
+    got = table_rows(page)
+    assert [f for _, f, _ in got] == fams
+    assert all(f"<code>{tiling_of(i)}</code>" in cells for (_, _, cells), i in zip(got, order, strict=True))
+    _, layout = plots(page)["tiler-times"]
+    keys = [layout["yaxis"]["categoryarray"][::-1][j].split(" ")[1] for j in range(6)]
+    assert [k.split(":")[1].split(",")[0] for k in keys] == [f"M={rows[i]['M']}" for i in order]
+    assert [a["text"] for a in layout["annotations"]] == list(dict.fromkeys(fams))
+
+
+def test_name_families():
+    from tiler.report import name_family
+
+    assert name_family("layers.0.qkv_proj") == "layers.qkv_proj"
+    assert name_family("model.layers.31.mlp.down_proj") == "model.layers.mlp.down_proj"
+    assert name_family("blk3.attn_q") == "blk.attn_q"
+    assert name_family("mlp.fc1") != name_family("mlp.fc2")  # two shapes: the last word keeps its number
+    assert name_family("h_12_attn") == "h_attn"
+    assert name_family("17") == ""
+
+
+@pytest.fixture(scope="module")
+def catlass_doc():
+    import tiler
+
+    doc = tiler.search(
+        op="matmul", chip="ascend910b3", shape="M=512,N=1024,K=1024", target="catlass"
+    ).document()
+    assert "catlass" in doc["targets"]
+    return doc
+
+
+def _report(doc: dict, path: Path) -> str:
+    path.write_text(json.dumps(doc))
+    out = path.with_suffix(".html")
+    assert main(["report", str(path), "--out", str(out)]) == 0
+    return out.read_text()
+
+
+def _choices(page: str) -> str:
+    return page.split('<h2 id="tiler-code">', 1)[1]
+
+
+def test_document_shows_its_tiling_and_the_emitted_code(catlass_doc, tmp_path):
+    import html
+
+    from tiler.export import emit_code
+
+    pytest.importorskip("plotly")
+    page = _report(catlass_doc, tmp_path / "doc.json")
+    assert_self_contained(page)
+    text = " ".join(f"{k}={v}" for k, v in catlass_doc["tiling"].items())
+    (num, _, cells), *_ = table_rows(page)
+    assert num == "0" and f"<code>{text}</code>" in cells
+    assert f"<code>{text}</code>" in _choices(page)
+    code = emit_code(catlass_doc, "catlass")
+    assert html.escape(code) in _choices(page) and "Catlass::GemmShape&lt;" in page
+    custom = catlass_doc.get("custom_kernel", not catlass_doc["targets"])
+    assert ('class="custom"' in page) is custom
+    data, _ = plots(page)["tiler-times"]
+    markers = {t["name"]: t["x"] for t in data if t["type"] != "bar"}
+    runnable = catlass_doc.get("runnable")
+    if runnable is not None:  # each target at its own best predicted time
+        assert markers == {f"target {t}": [r["time_us"]] for t, r in runnable.items()}
+
+
+def test_document_without_runnable_fields(catlass_doc, tmp_path):
+    """A document written before `runnable`/`custom_kernel`: its views are of its own tiling (its time, gap 1)."""
+    import html
+
+    from tiler.export import emit_code
+
+    pytest.importorskip("plotly")
+    doc = {k: v for k, v in catlass_doc.items() if k not in ("runnable", "custom_kernel", "no_view")}
+    page = _report(doc, tmp_path / "old.json")
+    assert html.escape(emit_code(doc, "catlass")) in _choices(page)
+    assert 'class="custom"' not in page
+    data, _ = plots(page)["tiler-times"]
+    assert {t["name"]: t["x"] for t in data if t["type"] != "bar"} == {
+        "target catlass": [doc["estimate"]["time_us"]]
+    }
+    assert "1.000x the best" in _choices(page) and "the best tiling itself" in _choices(page)
+    # no view at all: nothing runs it as exported
+    page = _report({**doc, "targets": {}}, tmp_path / "none.json")
+    assert 'class="custom"' in page and "No target has a view of this tiling." in page
+
+
+def test_custom_kernel_document_says_so(catlass_doc, tmp_path):
+    pytest.importorskip("plotly")
+    own = dict(catlass_doc["tiling"], base_k=catlass_doc["tiling"]["base_k"] * 2)
+    t = catlass_doc["estimate"]["time_us"]
+    doc = {
+        **catlass_doc,
+        "custom_kernel": True,
+        "runnable": {
+            "catlass": {
+                "tiling": own,
+                "time_us": t * 1.25,
+                "gap": 1.25,
+                "bound": "mte2",
+                "same_as_best": False,
+            }
+        },
+        "no_view": {"ascendc": "no tiling of its space fits"},
+    }
+    page = _report(doc, tmp_path / "custom.json")
+    (_, _, cells), *_ = table_rows(page)
+    assert 'class="custom"' in cells and ">custom kernel<" in cells
+    choices = _choices(page)
+    assert ">custom kernel</span>: no target's code generator can run this tiling as exported" in choices
+    own_text = " ".join(f"{k}={v}" for k, v in own.items())
+    assert f"its tiling: <code>{own_text}</code>" in choices and "1.250x the best" in choices
+    assert "ascendc</b>: cannot run it (no tiling of its space fits)" in choices
+    # and a document whose tiling runs says nothing of the kind
+    page = _report({**doc, "custom_kernel": False}, tmp_path / "runs.json")
+    assert 'class="custom"' not in page
+
+
+def test_target_without_emitter_or_bad_view_shows_the_view_json(catlass_doc, tmp_path, monkeypatch):
+    import dataclasses
+    import html
+
+    from tiler.operator import get_operator
+
+    pytest.importorskip("plotly")
+    # a target with a view and no emitter (catlass's emitter taken away for this test): its view as JSON
+    targets = type(get_operator("matmul", "ascend")).TARGETS
+    with monkeypatch.context() as m:
+        m.setitem(targets, "catlass", dataclasses.replace(targets["catlass"], emit=None))
+        page = _report(catlass_doc, tmp_path / "noemit.json")
+    view = json.dumps(catlass_doc["targets"]["catlass"], indent=2)
+    assert html.escape(view) in _choices(page) and "the catlass target has no code emitter" in _choices(page)
+    assert "Catlass::GemmShape&lt;" not in page
+    # a view emit_code refuses (its target's schema): its JSON and why
+    bad = json.loads(json.dumps(catlass_doc))
+    bad["targets"]["catlass"]["L1TileShape"] = "bogus"
+    page = _report(bad, tmp_path / "bad.json")
+    assert "no code emitted (export: targets/catlass/L1TileShape" in _choices(page)
+    assert html.escape(json.dumps(bad["targets"]["catlass"], indent=2)) in _choices(page)

@@ -7,9 +7,9 @@ alternatives). The page holds three plotly charts:
 * Roofline: every row placed by arithmetic intensity (the problem's FLOPs / its compulsory bytes: each input read
   once, the output written once) and predicted throughput (FLOPs / predicted time), under each chip's roofline
   (peak `chip.peak_tflops(dtype)`, HBM bandwidth `hbm_gbps`), coloured by bound.
-* Predicted time per row on a log axis, a bar per row coloured by the bound the model names, rows grouped by shape
-  family (shaded bands, the family named beside them); where the result says which targets can run a row, a marker
-  per target at that target's best predicted time.
+* Predicted time per row on a log axis, a bar per row coloured by the bound the model names, rows grouped by
+  shape family (shaded bands, the family named beside them); where the result says which targets can run a
+  row, a marker per target at that target's best predicted time.
 * The per-pipe breakdown of one row (the slowest by default, `--row N` for row #N as numbered in the page).
 
 Under the charts, the choices: a table per shape family with each row's tiling (`knob=value`) and the targets
@@ -18,9 +18,9 @@ details: for a document, the code of each view in `targets` (`tiler.export.emit_
 target without an emitter); for a sweep, the selected row and the slowest rows with their targets.
 
 Shape families: a sweep's `name` column when the row has one, with layer indices and numbers stripped
-(`layers.0.qkv_proj` -> `layers.qkv_proj`); otherwise the problem with its first field (the token dimension: M of
-a matmul) left free, so matmul rows of one N, K, layout and dtype form one family over M. Rows are numbered in the
-page's order: by family (first seen first), then chip, then that first field.
+(`layers.0.qkv_proj` -> `layers.qkv_proj`); otherwise the problem with its first field (the token dimension: M
+of a matmul) left free, so matmul rows of one N, K, layout and dtype form one family over M. Rows are numbered
+in the page's order: by family (first seen first), then chip, then that first field.
 
 plotly is optional (`pip install 'tiler[report]'`); the page embeds plotly.js, so it opens offline and loads
 nothing from the network. Rows a sweep could not solve (status error) are listed under the charts, not drawn.
@@ -50,8 +50,8 @@ GAP_TIE = 1 + 1e-9  # a target whose best is within this of the unconstrained be
 
 @dataclass
 class TargetTime:
-    """One target's answer for a row: its best predicted time there, that time over the row's unconstrained best
-    (`gap`), its bound and tiling where the result gives them; `runs` False: the target cannot run the row."""
+    """One target's answer for a row: its best predicted time there, that time over the row's unconstrained
+    best (`gap`), its bound and tiling where the result gives them; `runs` False: the target cannot run it."""
 
     runs: bool = True
     time_us: float | None = None
@@ -179,8 +179,8 @@ def name_family(name: str) -> str:
 
 
 def shape_family(problem) -> tuple[str, object]:
-    """(the family label, the token value) of a problem: every field but the first (the token dimension: M of a
-    matmul, rows of a softmax) and the dtype, e.g. `N=4096,K=4096,batch=1 bf16 (M varies)`."""
+    """(the family label, the token value) of a problem: every field but the first (the token dimension: M of
+    a matmul, rows of a softmax) and the dtype, e.g. `N=4096,K=4096,batch=1 bf16 (M varies)`."""
     shape = problem.shape()
     token = problem.FIELDS[0] if problem.FIELDS else next(iter(shape), "")
     rest = [f"{k}={v}" for k, v in shape.items() if k != token and not problem._default_choice(k, v)]
@@ -292,8 +292,9 @@ def _sweep_targets(rec: dict, has_runnable: bool, target_cols: list[str]) -> dic
 
 
 def _custom(targets: dict[str, TargetTime] | None, explicit=None) -> bool | None:
-    """Whether the row's best needs a custom kernel: the result says so, or no target can run the row, or every
-    target's best is slower than the unconstrained best (a target that could run that best would match it).
+    """Whether the row's best needs a custom kernel: the result says so, or no target can run the row, or
+    every target's best is slower than the unconstrained best (a target that could run that best would match
+    it).
     None when the result does not tell."""
     if not _blank(explicit):
         if isinstance(explicit, str):
@@ -402,8 +403,8 @@ def read_sweep(path: Path, hardware_dir=None) -> Report:
 
 
 def _document_targets(doc: dict, time_us: float, bound: str, tiling: dict) -> dict[str, TargetTime]:
-    """A document's targets: `runnable` (each target's best tiling, time, gap) when present; else every view in
-    `targets` is of the document's own tiling (its time, gap 1); `no_view`: targets that cannot run it."""
+    """A document's targets: `runnable` (each target's best tiling, time, gap) when present; else every view
+    in `targets` is of the document's own tiling (its time, gap 1); `no_view`: targets that cannot run it."""
     out: dict[str, TargetTime] = {}
     runnable = doc.get("runnable")
     if isinstance(runnable, dict):
@@ -696,7 +697,12 @@ def times_figure(rep: Report, colours: dict[str, str]):
     fig.update_yaxes(
         categoryorder="array", categoryarray=order[::-1], range=[-0.5, n - 0.5], title="", automargin=True
     )
-    fig.update_xaxes(type="log", title="predicted time (us, log scale)")
+    times = [r.time_us for r in rep.entries] + [
+        tt.time_us for r in rep.entries for tt in (r.targets or {}).values() if tt.time_us and tt.time_us > 0
+    ]
+    # bars start at the left edge of a log axis: half the fastest time there, so every bar shows
+    span = [math.log10(min(times) / 2), math.log10(max(times) * 1.5)]
+    fig.update_xaxes(type="log", range=span, title="predicted time (us, log scale)")
     groups = families(rep.entries)
     start = 0
     for g, (fam, rs) in enumerate(groups):
@@ -775,8 +781,8 @@ def select_row(rep: Report, row: int | None) -> Row:
 
 
 def _code(doc: dict, target: str) -> tuple[str, str]:
-    """(the code of one view of a document, a note): `tiler.export.emit_code` for a target with an emitter; the
-    view's JSON (and why) for one without, or when the document cannot be emitted."""
+    """(the code of one view of a document, a note): `tiler.export.emit_code` for a target with an emitter;
+    the view's JSON (and why) for one without, or when the document cannot be emitted."""
     from .export import emit_code
     from .operator import get_operator
 
@@ -814,15 +820,18 @@ def _targets_cell(r: Row) -> str:
 
 
 def rows_table(rep: Report) -> str:
-    """A table per shape family (a collapsible section each): number, row, predicted time, bound, the tiling as
-    `knob=value` text (and "custom kernel" where no target runs it), the targets that can run it."""
+    """A table per shape family (a collapsible section each): number, row, problem, chip, predicted time,
+    bound, the tiling as `knob=value` text (and "custom kernel" where no target runs it), the targets that can
+    run it."""
     show_targets = any(r.targets is not None for r in rep.entries)
     why = CUSTOM_DOC if rep.kind == "document" else CUSTOM_SWEEP
-    head = "<tr><th>#</th><th>row</th><th>problem</th><th>chip</th><th>predicted</th><th>bound</th><th>tiling</th>"
+    head = "<tr><th>#</th><th>row</th><th>problem</th><th>chip</th><th>predicted</th><th>bound</th>"
+    head += "<th>tiling</th>"
     head += "<th>targets (best predicted time, x the best)</th></tr>" if show_targets else "</tr>"
     groups = families(rep.entries)
     out = [
-        f'<h2 id="tiler-rows">Rows and their tilings ({len(rep.entries)} rows, {len(groups)} families)</h2>'
+        f'<h2 id="tiler-rows">Rows and their tilings ({len(rep.entries)} rows, {len(groups)} '
+        f"famil{'ies' if len(groups) != 1 else 'y'})</h2>"
     ]
     for fam, rs in groups:
         lo, hi = min(r.time_us for r in rs), max(r.time_us for r in rs)
@@ -838,7 +847,8 @@ def rows_table(rep: Report) -> str:
             tiling = f"<code>{_esc(r.tiling_text)}</code>" if r.tiling else '<span class="no">-</span>'
             measured = f"<br>measured {_us(r.measured_us)}" if r.measured_us is not None else ""
             out.append(
-                f'<tr data-row="{num[1:]}" data-family="{_esc(fam)}"><td>{_esc(num)}</td><td>{_esc(r.name)}</td>'
+                f'<tr data-row="{num[1:]}" data-family="{_esc(fam)}">'
+                f"<td>{_esc(num)}</td><td>{_esc(r.name)}</td>"
                 f"<td>{_esc(_shape_arg(r.key))} {_esc(r.dtype)}</td><td>{_esc(r.chip_id)}</td>"
                 f'<td class="t">{_us(r.time_us)}{measured}</td><td>{_esc(r.bound)}</td>'
                 f'<td class="tiling">{tiling}{badge}</td>'
@@ -926,15 +936,16 @@ def sweep_details(rep: Report, chosen: Row) -> str:
             trs = []
             for t, tt in r.targets.items():
                 cmd = (
-                    f"tiler search --op {rep.op} --chip {r.chip_id} --shape {_shape_arg(r.key)} --dtype {r.dtype}"
-                    f" --target {t} --emit {t}"
+                    f"tiler search --op {rep.op} --chip {r.chip_id} --shape {_shape_arg(r.key)}"
+                    f" --dtype {r.dtype} --target {t} --emit {t}"
                 )
                 trs.append(
                     f"<tr><td>{_esc(t)}</td><td>{'yes' if tt.runs else 'no'}</td><td>{_us(tt.time_us)}</td>"
                     f"<td>{_gap(tt.gap)}</td><td>{f'<code>{_esc(cmd)}</code>' if tt.runs else ''}</td></tr>"
                 )
             body.append(
-                "<table><thead><tr><th>target</th><th>can run</th><th>its best predicted time</th><th>gap</th>"
+                "<table><thead><tr><th>target</th><th>can run</th><th>its best predicted time</th>"
+                "<th>gap</th>"
                 "<th>its code (add the sweep's --fix pins)</th></tr></thead><tbody>"
                 + "".join(trs)
                 + "</tbody></table>"
@@ -953,17 +964,20 @@ STYLE = (
     "<style>body{font-family:system-ui,sans-serif;margin:1.5em;max-width:1200px}"
     "h1{font-size:1.3em}.meta{color:#555}table{border-collapse:collapse;margin:.3em 0 1em}"
     "th,td{border-bottom:1px solid #ddd;padding:.2em .5em;text-align:left;vertical-align:top;font-size:.9em}"
-    "td.t{white-space:nowrap}td.tiling{min-width:22em}td.tiling code{white-space:normal;word-break:break-word}"
+    "td.t{white-space:nowrap}td.tiling{min-width:22em}"
+    "td.tiling code{white-space:normal;word-break:break-word}"
     "details.family{margin:.4em 0}summary{cursor:pointer}"
     "pre.code{overflow:auto;background:#f6f6f6;padding:.6em;font-size:.85em}"
-    ".custom{background:#fde2e1;color:#8a1c12;padding:0 .4em;border-radius:3px;font-weight:600;white-space:nowrap}"
+    ".custom{background:#fde2e1;color:#8a1c12;padding:0 .4em;border-radius:3px;font-weight:600;"
+    "white-space:nowrap}"
     ".no{color:#888}</style>"
 )
 
 
 def render(rep: Report, row: int | None = None) -> str:
-    """The page: the three charts (plotly.js embedded once, in the first), the rows by family with their tilings
-    and targets, the details (a document's code; a sweep's selected and slowest rows), the rows left out, notes."""
+    """The page: the three charts (plotly.js embedded once, in the first), the rows by family with their
+    tilings and targets, the details (a document's code; a sweep's selected and slowest rows), the rows left
+    out, the notes."""
     _plotly()
     if not rep.entries:
         why = f" ({rep.skipped[0]})" if rep.skipped else ""
