@@ -184,7 +184,6 @@ def _cpp(spec: Spec, entries: list[dict], code: list[str], includes, stem: str, 
         "",
     ]
     agree = " && ".join([f"r.{w} == q.{w}" for w in words] + ["r.dtype == q.dtype"])
-    same = " && ".join(f"r.{f} == q.{f}" for f in matched) or "true"
     dist = lambda names: " + ".join(f"Log2Distance(q.{f}, r.{f})" for f in names) or "0.0"  # noqa: E731
     size = lambda names: " * ".join(f"AtLeastOne(r.{f})" for f in names) or "1.0"  # noqa: E731
     out += [
@@ -195,20 +194,38 @@ def _cpp(spec: Spec, entries: list[dict], code: list[str], includes, stem: str, 
         "",
         "// The entry tiler lookup answers for q, or -1 when no entry has q's dtype"
         + (f" and {', '.join(words)}" if words else "")
-        + ".",
+        + ": the least distance over the size fields, ties to the larger entry, then the first in key order.",
         "inline int Select(const Query &q) {",
-        "    bool same_exists = false;  // an entry with q's matched fields: then only those compete",
-        "    for (const Row &r : kRows) {",
-        f"        if ({agree} && {same}) same_exists = true;",
-        "    }",
+    ]
+    if matched:
+        same = " && ".join(f"r.{f} == q.{f}" for f in matched)
+        out += [
+            f"    // entries with q's {', '.join(matched)} are preferred; without one, those fields join the distance",
+            "    bool same_exists = false;",
+            "    for (const Row &r : kRows) {",
+            f"        if ({agree} && {same}) same_exists = true;",
+            "    }",
+        ]
+    out += [
         "    int best = -1;",
         "    double best_distance = 0.0, best_size = 0.0;",
         "    for (int i = 0; i < kRowCount; ++i) {",
         "        const Row &r = kRows[i];",
         f"        if (!({agree})) continue;",
-        f"        if (same_exists && !({same})) continue;",
-        f"        const double distance = same_exists ? {dist(sizes)} : {dist(sizes + matched)};",
-        f"        const double size = same_exists ? {size(sizes)} : {size(sizes + matched)};",
+    ]
+    if matched:
+        out += [
+            f"        if (same_exists && !({same})) continue;",
+            f"        const double distance = same_exists ? {dist(sizes)}",
+            f"                                            : {dist(sizes + matched)};",
+            f"        const double size = same_exists ? {size(sizes)} : {size(sizes + matched)};",
+        ]
+    else:
+        out += [
+            f"        const double distance = {dist(sizes)};",
+            f"        const double size = {size(sizes)};",
+        ]
+    out += [
         "        if (best < 0 || distance < best_distance || (distance == best_distance && size > best_size)) {",
         "            best = i;",
         "            best_distance = distance;",
