@@ -225,11 +225,11 @@ def _dashboard_screenshot():
     return mod
 
 
-# ------------------------------------------------------------------ the choices: tilings, targets, code, families
+# ------------------------------------------------------------ the choices: tilings, targets, code, families
 
 
 def plots(page: str) -> dict[str, tuple[list[dict], dict]]:
-    """(traces, layout) of each chart in the page, by its div id: Plotly.newPlot("ID", [traces], {layout}, ...)."""
+    """(traces, layout) of each chart in the page, by its div id: newPlot("ID", [traces], {layout}, ...)."""
     dec = json.JSONDecoder()
     out = {}
     for m in re.finditer(r'Plotly\.newPlot\(\s*"([^"]+)",\s*', page):
@@ -257,9 +257,9 @@ CUDA_TILING = {
 
 
 def synthetic_sweep(path: Path, rows: list[dict], named: bool, targets: bool) -> Path:
-    """A sweep table as `tiler sweep` writes it, on the h200: each row's BLOCK_M is 16 << its input index (so a
-    row's own tiling can be told apart); `targets`: with the `runnable` and `<T>_time_us`/`<T>_gap` columns
-    (catlass and triton: catlass never runs on the h200)."""
+    """A sweep table as `tiler sweep` writes it, on the h200: each row's BLOCK_M is 16 << its input index
+    (mod 8: so a row's own tiling can be told apart); `targets`: with the `runnable` and `<T>_time_us`/
+    `<T>_gap` columns (catlass and triton: catlass never runs on the h200)."""
     import pandas as pd
 
     from tiler.problem import parse_problem
@@ -270,7 +270,7 @@ def synthetic_sweep(path: Path, rows: list[dict], named: bool, targets: bool) ->
         rec = {"name": r.get("name", "")} if named else {}
         rec.update(shape, dtype="bf16", chip="h200", status="ok", error="", input_row=i + 1)
         rec["key"] = parse_problem("matmul", shape, "bf16").key()
-        rec.update(CUDA_TILING, BLOCK_M=16 << i, time_us=r["time_us"], bound="tensor")
+        rec.update(CUDA_TILING, BLOCK_M=16 << (i % 8), time_us=r["time_us"], bound="tensor")
         rec.update({f"{p}_us": r["time_us"] / 2 for p in ("tensor", "alu", "issue", "smem", "load", "store")})
         if targets:
             rec["runnable"] = r["runnable"]
@@ -282,7 +282,7 @@ def synthetic_sweep(path: Path, rows: list[dict], named: bool, targets: bool) ->
 
 
 def tiling_of(i: int) -> str:
-    return " ".join(f"{k}={16 << i if k == 'BLOCK_M' else v}" for k, v in CUDA_TILING.items())
+    return " ".join(f"{k}={16 << (i % 8) if k == 'BLOCK_M' else v}" for k, v in CUDA_TILING.items())
 
 
 NAMED = [  # input order interleaves the two families; times from microseconds to tens of milliseconds
@@ -334,10 +334,9 @@ def test_sweep_rows_grouped_by_name_family_on_a_log_axis(tmp_path, targets):
     assert layout["yaxis"]["categoryarray"] == labels[::-1]  # top to bottom
     bars = {y: x for t in data if t["type"] == "bar" for x, y in zip(t["x"], t["y"], strict=True)}
     assert [bars[label] for label in labels] == [NAMED[i]["time_us"] for i in NAMED_ORDER]
-    # each family named beside its band, the first family above the second
+    # each family named beside its first row (category j of 5 sits at 4 - j): rows #0 and #3
     notes = {a["text"]: a["y"] for a in layout["annotations"]}
-    assert set(notes) == {"layers.qkv_proj", "layers.mlp.down_proj"}
-    assert notes["layers.qkv_proj"] > notes["layers.mlp.down_proj"]
+    assert notes == {"layers.qkv_proj": 4, "layers.mlp.down_proj": 1}
     # the table: the same order, one family after the other, each row with its own tiling
     rows = table_rows(page)
     assert [(n, f) for n, f, _ in rows] == [
@@ -408,6 +407,28 @@ def test_sweep_rows_grouped_by_shape_without_names(tmp_path):
     assert [a["text"] for a in layout["annotations"]] == list(dict.fromkeys(fams))
 
 
+def test_hundreds_of_rows_fold_by_family(tmp_path):
+    """A sweep of hundreds of rows: every row in the table once, families folded, six rows detailed."""
+    pytest.importorskip("plotly")
+    rows = [
+        dict(name=f"layers.{k}.{n}", M=m, N=4096, K=4096, time_us=m * (k + 1) / 10)
+        for k in range(35)
+        for n in ("q_proj", "o_proj")
+        for m in (1, 128, 4096)
+    ]
+    src = synthetic_sweep(tmp_path / "big.csv", rows, named=True, targets=False)
+    out = tmp_path / "big.html"
+    assert main(["report", str(src), "--out", str(out)]) == 0
+    page = out.read_text()
+    got = table_rows(page)
+    assert [n for n, _, _ in got] == [str(j) for j in range(210)]
+    assert [f for _, f, _ in got] == ["layers.q_proj"] * 105 + ["layers.o_proj"] * 105
+    assert (
+        page.count('<details class="family" data-family=') == 2 and '<details class="family" open' not in page
+    )
+    assert page.count('<details class="row"') == 1 + 5
+
+
 def test_name_families():
     from tiler.report import name_family
 
@@ -465,7 +486,8 @@ def test_document_shows_its_tiling_and_the_emitted_code(catlass_doc, tmp_path):
 
 
 def test_document_without_runnable_fields(catlass_doc, tmp_path):
-    """A document written before `runnable`/`custom_kernel`: its views are of its own tiling (its time, gap 1)."""
+    """A document written before `runnable`/`custom_kernel`: its views are of its own tiling (its time,
+    gap 1)."""
     import html
 
     from tiler.export import emit_code

@@ -45,6 +45,7 @@ TRACE_ROOFLINE = "roofline"  # roofline line traces are named "roofline <chip> <
 TRACE_TARGET = "target"  # the time chart's per-target markers are named "target <name>"
 DIV_IDS = ("tiler-roofline", "tiler-times", "tiler-pipes")
 SLOWEST = 5  # the sweep rows detailed under the table: the selected one and this many of the slowest
+OPEN_ROWS = 200  # a table of more rows than this starts with every family folded
 GAP_TIE = 1 + 1e-9  # a target whose best is within this of the unconstrained best reaches it
 
 
@@ -726,7 +727,7 @@ def times_figure(rep: Report, colours: dict[str, str]):
             x=1.0,
             xanchor="left",
             yref="y",
-            y=(top + bottom) / 2,
+            y=top - 0.5,  # beside the family's first row: seen where the band starts on a tall chart
             text=html.escape(fam),
             showarrow=False,
             align="left",
@@ -833,11 +834,14 @@ def rows_table(rep: Report) -> str:
         f'<h2 id="tiler-rows">Rows and their tilings ({len(rep.entries)} rows, {len(groups)} '
         f"famil{'ies' if len(groups) != 1 else 'y'})</h2>"
     ]
+    opened = " open" if len(rep.entries) <= OPEN_ROWS else ""
+    if not opened:
+        out.append(f"<p>{len(rep.entries)} rows: each family is folded; open one by its name.</p>")
     for fam, rs in groups:
         lo, hi = min(r.time_us for r in rs), max(r.time_us for r in rs)
         span = _us(lo) if lo == hi else f"{_us(lo)} .. {_us(hi)}"
         out.append(
-            f'<details class="family" open data-family="{_esc(fam)}"><summary><b>{_esc(fam)}</b>: '
+            f'<details class="family"{opened} data-family="{_esc(fam)}"><summary><b>{_esc(fam)}</b>: '
             f"{len(rs)} row{'s' * (len(rs) != 1)}, {span}</summary>"
             f'<table class="rows"><thead>{head}</thead><tbody>'
         )
