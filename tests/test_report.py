@@ -501,7 +501,7 @@ def test_document_without_runnable_fields(catlass_doc, tmp_path):
     assert {t["name"]: t["x"] for t in data if t["type"] != "bar"} == {
         "target catlass": [doc["estimate"]["time_us"]]
     }
-    assert "1.000x the best" in _choices(page) and "the best tiling itself" in _choices(page)
+    assert "1.000x the best, bound" in _choices(page) and "the best tiling itself" in _choices(page)
     # no view at all: nothing runs it as exported
     page = _report({**doc, "targets": {}}, tmp_path / "none.json")
     assert 'class="custom"' in page and "No target has a view of this tiling." in page

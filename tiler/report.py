@@ -891,30 +891,30 @@ def document_details(rep: Report) -> str:
         out.append("<p>No target has a view of this tiling.</p>")
     for t in names:
         tt = (best.targets or {}).get(t)
-        if t in views:
-            code, note = _code(doc, t)
-            head = [f"<b>{_esc(t)}</b>"]
-            if tt is not None and tt.runs:
-                head.append(
-                    f"{_us(tt.time_us)}, {_gap(tt.gap)}" + (f", bound {_esc(tt.bound)}" if tt.bound else "")
-                )
-                if tt.same_as_best:
-                    head.append("the best tiling itself")
-            body = ""
-            if tt is not None and tt.tiling and not tt.same_as_best:
-                body += f"<p>its tiling: <code>{_esc(tiling_text(tt.tiling))}</code></p>"
-            if note:
-                body += f'<p class="no">{_esc(note)}</p>'
-            out.append(
-                f'<details class="target" open data-target="{_esc(t)}"><summary>{": ".join(head[:1])}'
-                f"{(' ' + ', '.join(head[1:])) if head[1:] else ''}</summary>{body}"
-                f'<pre class="code"><code>{_esc(code)}</code></pre></details>'
-            )
-        else:
+        runs = tt is not None and tt.runs
+        if t not in views and not runs:
             why = no_view.get(t) or "no view in the document"
             out.append(
                 f'<p class="no" data-target="{_esc(t)}"><b>{_esc(t)}</b>: cannot run it ({_esc(why)})</p>'
             )
+            continue
+        head = f"<b>{_esc(t)}</b>"
+        if runs:
+            head += f" {_us(tt.time_us)}, {_gap(tt.gap)}" + (f", bound {_esc(tt.bound)}" if tt.bound else "")
+            if tt.same_as_best:
+                head += f", the {_esc(best.name)} tiling itself"
+        body = ""
+        if runs and tt.tiling and not tt.same_as_best:
+            body += f"<p>its tiling: <code>{_esc(tiling_text(tt.tiling))}</code></p>"
+        if t in views:
+            code, note = _code(doc, t)
+            body += f'<p class="no">{_esc(note)}</p>' if note else ""
+            body += f'<pre class="code"><code>{_esc(code)}</code></pre>'
+        else:
+            body += '<p class="no">no view of its tiling in the document: no code to show</p>'
+        out.append(
+            f'<details class="target" open data-target="{_esc(t)}"><summary>{head}</summary>{body}</details>'
+        )
     return "\n".join(out)
 
 
