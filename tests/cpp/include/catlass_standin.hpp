@@ -34,4 +34,9 @@ inline constexpr std::uint32_t BYTE_PER_C0 = 32;
 
 }  // namespace Catlass
 
+// AscendC's global-memory address type (kernel_operator.h): a byte pointer on the host side.
+#ifndef GM_ADDR
+#define GM_ADDR std::uint8_t *
+#endif
+
 #endif  // TILER_CATLASS_STANDIN_HPP

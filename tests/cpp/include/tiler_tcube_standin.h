@@ -40,6 +40,18 @@ inline const char *const FIELD_NAMES[FIELD_COUNT] = {
 
 inline int set_calls[FIELD_COUNT] = {};
 inline std::int32_t last_value[FIELD_COUNT] = {};
+// Fields the stand-in MultiCoreMatmulTiling::GetTiling left to "the API's own choice" (lib/matmul/bmm_tiling.h).
+inline bool api_chosen[FIELD_COUNT] = {};
+
+// Forgets every recorded call, value and API choice (between the two forms of one test program).
+inline void reset()
+{
+    for (int i = 0; i < FIELD_COUNT; ++i) {
+        set_calls[i] = 0;
+        last_value[i] = 0;
+        api_chosen[i] = false;
+    }
+}
 
 inline void record(TCubeField field, std::int32_t value) {
     ++set_calls[field];

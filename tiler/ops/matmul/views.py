@@ -16,6 +16,7 @@ from functools import lru_cache
 import numpy as np
 
 from ... import __version__
+from ...errors import TilerError
 from ...model.common import ceil_div
 from ...target import Target
 from ..triton_config import triton_config, triton_entry
@@ -53,6 +54,60 @@ def _space(family: str):
     from ...space import load_space
 
     return load_space("matmul", family, builtin=True)
+
+
+# ----------------------------------------------------------------------------------------- native names
+
+
+def _native_int(target: str, name: str, value, lo: int = 0) -> int:
+    """A native field as an int (bools and integral floats too), at least `lo`; else one TilerError line."""
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if not isinstance(value, int) or value < lo:
+        raise TilerError(f"{target}: {name} must be an integer >= {lo}, got {value!r}")
+    return value
+
+
+def _native_flat(fields: dict, names: tuple[str, ...], target: str, nests: dict[str, str]) -> dict:
+    """`fields` with the view's nested objects opened: a key of `nests` holding a dict contributes its entries
+    (its "name" entry under the nest's own key), so a whole exported view and a flat list of the target's
+    names read the same way. A name given twice with different values, or an unknown name, is one TilerError
+    line (the unknown one with the names the target reads)."""
+    if not isinstance(fields, dict):
+        raise TilerError(
+            f"{target}: native fields must be an object of names to values, got {type(fields).__name__}"
+        )
+    flat: dict = {}
+
+    def put(name: str, value, where: str) -> None:
+        if name not in names:
+            raise TilerError(f"{target}: unknown name {name!r}{where}; known: {', '.join(names)}")
+        if name in flat and flat[name] != value:
+            raise TilerError(f"{target}: {name} is given twice, {flat[name]!r} and {value!r}")
+        flat[name] = value
+
+    for key, value in fields.items():
+        if key in nests and isinstance(value, dict):
+            for k, x in value.items():
+                put(nests[key] if k == "name" else k, x, f" in {key}")
+        else:
+            put(key, value, "")
+    return flat
+
+
+def _pinned(domains: dict) -> dict:
+    """The knobs a target pins to one value: every config written in its names has them."""
+    space = _space("ascend")
+    return {k: space.knobs[k].label(space.knobs[k].parse(v[0])) for k, v in domains.items() if len(v) == 1}
+
+
+def _check_operand(target: str, name: str, got: dict, want: dict) -> None:
+    """An operand's declared facts (element, layout, format, isTrans) against the problem's."""
+    for k, w in want.items():
+        if k in got and got[k] != w:
+            raise TilerError(f"{target}: {name}.{k} is {got[k]!r} but the problem needs {w!r}")
 
 
 # ------------------------------------------------------------------------------------------------- CATLASS
@@ -175,7 +230,7 @@ def catlass_view(p: Problem, chip, t: dict, row: dict) -> dict:
             "SwizzleOffset": int(t["swizzle_offset"]),
             "SwizzleDirection": int(t["swizzle_direction"]),
         },
-        "kernel": "SplitkMatmul" if split > 1 else "preload-async matmul",
+        "kernel": "SplitkMatmul" if split > 1 else "BasicMatmul",
         "split_k": split,
         "block_dim": int(row["cores_used"]),
     }
@@ -243,58 +298,373 @@ def check_catlass(v: dict, chip, p: Problem) -> list[str]:
     return bad
 
 
-def emit_catlass(v: dict, doc: dict) -> str:
-    """The C++ fragment: CATLASS's includes, then the aliases of its examples at namespace scope."""
+# The CATLASS snapshot the emitted code follows: names, template-parameter order and the host call sequence were
+# read from this commit (examples/00_basic_matmul/basic_matmul.cpp, examples/09_splitk_matmul/splitk_matmul.cpp,
+# include/catlass/gemm/{kernel,device,block}/*.hpp). docs/targets/catlass.md says what each line comes from.
+CATLASS_SNAPSHOT = "hicann/catlass@0dfcf9df304f297361edab86448ac5ea6aed1647"
+
+# What an entry (the kernel's type aliases) needs: both kernels' headers, so that one dispatch unit can hold
+# plain and split-K entries. The host call sequence (emit only) adds ACL's runtime header.
+CATLASS_INCLUDES = (
+    "catlass/arch/arch.hpp",
+    "catlass/catlass.hpp",
+    "catlass/gemm/block/block_mmad.hpp",
+    "catlass/gemm/block/block_swizzle.hpp",
+    "catlass/gemm/device/device_gemm.hpp",
+    "catlass/gemm/dispatch_policy.hpp",
+    "catlass/gemm/gemm_type.hpp",
+    "catlass/gemm/kernel/basic_matmul.hpp",
+    "catlass/gemm/kernel/splitk_matmul.hpp",
+    "catlass/gemm_coord.hpp",
+    "catlass/layout/layout.hpp",
+    "catlass/status.hpp",
+)
+# The output element of the problem, by input element (the split-K reduce casts the fp32 partials to it).
+_CPP_OUT_OF_IN = {CPP_ELEMENT[d]: CPP_OUTPUT[d] for d in CPP_ELEMENT}
+
+
+def _cpp_args(params) -> str:
+    return ", ".join(str(x).lower() if isinstance(x, bool) else str(x) for x in params)
+
+
+def catlass_splitk_factor(m: int, n: int, k: int, l1: tuple[int, int, int], cores: int) -> int:
+    """The splitkFactor CATLASS's SplitkMatmul derives for itself (its Arguments carry no factor, only
+    `aicCoreNum`): SplitkMatmul::GetSplitkFactor in include/catlass/gemm/kernel/splitk_matmul.hpp of
+    CATLASS_SNAPSHOT, restated. A cap by K (2 up to K = 1024, 4 to 2048, 8 to 4096, else 16); the cores per L1 tile
+    (at least 1, at most the cap), raised while one more slice adds no round of tiles when there are fewer tiles
+    than cores; at most the L1 K tiles there are; at least 2 above K = 8192 and 4 above 32768."""
+    cap = 2 if k <= 1024 else 4 if k <= 2048 else 8 if k <= 4096 else 16
+    tiles = -(-m // l1[0]) * -(-n // l1[1])
+    factor = max(min(cores // tiles, cap), 1)
+    if tiles < cores:
+        while factor + 1 <= cap and -(-tiles * factor // cores) >= -(-tiles // cores) * factor:
+            factor += 1
+    factor = min(-(-k // l1[2]), factor)
+    if k > 8192:
+        factor = max(factor, 2)
+    if k > 32768:
+        factor = max(factor, 4)
+    return factor
+
+
+def _catlass_splitk_cores(v: dict, doc: dict) -> tuple[int, int]:
+    """(aicCoreNum to put in SplitkMatmul's Arguments, the factor the kernel then picks). The kernel reads
+    `aicCoreNum` only to pick its splitkFactor (GetWorkspaceSize and ToUnderlyingArguments; the launch takes the
+    block dim separately), so the value nearest the chip's cores that makes it pick the tiling's split_k is the
+    one to pass. None picks it (K too short in L1 K tiles, or K's floor above 8192): the chip's cores and the
+    factor the kernel will use instead."""
+    shape, cores, want = doc["problem"]["shape"], int(doc["chip"]["cores"]), int(v["split_k"])
+    m, n, k, l1 = int(shape["M"]), int(shape["N"]), int(shape["K"]), tuple(v["L1TileShape"])
+    tiles = -(-m // l1[0]) * -(-n // l1[1])
+    # above (cap + 1) tiles per core the factor no longer changes: every value it can take is reached below that
+    top = min((16 + 1) * tiles + cores, 1 << 17)
+    hits = [a for a in range(1, top + 1) if catlass_splitk_factor(m, n, k, l1, a) == want]
+    if not hits:
+        return cores, catlass_splitk_factor(m, n, k, l1, cores)
+    return min(hits, key=lambda a: (abs(a - cores), a)), want
+
+
+def catlass_entry(v: dict, doc: dict) -> str:
+    """One CATLASS kernel instantiation as C++ declarations (type aliases and constants), valid at namespace
+    scope and as the body of a dispatch unit's `struct Entry<I> { ... };`: the types of CATLASS's
+    examples/00_basic_matmul (examples/09_splitk_matmul when split_k > 1) in their order, ArchTag through
+    `Adapter = Catlass::Gemm::Device::DeviceGemm<MatmulKernel>`, then `kBlockDim`, the block dim to launch with
+    (split-K adds `kSplitkAicCoreNum`, the Arguments' aicCoreNum that makes the kernel split K as tiled). The
+    preload-async block is CATLASS's grouped-matmul policy (examples/08_grouped_matmul); BasicMatmul calls it as
+    it calls the ping-pong block, and the block drains its queued tiles when it is destroyed."""
     pol = v["DispatchPolicy"]
     if pol["name"] == "MmadAtlasA2PreloadAsync":
-        params = [
-            pol[k] for k in ("PRELOAD_STAGES", "L1_STAGES", "L0A_STAGES", "L0B_STAGES", "L0C_STAGES")
-        ] + [pol["ENABLE_UNIT_FLAG"], pol["ENABLE_SHUFFLE_K"]]
+        keys = ("PRELOAD_STAGES", "L1_STAGES", "L0A_STAGES", "L0B_STAGES", "L0C_STAGES")
+        params = [pol[k] for k in keys] + [pol["ENABLE_UNIT_FLAG"], pol["ENABLE_SHUFFLE_K"]]
     else:
         params = [pol["ENABLE_UNIT_FLAG"]]
-    args = ", ".join(str(x).lower() if isinstance(x, bool) else str(x) for x in params)
     sch = v["BlockScheduler"]
+    split = int(v["split_k"]) > 1
 
     def gemm_type(t: dict) -> str:
         return f"Catlass::Gemm::GemmType<{t['element']}, Catlass::layout::{t['layout']}>"
 
     lines = [
-        '#include "catlass/arch/arch.hpp"',
-        '#include "catlass/gemm/block/block_mmad.hpp"',
-        '#include "catlass/gemm/block/block_swizzle.hpp"',
-        '#include "catlass/gemm/dispatch_policy.hpp"',
-        '#include "catlass/gemm/gemm_type.hpp"',
-        '#include "catlass/gemm_coord.hpp"',
-        '#include "catlass/layout/layout.hpp"',
-        "",
-        f"// {_header(doc)}",
-    ]
-    if v["split_k"] > 1:
-        lines.append(
-            f"// split-K: kernel Catlass::Gemm::Kernel::SplitkMatmul, splitkFactor {v['split_k']}, then the "
-            "SplitkReduceAdd kernel to the output type"
-        )
-    lines += [
         f"using ArchTag = Catlass::Arch::{v['ArchTag']};",
-        f"using DispatchPolicy = Catlass::Gemm::{pol['name']}<{args}>;",
+        f"using DispatchPolicy = Catlass::Gemm::{pol['name']}<{_cpp_args(params)}>;",
         "using L1TileShape = Catlass::GemmShape<{}, {}, {}>;".format(*v["L1TileShape"]),
         "using L0TileShape = Catlass::GemmShape<{}, {}, {}>;".format(*v["L0TileShape"]),
         f"using AType = {gemm_type(v['AType'])};",
         f"using BType = {gemm_type(v['BType'])};",
         f"using CType = {gemm_type(v['CType'])};",
+        "using BlockMmad = Catlass::Gemm::Block::BlockMmad<DispatchPolicy, L1TileShape, L0TileShape, AType, BType, "
+        "CType>;",
+        "using BlockEpilogue = void;",
         f"using BlockScheduler = Catlass::Gemm::Block::{sch['name']}<{sch['SwizzleOffset']}, "
         f"{sch['SwizzleDirection']}>;",
     ]
+    block_dim = int(v.get("block_dim") or doc["chip"]["cores"])
+    if split:
+        acc = v["CType"]["element"]
+        out = _CPP_OUT_OF_IN[v["AType"]["element"]]
+        aic, factor = _catlass_splitk_cores(v, doc)
+        lines += [
+            "// the partials (CType) are summed and cast to the output by one reduce stage using the whole UB",
+            f"using ReduceAdd = Catlass::Gemm::Kernel::SplitkReduceAdd<ArchTag, {acc}, {out}, 1, "
+            f"ArchTag::UB_SIZE / sizeof({acc})>;",
+            "using MatmulKernel = Catlass::Gemm::Kernel::SplitkMatmul<BlockMmad, BlockEpilogue, BlockScheduler, "
+            "ReduceAdd>;",
+            "using Adapter = Catlass::Gemm::Device::DeviceGemm<MatmulKernel>;",
+            f"static constexpr uint32_t kBlockDim = {block_dim};",
+            "// SplitkMatmul picks its splitkFactor from Arguments::aicCoreNum (GetSplitkFactor); with this value "
+            + (
+                f"it picks {factor}, tiler's split_k"
+                if factor == int(v["split_k"])
+                else f"it picks {factor}, NOT tiler's split_k {v['split_k']}: no aicCoreNum makes it split so"
+            ),
+            f"static constexpr uint32_t kSplitkAicCoreNum = {aic};",
+        ]
+    else:
+        lines += [
+            "using MatmulKernel = Catlass::Gemm::Kernel::BasicMatmul<BlockMmad, BlockEpilogue, BlockScheduler>;",
+            "using Adapter = Catlass::Gemm::Device::DeviceGemm<MatmulKernel>;",
+            f"static constexpr uint32_t kBlockDim = {block_dim};",
+        ]
     return "\n".join(lines) + "\n"
 
 
-def _header(doc: dict) -> str:
-    """One comment line: what the fragment is for and what the model predicts."""
+def catlass_launcher(split: bool) -> str:
+    """The host call sequence of CATLASS's examples (00_basic_matmul; 09_splitk_matmul for split-K) as a function
+    template over an entry (a struct with catlass_entry's body): the Arguments, CanImplement, GetWorkspaceSize,
+    a workspace when the kernel asks for one, Initialize, the launch with the entry's block dim, then the wait.
+    Split-K's Arguments carry aicCoreNum and the workspace element size, and its launch the hardware sync
+    address (the AIC and AIV halves signal each other)."""
+    if split:
+        args = (
+            "problemShape, Entry::kSplitkAicCoreNum, sizeof(typename Entry::CType::Element), deviceA, "
+            "deviceB, deviceC"
+        )
+        sync = [
+            "    uint64_t hardwareSyncAddr = 0;",
+            "    if (aclrtGetHardwareSyncAddr(reinterpret_cast<void **>(&hardwareSyncAddr)) != ACL_SUCCESS) {",
+            "        return Catlass::Status::kInvalid;",
+            "    }",
+        ]
+        launch = "    matmulOp(stream, Entry::kBlockDim, hardwareSyncAddr);"
+    else:
+        args, sync, launch = (
+            "problemShape, deviceA, deviceB, deviceC",
+            [],
+            "    matmulOp(stream, Entry::kBlockDim);",
+        )
+    return "\n".join(
+        [
+            "template <class Entry>",
+            "Catlass::Status TilerRunMatmul(aclrtStream stream, Catlass::GemmCoord problemShape, uint8_t *deviceA,",
+            "                               uint8_t *deviceB, uint8_t *deviceC)",
+            "{",
+            *sync,
+            f"    typename Entry::MatmulKernel::Arguments arguments{{{args}}};",
+            "    typename Entry::Adapter matmulOp;",
+            "    if (matmulOp.CanImplement(arguments) != Catlass::Status::kSuccess) {",
+            "        return Catlass::Status::kInvalid;",
+            "    }",
+            "    size_t workspaceSize = matmulOp.GetWorkspaceSize(arguments);",
+            "    uint8_t *workspace = nullptr;",
+            "    if (workspaceSize > 0 && aclrtMalloc(reinterpret_cast<void **>(&workspace), workspaceSize,",
+            "                                         ACL_MEM_MALLOC_HUGE_FIRST) != ACL_SUCCESS) {",
+            "        return Catlass::Status::kInvalid;",
+            "    }",
+            "    matmulOp.Initialize(arguments, workspace);",
+            launch,
+            "    aclError waited = aclrtSynchronizeStream(stream);",
+            "    if (workspace != nullptr) {",
+            "        aclrtFree(workspace);",
+            "    }",
+            "    return waited == ACL_SUCCESS ? Catlass::Status::kSuccess : Catlass::Status::kInvalid;",
+            "}",
+        ]
+    )
+
+
+def _indent(text: str, by: str = "    ") -> str:
+    return "\n".join(by + line if line else line for line in text.rstrip("\n").split("\n"))
+
+
+def emit_catlass(v: dict, doc: dict) -> str:
+    """The C++ to paste: the includes, the kernel's types (catlass_entry, the dispatch unit's entry body) in a
+    struct `TilerMatmul`, and the examples' host call sequence as `TilerRunMatmul<Entry>`, with the call for this
+    problem in a comment."""
+    split = int(v["split_k"]) > 1
+    example = (
+        "examples/09_splitk_matmul/splitk_matmul.cpp"
+        if split
+        else "examples/00_basic_matmul/basic_matmul.cpp"
+    )
+    shape = doc["problem"]["shape"]
+    lines = [f'#include "{h}"' for h in (*CATLASS_INCLUDES, "acl/acl.h")]
+    lines += [
+        "",
+        f"// {_header(doc, 'catlass')}",
+        f"// CATLASS {CATLASS_SNAPSHOT}: the kernel and host calls of {example}"
+        + ("" if split else ", with the preload-async block of examples/08_grouped_matmul"),
+        "struct TilerMatmul {",
+        _indent(catlass_entry(v, doc)),
+        "};",
+        "",
+        f"// The host call sequence of {example}; adapt the device buffers (aclrtMalloc) and the stream.",
+        catlass_launcher(split),
+        "// TilerRunMatmul<TilerMatmul>(stream, Catlass::GemmCoord{{{}, {}, {}}}, deviceA, deviceB, deviceC);".format(
+            shape["M"], shape["N"], shape["K"]
+        ),
+    ]
+    if int(shape.get("batch", 1)) > 1:
+        lines.append(
+            f"// batch = {shape['batch']}: one call per product (CATLASS's BatchedMatmul kernel is not emitted)"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _header(doc: dict, target: str | None = None) -> str:
+    """One comment line: what the fragment is for and what the model predicts for the view's own tiling (a
+    target's view may be of its own best tiling: `runnable.<target>` of the document)."""
     shape = ",".join(f"{k}={v}" for k, v in doc["problem"]["shape"].items())
+    time_us = doc.get("runnable", {}).get(target, {}).get("time_us", doc["estimate"]["time_us"])
     return (
         f"tiler {__version__}: {doc['op']} {shape} {doc['problem']['dtype']} on {doc['chip']['id']} "
-        f"({doc['chip']['cores']} cores), predicted {doc['estimate']['time_us']:.2f} us"
+        f"({doc['chip']['cores']} cores), predicted {time_us:.2f} us"
     )
+
+
+CATLASS_NATIVE_NAMES = (
+    "ArchTag",
+    "DispatchPolicy",
+    "PRELOAD_STAGES",
+    "L1_STAGES",
+    "L0A_STAGES",
+    "L0B_STAGES",
+    "L0C_STAGES",
+    "ENABLE_UNIT_FLAG",
+    "ENABLE_SHUFFLE_K",
+    "L1TileShape",
+    "L0TileShape",
+    "AType",
+    "BType",
+    "CType",
+    "BlockScheduler",
+    "SwizzleOffset",
+    "SwizzleDirection",
+    "splitkFactor",
+    "split_k",
+    "kernel",
+    "block_dim",
+)
+_CATLASS_POLICIES = ("MmadAtlasA2PreloadAsync", "MmadAtlasA2Pingpong")
+_CATLASS_SCHEDULERS = ("GemmIdentityBlockSwizzle", "SplitkGemmIdentityBlockSwizzle")
+
+
+def _catlass_shape(name: str, value) -> list[int]:
+    if not isinstance(value, list | tuple) or len(value) != 3:
+        raise TilerError(f"catlass: {name} must be [M, N, K], got {value!r}")
+    return [_native_int("catlass", f"{name}[{i}]", x, 1) for i, x in enumerate(value)]
+
+
+def catlass_native(fields: dict, p: Problem) -> dict:
+    """Ascend matmul knobs from a CATLASS config in CATLASS's names (CATLASS_NATIVE_NAMES, flat or as the
+    exported view nests them): catlass_view read backwards. L0TileShape gives base_m, base_n, base_k and
+    L1TileShape's K over L0's the one step_ka = step_kb; L1_STAGES, PRELOAD_STAGES, L0A/L0B_STAGES (1 +
+    l0_pingpong) and the ping-pong policy's fixed two stages the pipeline; SwizzleOffset, SwizzleDirection and
+    splitkFactor (or split_k) the rest; the knobs the target pins come with every answer. L0C_STAGES,
+    ENABLE_UNIT_FLAG, ENABLE_SHUFFLE_K, kernel and block_dim determine no knob (the first two follow from the tile
+    size, the model does not price shuffle-K); AType/BType/CType and ArchTag are checked against the problem.
+    Fields that contradict one another (L1 and L0 M differ, L0A and L0B stages differ, a split-K scheduler with
+    splitkFactor 1, ...) raise TilerError naming them."""
+    f = _native_flat(
+        fields,
+        CATLASS_NATIVE_NAMES,
+        "catlass",
+        {"DispatchPolicy": "DispatchPolicy", "BlockScheduler": "BlockScheduler"},
+    )
+    knobs = _pinned(CATLASS_DOMAINS)
+    if "ArchTag" in f and f["ArchTag"] != "AtlasA2":
+        raise TilerError(
+            f"catlass: ArchTag must be AtlasA2 (the only arch tiler models), got {f['ArchTag']!r}"
+        )
+    a, b, bf = _layout(p)
+    elem = CPP_ELEMENT[p.dtype]
+    _check_operand(
+        "catlass",
+        "AType",
+        f.get("AType", {}),
+        {"element": elem, "layout": "ColumnMajor" if a == "t" else "RowMajor"},
+    )
+    layout_b = "zN" if bf == "nz" else ("ColumnMajor" if b == "t" else "RowMajor")
+    _check_operand("catlass", "BType", f.get("BType", {}), {"element": elem, "layout": layout_b})
+    _check_operand("catlass", "CType", f.get("CType", {}), {"layout": "RowMajor"})
+
+    l1 = _catlass_shape("L1TileShape", f["L1TileShape"]) if "L1TileShape" in f else None
+    l0 = _catlass_shape("L0TileShape", f["L0TileShape"]) if "L0TileShape" in f else None
+    if l1 and l0:
+        if l1[:2] != l0[:2]:
+            raise TilerError(
+                f"catlass: L1TileShape {l1} and L0TileShape {l0} differ in M or N (CATLASS's blocks need the same)"
+            )
+        if l1[2] % l0[2]:
+            raise TilerError(f"catlass: L1TileShape K {l1[2]} is not a multiple of L0TileShape K {l0[2]}")
+        knobs["step_ka"] = knobs["step_kb"] = l1[2] // l0[2]
+    if l1 or l0:
+        knobs["base_m"], knobs["base_n"] = (l0 or l1)[:2]
+    if l0:
+        knobs["base_k"] = l0[2]
+
+    policy = f.get("DispatchPolicy")
+    if policy is not None and policy not in _CATLASS_POLICIES:
+        raise TilerError(
+            f"catlass: DispatchPolicy must be one of {', '.join(_CATLASS_POLICIES)}, got {policy!r}"
+        )
+    stages = {
+        k: _native_int("catlass", k, f[k], 1) for k in ("L1_STAGES", "L0A_STAGES", "L0B_STAGES") if k in f
+    }
+    if "PRELOAD_STAGES" in f:
+        stages["PRELOAD_STAGES"] = _native_int("catlass", "PRELOAD_STAGES", f["PRELOAD_STAGES"])
+    if policy == "MmadAtlasA2Pingpong":  # two L1 and L0 stages, nothing preloaded
+        fixed = {"L1_STAGES": 2, "L0A_STAGES": 2, "L0B_STAGES": 2, "PRELOAD_STAGES": 0}
+        for k, v in stages.items():
+            if v != fixed[k]:
+                raise TilerError(f"catlass: {k} = {v} contradicts MmadAtlasA2Pingpong ({fixed[k]})")
+        stages = fixed
+    if "L0A_STAGES" in stages and "L0B_STAGES" in stages and stages["L0A_STAGES"] != stages["L0B_STAGES"]:
+        raise TilerError(
+            f"catlass: L0A_STAGES = {stages['L0A_STAGES']} and L0B_STAGES = {stages['L0B_STAGES']} differ "
+            "(tiler's l0_pingpong double-buffers both or neither)"
+        )
+    if "L1_STAGES" in stages:
+        knobs["l1_stages"] = stages["L1_STAGES"]
+    if "PRELOAD_STAGES" in stages:
+        knobs["preload"] = stages["PRELOAD_STAGES"]
+    l0_stages = stages.get("L0A_STAGES", stages.get("L0B_STAGES"))
+    if l0_stages is not None:
+        if l0_stages not in (1, 2):
+            raise TilerError(f"catlass: L0A_STAGES and L0B_STAGES must be 1 or 2, got {l0_stages}")
+        knobs["l0_pingpong"] = l0_stages - 1
+
+    splits = {k: _native_int("catlass", k, f[k], 1) for k in ("splitkFactor", "split_k") if k in f}
+    if len(set(splits.values())) > 1:
+        raise TilerError(
+            f"catlass: splitkFactor = {splits['splitkFactor']} and split_k = {splits['split_k']} differ"
+        )
+    split = next(iter(splits.values()), None)
+    scheduler = f.get("BlockScheduler")
+    if scheduler is not None and scheduler not in _CATLASS_SCHEDULERS:
+        raise TilerError(
+            f"catlass: BlockScheduler must be one of {', '.join(_CATLASS_SCHEDULERS)}, got {scheduler!r}"
+        )
+    if scheduler is not None and split is not None and (scheduler == _CATLASS_SCHEDULERS[1]) != (split > 1):
+        raise TilerError(f"catlass: BlockScheduler {scheduler} contradicts splitkFactor {split}")
+    if split is not None:
+        knobs["split_k"] = split
+    if "SwizzleOffset" in f:
+        knobs["swizzle_offset"] = _native_int("catlass", "SwizzleOffset", f["SwizzleOffset"], 1)
+    if "SwizzleDirection" in f:
+        knobs["swizzle_direction"] = _native_int("catlass", "SwizzleDirection", f["SwizzleDirection"])
+        if knobs["swizzle_direction"] not in (0, 1):
+            raise TilerError(f"catlass: SwizzleDirection must be 0 or 1, got {f['SwizzleDirection']!r}")
+    return knobs
 
 
 # ------------------------------------------------------------------------------------------------- AscendC
@@ -530,11 +900,122 @@ def check_tcube(view: dict, chip, p: Problem) -> list[str]:
     return bad
 
 
+# The host tiling API the AscendC docs' multi-core example uses (Matmul Tiling类使用说明, "Matmul多核Tiling"; the
+# asc-devkit snapshot below carries those pages under docs/zh/api/SIMD-API/高阶API/矩阵计算/Matmul-Tiling类/).
+ASCENDC_DOCS_SNAPSHOT = "mirror-cann/asc-devkit@82b89a15f26329511fc7fbc807d5132a1f9b4ba7"
+ASCENDC_INCLUDES = ("tiling/tiling_api.h",)  # optiling::TCubeTiling and matmul_tiling::MultiCoreMatmulTiling
+# TCubeTiling fields no MultiCoreMatmulTiling setter reaches: GetTiling picks them itself (its own search over L1
+# and L0 factors, its buffer accounting, the batch split of BatchMatmulTiling). SetFixSplit's baseK is one of
+# them: the docs allow only -1 there. The API form writes tiler's values over GetTiling's for each of these.
+ASCENDC_API_CHOSEN = (
+    "baseK",
+    "depthA1",
+    "depthB1",
+    "stepM",
+    "stepN",
+    "stepKa",
+    "stepKb",
+    "dbL0A",
+    "dbL0B",
+    "dbL0C",
+    "transLength",
+    "shareL1Size",
+    "shareL0CSize",
+    "shareUbSize",
+    "depthAL1CacheUB",
+    "depthBL1CacheUB",
+    "batchM",
+    "batchN",
+    "singleBatchM",
+    "singleBatchN",
+)
+_ACL_DTYPE = {
+    "half": "DT_FLOAT16",
+    "bfloat16_t": "DT_BFLOAT16",
+    "float": "DT_FLOAT",
+    "int8_t": "DT_INT8",
+    "int32_t": "DT_INT32",
+}
+
+
+def _tcube_setters(values: dict, fields) -> list[str]:
+    """`tiling.set_<field>(<value>);` for `fields`, in order: the one way both forms write a field."""
+    return [f"tiling.set_{k}({int(values[k])});" for k in fields]
+
+
+def ascendc_entry(v: dict, doc: dict) -> str:
+    """The raw-setter form as C++ declarations, valid at namespace scope and as a dispatch unit's
+    `struct Entry<I> { ... };` body: `static void Fill(optiling::TCubeTiling &tiling)` setting every field once,
+    in the struct's order, and `kBlockDim`, the block dim to launch with."""
+    body = _indent("\n".join(_tcube_setters(v["TCubeTiling"], TCUBE_FIELDS)))
+    return (
+        "static void Fill(optiling::TCubeTiling &tiling)\n{\n"
+        + body
+        + f"\n}}\nstatic constexpr uint32_t kBlockDim = {int(v['block_dim'])};\n"
+    )
+
+
+def ascendc_api_form(v: dict) -> str:
+    """The host tiling API form: `TilerTilingByApi(platform, tiling)` makes the calls of the AscendC docs'
+    multi-core example in its order (SetDim, SetAType/SetBType/SetCType, SetShape, SetSingleShape, SetOrgShape,
+    EnableBias, SetBufferSpace), then SetFixSplit, SetMatmulConfigParams, SetTraverse and
+    EnableMultiCoreSplitK (all before GetTiling, as their pages require), GetTiling, and tiler's values over the
+    fields GetTiling picks itself (ASCENDC_API_CHOSEN). SetTraverse follows SetMatmulConfigParams because the
+    latter sets the traversal too (NOSET by default). SetDim is the tiling's block count: with SetSingleShape,
+    GetTiling reports usedCoreNum as at most that."""
+    f, cfg, types = v["TCubeTiling"], v["MatmulConfig"], v["MatmulType"]
+
+    def operand(name: str) -> str:
+        t = types[name]
+        trans = f", {str(t['isTrans']).lower()}" if "isTrans" in t else ""
+        return (
+            f"api.Set{name}Type(matmul_tiling::TPosition::{t['position']}, matmul_tiling::CubeFormat::{t['format']}, "
+            f"matmul_tiling::DataType::{_ACL_DTYPE[t['type']]}{trans});"
+        )
+
+    traverse = "FIRSTM" if f["iterateOrder"] == 0 else "FIRSTN"
+    calls = [
+        "matmul_tiling::MultiCoreMatmulTiling api(ascendcPlatform);",
+        f"api.SetDim({f['usedCoreNum']});",
+        operand("A"),
+        operand("B"),
+        operand("C"),
+        f"api.SetShape({f['M']}, {f['N']}, {f['Ka']});",
+        f"api.SetSingleShape({f['singleCoreM']}, {f['singleCoreN']}, {f['singleCoreK']});",
+        f"api.SetOrgShape({f['M']}, {f['N']}, {f['Ka']}, {f['Kb']});",
+        f"api.EnableBias({str(bool(f['isBias'])).lower()});",
+        "api.SetBufferSpace(-1, -1, -1);",
+        f"api.SetFixSplit({f['baseM']}, {f['baseN']}, -1);",
+        f"api.SetMatmulConfigParams({1 if cfg['preset'] == 'CFG_MDL' else 0});",
+        f"api.SetTraverse(matmul_tiling::MatrixTraverse::{traverse});",
+        f"api.EnableMultiCoreSplitK({str(bool(cfg['enableMultiCoreSplitK'])).lower()});",
+    ]
+    if f["BatchNum"]:
+        calls.append(f"api.SetBatchNum({f['BatchNum']});")
+    calls += [
+        "if (api.GetTiling(tiling) == -1) {",
+        "    return false;",
+        "}",
+        "// GetTiling picks these itself (no setter takes them; SetFixSplit's baseK must be -1): tiler's values",
+        *_tcube_setters(f, ASCENDC_API_CHOSEN),
+        "return true;",
+    ]
+    return (
+        "inline bool TilerTilingByApi(const platform_ascendc::PlatformAscendC &ascendcPlatform, "
+        "optiling::TCubeTiling &tiling)\n{\n" + _indent("\n".join(calls)) + "\n}\n"
+    )
+
+
 def emit_ascendc(v: dict, doc: dict) -> str:
-    """One `tiling.set_<field>(<value>);` per TCubeTiling field, for a `TCubeTiling tiling` in scope."""
+    """The host tiling code to paste, both forms filling the same TCubeTiling: (a) the MultiCoreMatmulTiling calls
+    of the AscendC docs (ascendc_api_form) and (b) every field by its setter, in a struct `TilerTiling` whose body
+    is the dispatch unit's entry (ascendc_entry). Comment lines first: the MatmulConfig preset and each operand's
+    MatmulType the kernel must declare to match, and the block dim."""
     cfg, types = v["MatmulConfig"], v["MatmulType"]
-    lines = [
-        f"// {_header(doc)}",
+    lines = [f'#include "{h}"' for h in ASCENDC_INCLUDES]
+    lines += [
+        "",
+        f"// {_header(doc, 'ascendc')}",
         f"// MatmulConfig {cfg['preset']} (doMTE2Preload {cfg['doMTE2Preload']}, enableMultiCoreSplitK "
         f"{str(cfg['enableMultiCoreSplitK']).lower()}); blockDim {v['block_dim']}",
         "// MatmulType: "
@@ -543,9 +1024,183 @@ def emit_ascendc(v: dict, doc: dict) -> str:
             + (f" isTrans={str(t['isTrans']).lower()}" if "isTrans" in t else "")
             for k, t in types.items()
         ),
+        "",
+        "// (a) The host tiling API, as the AscendC docs' multi-core example calls it "
+        f"({ASCENDC_DOCS_SNAPSHOT}).",
+        ascendc_api_form(v).rstrip("\n"),
+        "",
+        "// (b) Every field by its setter: TilerTiling::Fill(tiling) writes the same TCubeTiling as (a).",
+        "struct TilerTiling {",
+        _indent(ascendc_entry(v, doc)),
+        "};",
     ]
-    lines += [f"tiling.set_{k}({int(v['TCubeTiling'][k])});" for k in TCUBE_FIELDS]
     return "\n".join(lines) + "\n"
+
+
+ASCENDC_NATIVE_NAMES = (
+    *TCUBE_FIELDS,
+    "TCubeTiling",
+    "MatmulConfig",
+    "preset",
+    "doMTE2Preload",
+    "enableMultiCoreSplitK",
+    "MatmulType",
+    "block_dim",
+)
+
+
+def _ascendc_split(p: Problem, single_k: int, base_k: int | None) -> int:
+    """split_k from singleCoreK: the smallest of the knob's values whose K slice (whole baseK steps, as
+    tcube_view cuts it) is singleCoreK; without baseK, ceil(Ka / singleCoreK) when that is one of them."""
+    values = _space("ascend").knobs["split_k"].values
+    if base_k is not None:
+        hits = [s for s in values if _k_slice(p, base_k, s) == single_k]
+    else:
+        hits = [s for s in values if s == -(-p.K // single_k)]
+    if not hits:
+        raise TilerError(
+            f"ascendc: singleCoreK = {single_k} is no split of Ka = {p.K}"
+            + (f" in whole baseK = {base_k} steps" if base_k is not None else "")
+            + f" that split_k ({', '.join(map(str, values))}) expresses"
+        )
+    return hits[0]
+
+
+def ascendc_native(fields: dict, p: Problem) -> dict:
+    """Ascend matmul knobs from a TCubeTiling (and the MatmulConfig and MatmulType beside it) in AscendC's names
+    (ASCENDC_NATIVE_NAMES: the struct's fields flat, or the exported view): tcube_view read backwards. baseM/N/K,
+    stepM/N/Ka/Kb and iterateOrder map one to one; depthA1 / (stepM*stepKa) is l1_stages (AscendC's dbA1, 1 or
+    2); depthB1 / (stepN*stepKb) must be the same count, or 1 with a B panel whole along singleCoreK against A's
+    2 (weight_resident, whose step_kb the struct does not keep); dbL0A = dbL0B = 1 + l0_pingpong; singleCoreK gives
+    split_k; the preset gives multi_load and doMTE2Preload preload; the knobs the target pins come with every
+    answer. M, N, Ka, Kb, MatmulType and usedCoreNum are checked against the problem and the per-core split;
+    singleCoreM/N (the schedule's choice), dbL0C and the fields a plain matmul leaves 0 determine no knob.
+    Contradictions (depthA1 not a multiple of stepM*stepKa, dbL0A != dbL0B, ...) raise TilerError naming them."""
+    f = _native_flat(
+        fields,
+        ASCENDC_NATIVE_NAMES,
+        "ascendc",
+        {"TCubeTiling": "TCubeTiling", "MatmulConfig": "MatmulConfig"},
+    )
+    num = {k: _native_int("ascendc", k, f[k]) for k in TCUBE_FIELDS if k in f}
+    if "block_dim" in f:
+        num["block_dim"] = _native_int("ascendc", "block_dim", f["block_dim"], 1)
+    knobs = _pinned(ASCENDC_DOMAINS)
+    for name, want in (("M", p.M), ("N", p.N), ("Ka", p.K), ("Kb", p.K)):
+        if name in num and num[name] != want:
+            raise TilerError(f"ascendc: {name} = {num[name]} but the problem's is {want}")
+    if num.get("isBias"):
+        raise TilerError("ascendc: isBias = 1: tiler's matmul has no bias")
+    a, b, bf = _layout(p)
+    types = f.get("MatmulType", {})
+    if not isinstance(types, dict):
+        raise TilerError(f"ascendc: MatmulType must be an object of A, B, C, got {types!r}")
+    elem = CPP_ELEMENT[p.dtype]
+    _check_operand(
+        "ascendc", "MatmulType.A", types.get("A", {}), {"type": elem, "format": "ND", "isTrans": a == "t"}
+    )
+    _check_operand(
+        "ascendc",
+        "MatmulType.B",
+        types.get("B", {}),
+        {"type": elem, "format": "NZ" if bf == "nz" else "ND", "isTrans": b == "t"},
+    )
+
+    for tiler_name, name in (
+        ("base_m", "baseM"),
+        ("base_n", "baseN"),
+        ("base_k", "baseK"),
+        ("step_m", "stepM"),
+    ):
+        if name in num:
+            knobs[tiler_name] = _native_int("ascendc", name, num[name], 1)
+    for tiler_name, name in (("step_n", "stepN"), ("step_ka", "stepKa")):
+        if name in num:
+            knobs[tiler_name] = _native_int("ascendc", name, num[name], 1)
+
+    def buffers(depth: str, step: str, step_k: str) -> int | None:
+        """depth / (step * step_k), AscendC's db of that operand's L1 (1 or 2), when all three are given."""
+        if not all(k in num for k in (depth, step, step_k)):
+            return None
+        per = _native_int("ascendc", step, num[step], 1) * _native_int("ascendc", step_k, num[step_k], 1)
+        if num[depth] % per or num[depth] // per not in (1, 2):
+            raise TilerError(
+                f"ascendc: {depth} = {num[depth]} is not {step}*{step_k} = {per} times 1 or 2 (its L1 buffers)"
+            )
+        return num[depth] // per
+
+    db_a = buffers("depthA1", "stepM", "stepKa")
+    db_b = buffers("depthB1", "stepN", "stepKb")
+    if db_a is not None:
+        knobs["l1_stages"] = db_a
+    single_k = num.get("singleCoreK")
+    if db_a is not None and db_b is not None and db_a != db_b:
+        whole_k = single_k is not None and "baseK" in num and num["stepKb"] * num["baseK"] >= single_k
+        if not (db_b == 1 and db_a == 2 and whole_k):
+            raise TilerError(
+                f"ascendc: depthA1/(stepM*stepKa) = {db_a} but depthB1/(stepN*stepKb) = {db_b}: tiler's l1_stages "
+                "counts both operands' L1 buffers (B single-buffered only as a panel whole along singleCoreK)"
+            )
+        knobs["weight_resident"] = 1
+    else:
+        if db_a is not None and db_b is not None:
+            knobs["weight_resident"] = 0
+        if "stepKb" in num:
+            knobs["step_kb"] = _native_int("ascendc", "stepKb", num["stepKb"], 1)
+
+    l0 = {k: num[k] for k in ("dbL0A", "dbL0B") if k in num}
+    if len(set(l0.values())) > 1:
+        raise TilerError(
+            f"ascendc: dbL0A = {l0['dbL0A']} and dbL0B = {l0['dbL0B']} differ (l0_pingpong is one knob)"
+        )
+    if l0:
+        v = next(iter(l0.values()))
+        if v not in (1, 2):
+            raise TilerError(f"ascendc: dbL0A and dbL0B must be 1 or 2, got {v}")
+        knobs["l0_pingpong"] = v - 1
+
+    order = None
+    if "iterateOrder" in num:
+        order = num["iterateOrder"]
+        if order not in (0, 1):
+            raise TilerError(f"ascendc: iterateOrder must be 0 or 1, got {order}")
+        knobs["iterate_order"] = _space("ascend").knobs["iterate_order"].label(order)
+    if "preset" in f:
+        if f["preset"] not in ("CFG_MDL", "CFG_NORM"):
+            raise TilerError(f"ascendc: preset must be CFG_MDL or CFG_NORM, got {f['preset']!r}")
+        knobs["multi_load"] = int(f["preset"] == "CFG_MDL")
+    if "doMTE2Preload" in f:
+        pre = _native_int("ascendc", "doMTE2Preload", f["doMTE2Preload"])
+        if pre not in (0, 1, 2):
+            raise TilerError(f"ascendc: doMTE2Preload must be 0, 1 or 2, got {pre}")
+        if pre and order is not None and pre != order + 1:
+            raise TilerError(
+                f"ascendc: doMTE2Preload = {pre} preloads along {'MN'[pre - 1]} but iterateOrder = {order} "
+                f"iterates along {'MN'[order]}"
+            )
+        knobs["preload"] = int(pre > 0)
+
+    if single_k is not None:
+        if not 0 < single_k <= p.K:
+            raise TilerError(f"ascendc: singleCoreK = {single_k} must be in 1..Ka = {p.K}")
+        knobs["split_k"] = _ascendc_split(p, single_k, num.get("baseK"))
+        split_on = f.get("enableMultiCoreSplitK")
+        if split_on is not None and bool(split_on) != (single_k < p.K):
+            raise TilerError(
+                f"ascendc: enableMultiCoreSplitK = {str(bool(split_on)).lower()} but singleCoreK = {single_k} "
+                f"{'<' if single_k < p.K else '='} Ka = {p.K}"
+            )
+    if all(k in num for k in ("usedCoreNum", "singleCoreM", "singleCoreN", "singleCoreK")):
+        if min(num["singleCoreM"], num["singleCoreN"]) < 1:
+            raise TilerError("ascendc: singleCoreM and singleCoreN must be at least 1")
+        blocks = -(-p.M // num["singleCoreM"]) * -(-p.N // num["singleCoreN"]) * -(-p.K // num["singleCoreK"])
+        if num["usedCoreNum"] != blocks:
+            raise TilerError(
+                f"ascendc: usedCoreNum = {num['usedCoreNum']} but singleCoreM/N/K cut the problem into {blocks} blocks"
+            )
+    if "block_dim" in num and "usedCoreNum" in num and num["block_dim"] != num["usedCoreNum"]:
+        raise TilerError(f"ascendc: block_dim = {num['block_dim']} but usedCoreNum = {num['usedCoreNum']}")
+    return knobs
 
 
 # --------------------------------------------------------------------------------------------------- Triton
@@ -754,6 +1409,11 @@ CATLASS = Target(
     check=check_catlass,
     emit=emit_catlass,
     supports=catlass_supports,
+    language="cpp",
+    includes=CATLASS_INCLUDES,
+    entry=catlass_entry,
+    native=catlass_native,
+    native_names=CATLASS_NATIVE_NAMES,
 )
 ASCENDC = Target(
     name="ascendc",
@@ -766,6 +1426,11 @@ ASCENDC = Target(
     masks=ascendc_masks,
     check=check_tcube,
     emit=emit_ascendc,
+    language="cpp",
+    includes=ASCENDC_INCLUDES,
+    entry=ascendc_entry,
+    native=ascendc_native,
+    native_names=ASCENDC_NATIVE_NAMES,
 )
 
 

@@ -13,10 +13,12 @@
 
 namespace Catlass::Gemm::Block {
 
-// BiasType, TileCopy and TileMmad have defaults in CATLASS (no bias, the arch's default copies and mmad);
-// the stand-in only needs the first six arguments.
+// Ten parameters, as in CATLASS: six named by the emitted code, then BiasType, TileCopy and TileMmad (defaults in
+// CATLASS: no bias, the arch's default copies and mmad; `void` here, nothing uses them) and Enable (for
+// specialisations that test a condition). A seventh argument given by mistake is taken as BiasType, as CATLASS
+// would; an eleventh is an error.
 template <class DispatchPolicy, class L1TileShape, class L0TileShape, class AType, class BType, class CType,
-          class BiasType = void, class TileCopy = void, class TileMmad = void>
+          class BiasType = void, class TileCopy = void, class TileMmad = void, class Enable = void>
 struct BlockMmad {
     static_assert(DEPENDENT_FALSE<DispatchPolicy>,
                   "[catlass] BlockMmad has no block for this dispatch policy (the stand-in has "
