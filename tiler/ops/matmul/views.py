@@ -73,8 +73,8 @@ def _native_int(target: str, name: str, value, lo: int = 0) -> int:
 def _native_flat(fields: dict, names: tuple[str, ...], target: str, nests: dict[str, str]) -> dict:
     """`fields` with the view's nested objects opened: a key of `nests` holding a dict contributes its entries
     (its "name" entry under the nest's own key), so a whole exported view and a flat list of the target's
-    names read the same way. A name given twice with different values, or an unknown name, is one TilerError
-    line (the unknown one with the names the target reads)."""
+    names read the same way. A name given twice with different values, or an unknown name, is one
+    TilerError line (the unknown one with the names the target reads)."""
     if not isinstance(fields, dict):
         raise TilerError(
             f"{target}: native fields must be an object of names to values, got {type(fields).__name__}"
@@ -298,9 +298,10 @@ def check_catlass(v: dict, chip, p: Problem) -> list[str]:
     return bad
 
 
-# The CATLASS snapshot the emitted code follows: names, template-parameter order and the host call sequence were
-# read from this commit (examples/00_basic_matmul/basic_matmul.cpp, examples/09_splitk_matmul/splitk_matmul.cpp,
-# include/catlass/gemm/{kernel,device,block}/*.hpp). docs/targets/catlass.md says what each line comes from.
+# The CATLASS snapshot the emitted code follows: names, template-parameter order and the host call sequence
+# were read from this commit (examples/00_basic_matmul/basic_matmul.cpp,
+# examples/09_splitk_matmul/splitk_matmul.cpp, include/catlass/gemm/{kernel,device,block}/*.hpp).
+# docs/targets/catlass.md says what each line comes from.
 CATLASS_SNAPSHOT = "hicann/catlass@0dfcf9df304f297361edab86448ac5ea6aed1647"
 
 # What an entry (the kernel's type aliases) needs: both kernels' headers, so that one dispatch unit can hold
@@ -330,9 +331,10 @@ def _cpp_args(params) -> str:
 def catlass_splitk_factor(m: int, n: int, k: int, l1: tuple[int, int, int], cores: int) -> int:
     """The splitkFactor CATLASS's SplitkMatmul derives for itself (its Arguments carry no factor, only
     `aicCoreNum`): SplitkMatmul::GetSplitkFactor in include/catlass/gemm/kernel/splitk_matmul.hpp of
-    CATLASS_SNAPSHOT, restated. A cap by K (2 up to K = 1024, 4 to 2048, 8 to 4096, else 16); the cores per L1 tile
-    (at least 1, at most the cap), raised while one more slice adds no round of tiles when there are fewer tiles
-    than cores; at most the L1 K tiles there are; at least 2 above K = 8192 and 4 above 32768."""
+    CATLASS_SNAPSHOT, restated. A cap by K (2 up to K = 1024, 4 to 2048, 8 to 4096, else 16); the cores per
+    L1 tile (at least 1, at most the cap), raised while one more slice adds no round of tiles when there
+    are fewer tiles than cores; at most the L1 K tiles there are; at least 2 above K = 8192 and 4 above
+    32768."""
     cap = 2 if k <= 1024 else 4 if k <= 2048 else 8 if k <= 4096 else 16
     tiles = -(-m // l1[0]) * -(-n // l1[1])
     factor = max(min(cores // tiles, cap), 1)
@@ -349,15 +351,16 @@ def catlass_splitk_factor(m: int, n: int, k: int, l1: tuple[int, int, int], core
 
 def _catlass_splitk_cores(v: dict, doc: dict) -> tuple[int, int]:
     """(aicCoreNum to put in SplitkMatmul's Arguments, the factor the kernel then picks). The kernel reads
-    `aicCoreNum` only to pick its splitkFactor (GetWorkspaceSize and ToUnderlyingArguments; the launch takes the
-    block dim separately), so the value nearest the chip's cores that makes it pick the tiling's split_k is the
-    one to pass. None picks it (K too short in L1 K tiles, or K's floor above 8192): the chip's cores and the
-    factor the kernel will use instead."""
+    `aicCoreNum` only to pick its splitkFactor (GetWorkspaceSize and ToUnderlyingArguments; the launch
+    takes the block dim separately), so the value nearest the chip's cores that makes it pick the tiling's
+    split_k is the one to pass. None picks it (K too short in L1 K tiles, or K's floor above 8192): the
+    chip's cores and the factor the kernel will use instead."""
     shape, cores, want = doc["problem"]["shape"], int(doc["chip"]["cores"]), int(v["split_k"])
     m, n, k, l1 = int(shape["M"]), int(shape["N"]), int(shape["K"]), tuple(v["L1TileShape"])
     tiles = -(-m // l1[0]) * -(-n // l1[1])
-    # above (cap + 1) tiles per core the factor no longer changes: every value it can take is reached below that
-    top = min((16 + 1) * tiles + cores, 1 << 17)
+    # from (cap + 1) cores per tile on, the factor is the cap whatever aicCoreNum is: every factor it can take
+    # is reached at or below that count (the K cap is at most 16)
+    top = min(17 * tiles, 1 << 17)
     hits = [a for a in range(1, top + 1) if catlass_splitk_factor(m, n, k, l1, a) == want]
     if not hits:
         return cores, catlass_splitk_factor(m, n, k, l1, cores)
@@ -368,10 +371,11 @@ def catlass_entry(v: dict, doc: dict) -> str:
     """One CATLASS kernel instantiation as C++ declarations (type aliases and constants), valid at namespace
     scope and as the body of a dispatch unit's `struct Entry<I> { ... };`: the types of CATLASS's
     examples/00_basic_matmul (examples/09_splitk_matmul when split_k > 1) in their order, ArchTag through
-    `Adapter = Catlass::Gemm::Device::DeviceGemm<MatmulKernel>`, then `kBlockDim`, the block dim to launch with
-    (split-K adds `kSplitkAicCoreNum`, the Arguments' aicCoreNum that makes the kernel split K as tiled). The
-    preload-async block is CATLASS's grouped-matmul policy (examples/08_grouped_matmul); BasicMatmul calls it as
-    it calls the ping-pong block, and the block drains its queued tiles when it is destroyed."""
+    `Adapter = Catlass::Gemm::Device::DeviceGemm<MatmulKernel>`, then `kBlockDim`, the block dim to launch
+    with (split-K adds `kSplitkAicCoreNum`, the Arguments' aicCoreNum that makes the kernel split K as
+    tiled). The preload-async block is CATLASS's grouped-matmul policy (examples/08_grouped_matmul);
+    BasicMatmul calls it as it calls the ping-pong block, and the block drains its queued tiles when it is
+    destroyed."""
     pol = v["DispatchPolicy"]
     if pol["name"] == "MmadAtlasA2PreloadAsync":
         keys = ("PRELOAD_STAGES", "L1_STAGES", "L0A_STAGES", "L0B_STAGES", "L0C_STAGES")
@@ -392,8 +396,8 @@ def catlass_entry(v: dict, doc: dict) -> str:
         f"using AType = {gemm_type(v['AType'])};",
         f"using BType = {gemm_type(v['BType'])};",
         f"using CType = {gemm_type(v['CType'])};",
-        "using BlockMmad = Catlass::Gemm::Block::BlockMmad<DispatchPolicy, L1TileShape, L0TileShape, AType, BType, "
-        "CType>;",
+        "using BlockMmad = Catlass::Gemm::Block::BlockMmad<DispatchPolicy, L1TileShape, L0TileShape, AType, "
+        "BType, CType>;",
         "using BlockEpilogue = void;",
         f"using BlockScheduler = Catlass::Gemm::Block::{sch['name']}<{sch['SwizzleOffset']}, "
         f"{sch['SwizzleDirection']}>;",
@@ -404,14 +408,15 @@ def catlass_entry(v: dict, doc: dict) -> str:
         out = _CPP_OUT_OF_IN[v["AType"]["element"]]
         aic, factor = _catlass_splitk_cores(v, doc)
         lines += [
-            "// the partials (CType) are summed and cast to the output by one reduce stage using the whole UB",
+            "// the partials (CType) are summed and cast to the output by one reduce stage on the whole UB",
             f"using ReduceAdd = Catlass::Gemm::Kernel::SplitkReduceAdd<ArchTag, {acc}, {out}, 1, "
             f"ArchTag::UB_SIZE / sizeof({acc})>;",
-            "using MatmulKernel = Catlass::Gemm::Kernel::SplitkMatmul<BlockMmad, BlockEpilogue, BlockScheduler, "
-            "ReduceAdd>;",
+            "using MatmulKernel = Catlass::Gemm::Kernel::SplitkMatmul<BlockMmad, BlockEpilogue, "
+            "BlockScheduler, ReduceAdd>;",
             "using Adapter = Catlass::Gemm::Device::DeviceGemm<MatmulKernel>;",
             f"static constexpr uint32_t kBlockDim = {block_dim};",
-            "// SplitkMatmul picks its splitkFactor from Arguments::aicCoreNum (GetSplitkFactor); with this value "
+            "// SplitkMatmul picks its splitkFactor from Arguments::aicCoreNum (GetSplitkFactor); "
+            "with this value "
             + (
                 f"it picks {factor}, tiler's split_k"
                 if factor == int(v["split_k"])
@@ -421,7 +426,8 @@ def catlass_entry(v: dict, doc: dict) -> str:
         ]
     else:
         lines += [
-            "using MatmulKernel = Catlass::Gemm::Kernel::BasicMatmul<BlockMmad, BlockEpilogue, BlockScheduler>;",
+            "using MatmulKernel = Catlass::Gemm::Kernel::BasicMatmul<BlockMmad, BlockEpilogue, "
+            "BlockScheduler>;",
             "using Adapter = Catlass::Gemm::Device::DeviceGemm<MatmulKernel>;",
             f"static constexpr uint32_t kBlockDim = {block_dim};",
         ]
@@ -429,11 +435,11 @@ def catlass_entry(v: dict, doc: dict) -> str:
 
 
 def catlass_launcher(split: bool) -> str:
-    """The host call sequence of CATLASS's examples (00_basic_matmul; 09_splitk_matmul for split-K) as a function
-    template over an entry (a struct with catlass_entry's body): the Arguments, CanImplement, GetWorkspaceSize,
-    a workspace when the kernel asks for one, Initialize, the launch with the entry's block dim, then the wait.
-    Split-K's Arguments carry aicCoreNum and the workspace element size, and its launch the hardware sync
-    address (the AIC and AIV halves signal each other)."""
+    """The host call sequence of CATLASS's examples (00_basic_matmul; 09_splitk_matmul for split-K) as a
+    function template over an entry (a struct with catlass_entry's body): the Arguments, CanImplement,
+    GetWorkspaceSize, a workspace when the kernel asks for one, Initialize, the launch with the entry's
+    block dim, then the wait. Split-K's Arguments carry aicCoreNum and the workspace element size, and its
+    launch the hardware sync address (the AIC and AIV halves signal each other)."""
     if split:
         args = (
             "problemShape, Entry::kSplitkAicCoreNum, sizeof(typename Entry::CType::Element), deviceA, "
@@ -441,7 +447,8 @@ def catlass_launcher(split: bool) -> str:
         )
         sync = [
             "    uint64_t hardwareSyncAddr = 0;",
-            "    if (aclrtGetHardwareSyncAddr(reinterpret_cast<void **>(&hardwareSyncAddr)) != ACL_SUCCESS) {",
+            "    if (aclrtGetHardwareSyncAddr(reinterpret_cast<void **>(&hardwareSyncAddr)) != "
+            "ACL_SUCCESS) {",
             "        return Catlass::Status::kInvalid;",
             "    }",
         ]
@@ -455,7 +462,8 @@ def catlass_launcher(split: bool) -> str:
     return "\n".join(
         [
             "template <class Entry>",
-            "Catlass::Status TilerRunMatmul(aclrtStream stream, Catlass::GemmCoord problemShape, uint8_t *deviceA,",
+            "Catlass::Status TilerRunMatmul(aclrtStream stream, Catlass::GemmCoord problemShape, "
+            "uint8_t *deviceA,",
             "                               uint8_t *deviceB, uint8_t *deviceC)",
             "{",
             *sync,
@@ -488,8 +496,8 @@ def _indent(text: str, by: str = "    ") -> str:
 
 def emit_catlass(v: dict, doc: dict) -> str:
     """The C++ to paste: the includes, the kernel's types (catlass_entry, the dispatch unit's entry body) in a
-    struct `TilerMatmul`, and the examples' host call sequence as `TilerRunMatmul<Entry>`, with the call for this
-    problem in a comment."""
+    struct `TilerMatmul`, and the examples' host call sequence as `TilerRunMatmul<Entry>`, with the call
+    for this problem in a comment."""
     split = int(v["split_k"]) > 1
     example = (
         "examples/09_splitk_matmul/splitk_matmul.cpp"
@@ -509,13 +517,13 @@ def emit_catlass(v: dict, doc: dict) -> str:
         "",
         f"// The host call sequence of {example}; adapt the device buffers (aclrtMalloc) and the stream.",
         catlass_launcher(split),
-        "// TilerRunMatmul<TilerMatmul>(stream, Catlass::GemmCoord{{{}, {}, {}}}, deviceA, deviceB, deviceC);".format(
-            shape["M"], shape["N"], shape["K"]
-        ),
+        "// TilerRunMatmul<TilerMatmul>(stream, Catlass::GemmCoord{"
+        f"{shape['M']}, {shape['N']}, {shape['K']}}}, deviceA, deviceB, deviceC);",
     ]
     if int(shape.get("batch", 1)) > 1:
         lines.append(
-            f"// batch = {shape['batch']}: one call per product (CATLASS's BatchedMatmul kernel is not emitted)"
+            f"// batch = {shape['batch']}: one call per product "
+            "(CATLASS's BatchedMatmul kernel is not emitted)"
         )
     return "\n".join(lines) + "\n"
 
@@ -568,12 +576,12 @@ def catlass_native(fields: dict, p: Problem) -> dict:
     """Ascend matmul knobs from a CATLASS config in CATLASS's names (CATLASS_NATIVE_NAMES, flat or as the
     exported view nests them): catlass_view read backwards. L0TileShape gives base_m, base_n, base_k and
     L1TileShape's K over L0's the one step_ka = step_kb; L1_STAGES, PRELOAD_STAGES, L0A/L0B_STAGES (1 +
-    l0_pingpong) and the ping-pong policy's fixed two stages the pipeline; SwizzleOffset, SwizzleDirection and
-    splitkFactor (or split_k) the rest; the knobs the target pins come with every answer. L0C_STAGES,
-    ENABLE_UNIT_FLAG, ENABLE_SHUFFLE_K, kernel and block_dim determine no knob (the first two follow from the tile
-    size, the model does not price shuffle-K); AType/BType/CType and ArchTag are checked against the problem.
-    Fields that contradict one another (L1 and L0 M differ, L0A and L0B stages differ, a split-K scheduler with
-    splitkFactor 1, ...) raise TilerError naming them."""
+    l0_pingpong) and the ping-pong policy's fixed two stages the pipeline; SwizzleOffset, SwizzleDirection
+    and splitkFactor (or split_k) the rest; the knobs the target pins come with every answer. L0C_STAGES,
+    ENABLE_UNIT_FLAG, ENABLE_SHUFFLE_K, kernel and block_dim determine no knob (the first two follow from
+    the tile size, the model does not price shuffle-K); AType/BType/CType and ArchTag are checked against
+    the problem. Fields that contradict one another (L1 and L0 M differ, L0A and L0B stages differ, a
+    split-K scheduler with splitkFactor 1, ...) raise TilerError naming them."""
     f = _native_flat(
         fields,
         CATLASS_NATIVE_NAMES,
@@ -602,7 +610,8 @@ def catlass_native(fields: dict, p: Problem) -> dict:
     if l1 and l0:
         if l1[:2] != l0[:2]:
             raise TilerError(
-                f"catlass: L1TileShape {l1} and L0TileShape {l0} differ in M or N (CATLASS's blocks need the same)"
+                f"catlass: L1TileShape {l1} and L0TileShape {l0} differ in M or N "
+                "(CATLASS's blocks need the same)"
             )
         if l1[2] % l0[2]:
             raise TilerError(f"catlass: L1TileShape K {l1[2]} is not a multiple of L0TileShape K {l0[2]}")
@@ -904,9 +913,9 @@ def check_tcube(view: dict, chip, p: Problem) -> list[str]:
 # asc-devkit snapshot below carries those pages under docs/zh/api/SIMD-API/高阶API/矩阵计算/Matmul-Tiling类/).
 ASCENDC_DOCS_SNAPSHOT = "mirror-cann/asc-devkit@82b89a15f26329511fc7fbc807d5132a1f9b4ba7"
 ASCENDC_INCLUDES = ("tiling/tiling_api.h",)  # optiling::TCubeTiling and matmul_tiling::MultiCoreMatmulTiling
-# TCubeTiling fields no MultiCoreMatmulTiling setter reaches: GetTiling picks them itself (its own search over L1
-# and L0 factors, its buffer accounting, the batch split of BatchMatmulTiling). SetFixSplit's baseK is one of
-# them: the docs allow only -1 there. The API form writes tiler's values over GetTiling's for each of these.
+# TCubeTiling fields no MultiCoreMatmulTiling setter reaches: GetTiling picks them itself (its own search over
+# L1 and L0 factors, its buffer accounting, the batch split of BatchMatmulTiling). SetFixSplit's baseK is one
+# of them: the docs allow only -1 there. The API form writes tiler's values over GetTiling's for each.
 ASCENDC_API_CHOSEN = (
     "baseK",
     "depthA1",
@@ -944,9 +953,9 @@ def _tcube_setters(values: dict, fields) -> list[str]:
 
 
 def ascendc_entry(v: dict, doc: dict) -> str:
-    """The raw-setter form as C++ declarations, valid at namespace scope and as a dispatch unit's
-    `struct Entry<I> { ... };` body: `static void Fill(optiling::TCubeTiling &tiling)` setting every field once,
-    in the struct's order, and `kBlockDim`, the block dim to launch with."""
+    """The raw-setter form as C++ declarations, valid at namespace scope and as a dispatch unit's `struct
+    Entry<I> { ... };` body: `static void Fill(optiling::TCubeTiling &tiling)` setting every field once, in
+    the struct's order, and `kBlockDim`, the block dim to launch with."""
     body = _indent("\n".join(_tcube_setters(v["TCubeTiling"], TCUBE_FIELDS)))
     return (
         "static void Fill(optiling::TCubeTiling &tiling)\n{\n"
@@ -957,19 +966,20 @@ def ascendc_entry(v: dict, doc: dict) -> str:
 
 def ascendc_api_form(v: dict) -> str:
     """The host tiling API form: `TilerTilingByApi(platform, tiling)` makes the calls of the AscendC docs'
-    multi-core example in its order (SetDim, SetAType/SetBType/SetCType, SetShape, SetSingleShape, SetOrgShape,
-    EnableBias, SetBufferSpace), then SetFixSplit, SetMatmulConfigParams, SetTraverse and
-    EnableMultiCoreSplitK (all before GetTiling, as their pages require), GetTiling, and tiler's values over the
-    fields GetTiling picks itself (ASCENDC_API_CHOSEN). SetTraverse follows SetMatmulConfigParams because the
-    latter sets the traversal too (NOSET by default). SetDim is the tiling's block count: with SetSingleShape,
-    GetTiling reports usedCoreNum as at most that."""
+    multi-core example in its order (SetDim, SetAType/SetBType/SetCType, SetShape, SetSingleShape,
+    SetOrgShape, EnableBias, SetBufferSpace), then SetFixSplit, SetMatmulConfigParams, SetTraverse and
+    EnableMultiCoreSplitK (all before GetTiling, as their pages require), GetTiling, and tiler's values
+    over the fields GetTiling picks itself (ASCENDC_API_CHOSEN). SetTraverse follows SetMatmulConfigParams
+    because the latter sets the traversal too (NOSET by default). SetDim is the tiling's block count: with
+    SetSingleShape, GetTiling reports usedCoreNum as at most that."""
     f, cfg, types = v["TCubeTiling"], v["MatmulConfig"], v["MatmulType"]
 
     def operand(name: str) -> str:
         t = types[name]
         trans = f", {str(t['isTrans']).lower()}" if "isTrans" in t else ""
         return (
-            f"api.Set{name}Type(matmul_tiling::TPosition::{t['position']}, matmul_tiling::CubeFormat::{t['format']}, "
+            f"api.Set{name}Type(matmul_tiling::TPosition::{t['position']}, "
+            f"matmul_tiling::CubeFormat::{t['format']}, "
             f"matmul_tiling::DataType::{_ACL_DTYPE[t['type']]}{trans});"
         )
 
@@ -996,7 +1006,8 @@ def ascendc_api_form(v: dict) -> str:
         "if (api.GetTiling(tiling) == -1) {",
         "    return false;",
         "}",
-        "// GetTiling picks these itself (no setter takes them; SetFixSplit's baseK must be -1): tiler's values",
+        "// GetTiling picks these itself (no setter takes them; SetFixSplit's baseK must be -1): "
+        "tiler's values",
         *_tcube_setters(f, ASCENDC_API_CHOSEN),
         "return true;",
     ]
@@ -1007,10 +1018,10 @@ def ascendc_api_form(v: dict) -> str:
 
 
 def emit_ascendc(v: dict, doc: dict) -> str:
-    """The host tiling code to paste, both forms filling the same TCubeTiling: (a) the MultiCoreMatmulTiling calls
-    of the AscendC docs (ascendc_api_form) and (b) every field by its setter, in a struct `TilerTiling` whose body
-    is the dispatch unit's entry (ascendc_entry). Comment lines first: the MatmulConfig preset and each operand's
-    MatmulType the kernel must declare to match, and the block dim."""
+    """The host tiling code to paste, both forms filling the same TCubeTiling: (a) the MultiCoreMatmulTiling
+    calls of the AscendC docs (ascendc_api_form) and (b) every field by its setter, in a struct
+    `TilerTiling` whose body is the dispatch unit's entry (ascendc_entry). Comment lines first: the
+    MatmulConfig preset and each operand's MatmulType the kernel must declare to match, and the block dim."""
     cfg, types = v["MatmulConfig"], v["MatmulType"]
     lines = [f'#include "{h}"' for h in ASCENDC_INCLUDES]
     lines += [
@@ -1067,15 +1078,16 @@ def _ascendc_split(p: Problem, single_k: int, base_k: int | None) -> int:
 
 
 def ascendc_native(fields: dict, p: Problem) -> dict:
-    """Ascend matmul knobs from a TCubeTiling (and the MatmulConfig and MatmulType beside it) in AscendC's names
-    (ASCENDC_NATIVE_NAMES: the struct's fields flat, or the exported view): tcube_view read backwards. baseM/N/K,
-    stepM/N/Ka/Kb and iterateOrder map one to one; depthA1 / (stepM*stepKa) is l1_stages (AscendC's dbA1, 1 or
-    2); depthB1 / (stepN*stepKb) must be the same count, or 1 with a B panel whole along singleCoreK against A's
-    2 (weight_resident, whose step_kb the struct does not keep); dbL0A = dbL0B = 1 + l0_pingpong; singleCoreK gives
-    split_k; the preset gives multi_load and doMTE2Preload preload; the knobs the target pins come with every
-    answer. M, N, Ka, Kb, MatmulType and usedCoreNum are checked against the problem and the per-core split;
-    singleCoreM/N (the schedule's choice), dbL0C and the fields a plain matmul leaves 0 determine no knob.
-    Contradictions (depthA1 not a multiple of stepM*stepKa, dbL0A != dbL0B, ...) raise TilerError naming them."""
+    """Ascend matmul knobs from a TCubeTiling (and the MatmulConfig and MatmulType beside it) in AscendC's
+    names (ASCENDC_NATIVE_NAMES: the struct's fields flat, or the exported view): tcube_view read
+    backwards. baseM/N/K, stepM/N/Ka/Kb and iterateOrder map one to one; depthA1 / (stepM*stepKa) is
+    l1_stages (AscendC's dbA1, 1 or 2); depthB1 / (stepN*stepKb) must be the same count, or 1 with a B
+    panel whole along singleCoreK against A's 2 (weight_resident, whose step_kb the struct does not keep);
+    dbL0A = dbL0B = 1 + l0_pingpong; singleCoreK gives split_k; the preset gives multi_load and
+    doMTE2Preload preload; the knobs the target pins come with every answer. M, N, Ka, Kb, MatmulType and
+    usedCoreNum are checked against the problem and the per-core split; singleCoreM/N (the schedule's
+    choice), dbL0C and the fields a plain matmul leaves 0 determine no knob. Contradictions (depthA1 not a
+    multiple of stepM*stepKa, dbL0A != dbL0B, ...) raise TilerError naming them."""
     f = _native_flat(
         fields,
         ASCENDC_NATIVE_NAMES,
@@ -1125,7 +1137,8 @@ def ascendc_native(fields: dict, p: Problem) -> dict:
         per = _native_int("ascendc", step, num[step], 1) * _native_int("ascendc", step_k, num[step_k], 1)
         if num[depth] % per or num[depth] // per not in (1, 2):
             raise TilerError(
-                f"ascendc: {depth} = {num[depth]} is not {step}*{step_k} = {per} times 1 or 2 (its L1 buffers)"
+                f"ascendc: {depth} = {num[depth]} is not {step}*{step_k} = {per} times 1 or 2 "
+                "(its L1 buffers)"
             )
         return num[depth] // per
 
@@ -1138,7 +1151,8 @@ def ascendc_native(fields: dict, p: Problem) -> dict:
         whole_k = single_k is not None and "baseK" in num and num["stepKb"] * num["baseK"] >= single_k
         if not (db_b == 1 and db_a == 2 and whole_k):
             raise TilerError(
-                f"ascendc: depthA1/(stepM*stepKa) = {db_a} but depthB1/(stepN*stepKb) = {db_b}: tiler's l1_stages "
+                f"ascendc: depthA1/(stepM*stepKa) = {db_a} but depthB1/(stepN*stepKb) = {db_b}: "
+                "tiler's l1_stages "
                 "counts both operands' L1 buffers (B single-buffered only as a panel whole along singleCoreK)"
             )
         knobs["weight_resident"] = 1
@@ -1187,7 +1201,8 @@ def ascendc_native(fields: dict, p: Problem) -> dict:
         split_on = f.get("enableMultiCoreSplitK")
         if split_on is not None and bool(split_on) != (single_k < p.K):
             raise TilerError(
-                f"ascendc: enableMultiCoreSplitK = {str(bool(split_on)).lower()} but singleCoreK = {single_k} "
+                f"ascendc: enableMultiCoreSplitK = {str(bool(split_on)).lower()} "
+                f"but singleCoreK = {single_k} "
                 f"{'<' if single_k < p.K else '='} Ka = {p.K}"
             )
     if all(k in num for k in ("usedCoreNum", "singleCoreM", "singleCoreN", "singleCoreK")):
@@ -1196,7 +1211,8 @@ def ascendc_native(fields: dict, p: Problem) -> dict:
         blocks = -(-p.M // num["singleCoreM"]) * -(-p.N // num["singleCoreN"]) * -(-p.K // num["singleCoreK"])
         if num["usedCoreNum"] != blocks:
             raise TilerError(
-                f"ascendc: usedCoreNum = {num['usedCoreNum']} but singleCoreM/N/K cut the problem into {blocks} blocks"
+                f"ascendc: usedCoreNum = {num['usedCoreNum']} but singleCoreM/N/K cut the problem "
+                f"into {blocks} blocks"
             )
     if "block_dim" in num and "usedCoreNum" in num and num["block_dim"] != num["usedCoreNum"]:
         raise TilerError(f"ascendc: block_dim = {num['block_dim']} but usedCoreNum = {num['usedCoreNum']}")
