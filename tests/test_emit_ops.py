@@ -361,20 +361,6 @@ def test_a_broken_fragment_does_not_compile(cxx, tmp_path, fa_fragment, old, new
 
 # ------------------------------------------------------------------------------------- dispatch-unit entries
 
-ENTRY_MAIN = textwrap.dedent(
-    """
-    // ---- appended by tests/test_emit_ops.py ----
-    #include <cstdio>
-    template <class E, class T>
-    int report(int i) {
-        T tiling;
-        E::Fill(tiling);
-        std::printf("#entry %d %u\\n", i, static_cast<unsigned>(E::kBlockDim));
-        return tiling.Report(stdout);
-    }
-    """
-)
-
 
 def class_header(fragment: str) -> str:
     """The tiling-data class block of an emitted fragment: from CANN's macro header to the end of its namespace
@@ -385,49 +371,99 @@ def class_header(fragment: str) -> str:
     return "\n".join(lines[start : end + 1]) + "\n"
 
 
+# Two problems per operator on the 910B3 for a library (different views: a prefill and a decode, two depthwise
+# layers, long and short softmax rows).
+UNIT_SHAPES = {
+    "flash_attention": [
+        "B=1,heads=32,kv_heads=8,S1=4096,S2=4096,D=128,causal=1",
+        "B=8,heads=32,kv_heads=8,S1=1,S2=8192,D=128,causal=0",
+    ],
+    "depthwise_conv": [
+        "N=16,C=96,H=56,W=56,kh=7,kw=7,stride=1,pad=3,dilation=1",
+        "N=2,C=96,H=28,W=28,kh=3,kw=3,stride=1,pad=1,dilation=1",
+    ],
+    "softmax": ["rows=4096,d=32768", "rows=32768,d=128"],
+}
+
+UNIT_MAIN = """
+// ---- appended by tests/test_emit_ops.py ----
+#include <cstdio>
+int main() {{
+    using namespace {ns};
+    int bad = 0;
+{queries}
+    return bad == 0 ? 0 : 1;
+}}
+"""
+UNIT_QUERY = """    {{
+        Query q;
+{fields}
+        const int row = Select(q);
+        std::printf("#entry {i} %d\\n", row);
+        if (!Dispatch(VariantOf(row), [&](auto v) {{
+                using V = decltype(v);
+                optiling::{cls} tiling;
+                V::Fill(tiling);
+                std::printf("#block_dim %u\\n", static_cast<unsigned>(V::kBlockDim));
+{workspace}                bad += tiling.Report(stdout);
+            }}))
+            bad += 1;
+    }}
+"""
+
+
 @pytest.mark.parametrize("op", list(ASCEND))
-def test_dispatch_unit_entries_fill_the_emitted_class(cxx, tmp_path, capsys, op):
-    """Two library entries of one operator in one unit: the unit includes the target's `includes` (the second is
-    the project's class header, written here from the emitted fragment), and each `Entry<I>::Fill` sets every
-    field once with its own view's values, `kBlockDim` its view's block dim, `kWorkspaceBytes` its workspace."""
+def test_a_dispatch_unit_of_a_library_fills_the_class(cxx, tmp_path, capsys, op):
+    """`tiler emit LIBRARY --target T` for a two-problem library: the unit includes the target's `includes` (the
+    second is the project's class header, written here from the emitted fragment), and for each library problem
+    its Select -> Dispatch -> Variant::Fill sets every field once with that entry's view and problem values,
+    `kBlockDim` is the view's block dim and `kWorkspaceBytes` its workspace."""
+    import tiler
+
     target = get_operator(op, "ascend").TARGETS[ASCEND[op]]
     assert target.language == "cpp" and target.entry is not None
-    cases = [c for c in CASES.values() if c[0] == op][:2]
-    docs, fragments = [], []
-    for i, (_, chip, shape, extra) in enumerate(cases):
-        (tmp_path / str(i)).mkdir()
-        fragment, doc = search(op, chip, shape, extra, target.name, tmp_path / str(i), capsys)
-        docs.append(doc)
-        fragments.append(fragment)
+    shapes = [dict(kv.split("=") for kv in s.split(",")) for s in UNIT_SHAPES[op]]
+    csv = tmp_path / "shapes.csv"
+    csv.write_text(",".join(shapes[0]) + "\n" + "".join(",".join(s.values()) + "\n" for s in shapes))
+    lib = tmp_path / "lib.json"
+    argv = ["sweep", str(csv), "--op", op, "--chip", "ascend910b3", "--library", str(lib)]
+    assert main([*argv, "--out", str(tmp_path / "out.csv")]) == 0, capsys.readouterr().err
+    unit = tiler.emit(lib, target=target.name, out=tmp_path)
+    assert unit.entries == 2 and not unit.skipped, unit
+    fragment, _ = search(op, "ascend910b3", UNIT_SHAPES[op][0], [], target.name, tmp_path, capsys)
     header = target.includes[-1]
-    assert f"op_host/{header}" in fragments[0], "the fragment names the header the unit includes"
-    (tmp_path / header).write_text(class_header(fragments[0]))
-    assert class_header(fragments[1]) == class_header(fragments[0]), "one class for every entry of a target"
-    class_name = re.search(r"BEGIN_TILING_DATA_DEF\((\w+)\)", fragments[0]).group(1)
-    entries = [target.entry(doc["targets"][target.name], doc) for doc in docs]
-    assert all(isinstance(e, str) and f"Fill(optiling::{class_name} &tiling)" in e for e in entries)
-    source = "".join(f'#include "{h}"\n' for h in target.includes)
-    source += "#include <cstdint>\n\ntemplate <int I> struct Entry;\n"
-    source += "".join(f"template <> struct Entry<{i}> {{\n{e}}};\n" for i, e in enumerate(entries))
-    source += ENTRY_MAIN + "int main() {\n    int bad = 0;\n"
-    source += "".join(
-        f"    bad += report<Entry<{i}>, optiling::{class_name}>({i});\n" for i in range(len(entries))
+    assert f"op_host/{header}" in fragment, "the fragment names the header the unit includes"
+    (tmp_path / header).write_text(class_header(fragment))
+    cls = re.search(r"BEGIN_TILING_DATA_DEF\((\w+)\)", fragment).group(1)
+    ws = WORKSPACE.get(target.name)
+    queries = "".join(
+        UNIT_QUERY.format(
+            i=i,
+            cls=cls,
+            fields="\n".join(f"        q.{k} = {v};" for k, v in shape.items()),
+            workspace=(
+                '                std::printf("#workspace %llu\\n", static_cast<unsigned long long>'
+                "(V::kWorkspaceBytes));\n"
+                if ws
+                else ""
+            ),
+        )
+        for i, shape in enumerate(shapes)
     )
-    source += "    return bad == 0 ? 0 : 1;\n}\n"
+    source = f'#include "{unit.name}"\n' + UNIT_MAIN.format(ns=unit.name.removesuffix(".h"), queries=queries)
     proc, run = build_and_run(cxx, tmp_path, source, include=tmp_path)
     assert proc.returncode == 0, f"does not compile:\n{proc.stderr[-4000:]}\n--- TU ---\n{_numbered(source)}"
     assert run.returncode == 0, run.stderr
+    library = json.loads(lib.read_text())["entries"]
     sections = run.stdout.split("#entry ")[1:]
-    assert len(sections) == len(docs)
-    for section, doc, entry in zip(sections, docs, entries, strict=True):
-        head, _, body = section.partition("\n")
-        _, block_dim = head.split()
-        view = doc["targets"][target.name]
-        assert int(block_dim) == view["block_dim"]
-        _, rows = parse_run(body)
-        assert field_problems(rows, expected(doc, target.name), op) == [], body
-        ws = WORKSPACE.get(target.name)
-        assert (f"kWorkspaceBytes = {view[ws]};" in entry) if ws else ("kWorkspaceBytes" not in entry), entry
+    assert len(sections) == len(shapes)
+    for section, shape in zip(sections, shapes, strict=True):
+        (entry,) = [e for e in library if all(str(e["problem"]["shape"][k]) == v for k, v in shape.items())]
+        meta, rows = parse_run("#" + section)
+        view = entry["targets"][target.name]
+        assert meta["block_dim"] == [[str(view["block_dim"])]], meta
+        assert meta.get("workspace") == ([[str(view[ws])]] if ws else None), meta
+        assert field_problems(rows, expected(entry, target.name), op) == [], section
 
 
 def test_an_entry_with_a_misspelt_setter_does_not_compile(cxx, tmp_path, capsys):

@@ -134,10 +134,10 @@ class TilingData:
         return "\n".join(lines) + "\n"
 
     def entry(self, view: dict, doc: dict) -> str:
-        """A dispatch unit's entry: the body of `template <> struct Entry<I> { ... };`, a `Fill` that sets every
-        field (the fragment's statements) and the block dim (and workspace bytes) as constants. The class is
-        not repeated per entry: the unit includes `includes`, whose second header is the project's
-        `op_host/<op>_tiling.h` holding `class_text()` once."""
+        """A dispatch unit's entry (the body of the unit's per-entry struct, tiler/dispatch.py): a `Fill` that sets
+        every field (the fragment's statements) and the block dim (and workspace bytes) as constants. The class
+        is not repeated per entry, and the unit writer emits no class: the unit includes `includes`, whose second
+        header is the project's `op_host/<op>_tiling.h`, holding `class_text()` once."""
         lines = [f"static void Fill(optiling::{self.name} &tiling)", "{"]
         lines += [f"    {s}" for s in self.set_lines(view, doc)]
         lines += ["}", f"static constexpr uint32_t kBlockDim = {int(view[self.block_dim])};"]
