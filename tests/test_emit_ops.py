@@ -270,7 +270,9 @@ def test_emitted_fragment_compiles_runs_and_sets_every_field_once(cxx, tmp_path,
     assert lines[0].startswith("// tiler ") and f"on {chip} " in lines[0] and "predicted" in lines[0], lines[
         0
     ]
-    assert f"{doc['estimate']['time_us']:.2f} us" in lines[0]
+    # the predicted time of the view's own tiling (the target's runnable tiling where the document has one)
+    time_us = doc.get("runnable", {}).get(target, {}).get("time_us", doc["estimate"]["time_us"])
+    assert f"predicted {time_us:.2f} us" in lines[0], lines[0]
     run = run_fragment(cxx, tmp_path, fragment)
     assert fragment_problems(run, doc, target) == [], (
         f"{run.stdout}\n{run.stderr}\n--- fragment ---\n{fragment}"

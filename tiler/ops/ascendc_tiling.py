@@ -40,6 +40,7 @@ class TilingData:
     """One host tiling-data class of one target.
 
     name, op_type: the class and the operator type REGISTER_TILING_DATA_CLASS binds it to.
+    target: the target's name (the header comment gives the predicted time of that target's view).
     header: the op_host header a custom-op project keeps the class in (a dispatch unit includes it).
     keys: the problem and view names the fields hold, in field order (each field is `camel(key)`).
     wide: the keys held as uint64_t (byte counts that may pass 4 GiB); the others are uint32_t.
@@ -50,6 +51,7 @@ class TilingData:
 
     name: str
     op_type: str
+    target: str
     header: str
     keys: tuple[str, ...]
     wide: tuple[str, ...] = ()
@@ -117,7 +119,7 @@ class TilingData:
                 "GetLibApiWorkSpaceSize() if it calls library APIs that need one",
             ]
         lines = [
-            f"// {_header(doc)}",
+            f"// {_header(doc, self.target)}",
             f"// op_host: the tiling-data class (a custom-op project keeps it in op_host/{self.header}) and the",
             "// host tiling function that fills it (this->AICore().SetTiling(optiling::TilingFunc))",
             f'#include "{CONTEXT}"',

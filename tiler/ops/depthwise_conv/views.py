@@ -169,6 +169,7 @@ ASCENDC_CONV_SCHEMA = {
 ASCENDC_TILING = TilingData(
     name="DepthwiseConvTilingData",
     op_type="DepthwiseConv",
+    target="ascendc_conv",
     header="depthwise_conv_tiling.h",
     keys=(
         *DepthwiseConv.FIELDS,

@@ -191,6 +191,7 @@ ASCENDC_FA_SCHEMA = {
 ASCENDC_TILING = TilingData(
     name="FlashAttentionTilingData",
     op_type="FlashAttention",
+    target="ascendc_fa",
     header="flash_attention_tiling.h",
     keys=(*FlashAttention.FIELDS, *FlashAttention.OPTIONAL, "mask", *ASCENDC_FA_SCHEMA["required"]),
     wide=("workspace_bytes",),

@@ -92,6 +92,7 @@ ASCENDC_SCHEMA = {
 ASCENDC_TILING = TilingData(
     name="SoftmaxTilingData",
     op_type="Softmax",
+    target="ascendc_softmax",
     header="softmax_tiling.h",
     keys=(*Softmax.FIELDS, *Softmax.OPTIONAL, *ASCENDC_SCHEMA["required"]),
 )
