@@ -10,7 +10,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import shutil
-import subprocess
 import sys
 import types
 from pathlib import Path

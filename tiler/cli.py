@@ -662,7 +662,9 @@ def emit(library, target, out_dir, op, chip_id):
 @click.option(
     "--op", required=True, help="matmul (every linear, layout=nt) or flash_attention (prefill, decode)."
 )
-@click.option("--tokens", default="1,128,2048", show_default=True, help="Token counts of the forward passes.")
+@click.option(
+    "--tokens", default="1,128,2048", show_default=True, help="Token counts, one forward pass each."
+)
 @click.option("--context", default="4096", show_default=True, help="Keys in the cache of a decode step.")
 @click.option("--batch", default="1", show_default=True, help="Sequences of a prefill pass (attention).")
 @click.option("--tp", default="1", show_default=True, help="Tensor-parallel ranks (Megatron's split).")

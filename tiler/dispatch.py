@@ -273,8 +273,8 @@ def _python(spec: Spec, entries: list[dict], configs: list, head: str) -> str:
     fields = ints + words
     rows = []
     for e, c in zip(entries, configs, strict=True):
-        if not isinstance(c, dict) or not {"kwargs", "num_warps", "num_stages"} <= set(c):
-            raise TilerError("internal: a python unit's entry must be {kwargs, num_warps, num_stages}")
+        if not isinstance(c, dict) or not isinstance(c.get("kwargs"), dict):
+            raise TilerError("internal: a python unit's entry must be a dict of triton.Config arguments")
         shape = {f: _value(spec, e, f) for f in fields}
         rows.append(
             {
@@ -328,7 +328,7 @@ def select({sig}):
 
 
 def config_dicts({sig}):
-    """The chosen entry's configs as dicts (kwargs, num_warps, num_stages); [] when no entry qualifies."""
+    """The chosen entry's configs as dicts of triton.Config arguments; [] when no entry qualifies."""
     i = select({call})
     return [] if i is None else [dict(c) for c in ENTRIES[i]["configs"]]
 
@@ -338,7 +338,7 @@ def configs({sig}):
     import triton
 
     return [
-        triton.Config(c["kwargs"], num_warps=c["num_warps"], num_stages=c["num_stages"])
+        triton.Config(c["kwargs"], **{{k: v for k, v in c.items() if k != "kwargs"}})
         for c in config_dicts({call})
     ]
 '''
