@@ -88,3 +88,47 @@ def test_rank_completes_missing_columns_per_row():
         )
         assert r["predicted_us"] == pytest.approx(ex.row["time_us"])
     assert list(ranked["rank"]) == [1, 2, 3]
+
+
+def test_a_catlass_view_scores_as_the_catlass_search_found_it():
+    """The CATLASS view a search exported, read back in CATLASS's names, is that tiling: explained, it predicts
+    the catlass search's time, and its completion stays inside what CATLASS runs."""
+    res = tiler.search(
+        op="matmul", chip="ascend910b3", shape="M=2048,N=6144,K=4096,layout=nt", target="catlass", top=1
+    )
+    view = res.document()["targets"]["catlass"]
+    ex = tiler.explain(op="matmul", chip="ascend910b3", shape="M=2048,N=6144,K=4096,layout=nt", tiling=view)
+    assert list(ex.native) == ["catlass"] and "L1TileShape" in ex.native["catlass"]
+    assert ex.row["time_us"] == pytest.approx(res.row(0)["time_us"])
+    assert "catlass" in ex.document()["targets"]
+
+
+def test_a_partial_catlass_config_is_completed_within_catlass():
+    given = {
+        "L1TileShape": [128, 256, 128],
+        "L0TileShape": [128, 256, 64],
+        "L1_STAGES": 2,
+        "PRELOAD_STAGES": 1,
+    }
+    ex = tiler.explain(op="matmul", chip="ascend910b3", shape=SHAPE, tiling=given)
+    assert (
+        ex.completed and "catlass" in ex.document()["targets"]
+    )  # the completed tiling still runs on CATLASS
+    t = ex.tiling
+    assert (t["base_m"], t["base_n"], t["base_k"], t["step_ka"], t["l1_stages"]) == (128, 256, 64, 2, 2)
+
+
+def test_tcube_names_and_mixed_names():
+    ex = tiler.explain(
+        op="matmul",
+        chip="ascend910b3",
+        shape=SHAPE,
+        target="ascendc",
+        tiling={"baseM": 128, "baseN": 256, "baseK": 64, "stepKa": 4, "stepKb": 4},
+    )
+    assert (ex.tiling["base_m"], ex.tiling["step_ka"], ex.tiling["core_split"]) == (128, 4, "block")
+    assert "ascendc" in ex.native and ex.completed
+    with pytest.raises(TilerError, match="names of two targets mixed"):
+        tiler.explain(
+            op="matmul", chip="ascend910b3", shape=SHAPE, tiling={"baseM": 128, "L1TileShape": [64, 256, 128]}
+        )

@@ -5,8 +5,9 @@ A kernel engineer's config is written in the names of the code they run: CATLASS
 tutorial's meta-parameters (`BLOCK_SIZE_M`, ...), and it rarely sets every knob the model has (19 on Ascend matmul).
 `to_knobs` reads such a dict: knob names and their aliases (search_spaces/<op>.toml) as they are, each target's
 native names through that target's `native` mapping (tiler.target.Target). `complete` fills the knobs the user did
-not give with the model's best choice given the rest (a proven search of the space pinned to the given values), and
-says which knobs it filled, so the user sees what was theirs and what the model assumed.
+not give with the model's best choice given the rest (a proven search of the space pinned to the given values; for
+a config written in a target's names, of that target's space, so the completed tiling still runs there), and says
+which knobs it filled, so the user sees what was theirs and what the model assumed.
 
 Names that are neither knobs, aliases nor a target's native names are refused in a partial tiling (a misspelt name
 would otherwise be completed silently). In a tiling that already names every knob they are ignored: an exported
@@ -48,6 +49,12 @@ def to_knobs(tiling: dict, space: Space, problem: Problem) -> tuple[dict, dict[s
         names = {n: v for n, v in rest.items() if n in t.native_names}
         if not names or t.native is None:
             continue
+        if read:  # one config is written for one generator: two targets' names together are a mix-up
+            other = next(iter(read))
+            raise SpaceError(
+                f"tiling: names of two targets mixed ({other}: {read[other]}; {t.name}: {', '.join(names)}); "
+                "use one target's names"
+            )
         for knob, value in t.native(names, problem).items():
             if knob in knobs and space.knobs[knob].parse(knobs[knob]) != space.knobs[knob].parse(value):
                 raise SpaceError(
@@ -74,6 +81,8 @@ def complete(problem: Problem, chip, space: Space, tiling: dict) -> Completion:
     if not missing:
         return Completion(dict(knobs), dict(knobs), [], native)
     pinned = space.pin({k: str(v) for k, v in knobs.items()})
+    if native and space.target == "any":  # a config in a target's names is completed within what it can run
+        pinned = pinned.for_target(next(iter(native)))
     try:
         res = exhaustive(problem, chip, pinned, top=1)
     except InfeasibleError as exc:
