@@ -413,3 +413,21 @@ def test_model_config_from_dict_defaults():
     assert cfg.num_key_value_heads == BASE["num_attention_heads"]
     assert cfg.head_dim == BASE["hidden_size"] // BASE["num_attention_heads"]
     assert load_config(BASE | {"head_dim": 64}).head_dim == 64
+
+
+def test_cli_bad_config_is_one_line_and_writes_nothing(tmp_path, capsys):
+    """`tiler shapes` on a config.json without the needed fields, or with a bad option: exit 2, one line, no file."""
+    from tiler.cli import main
+
+    bad = tmp_path / "config.json"
+    bad.write_text(json.dumps({"num_attention_heads": 32, "num_hidden_layers": 2}))
+    out = tmp_path / "rows.csv"
+    for args in (
+        [str(bad), "--op", "matmul"],
+        [str(bad), "--op", "flash_attention", "--tp", "0"],
+        [str(tmp_path / "missing.json"), "--op", "matmul"],
+    ):
+        assert main(["shapes", *args, "--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: ") and err.count("\n") == 1, err
+        assert not out.exists()
