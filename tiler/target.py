@@ -6,8 +6,9 @@ express (`domains`, the space is pinned to them), which relations between knobs 
 the target can run), how a tiling becomes its view (`view`), the view's JSON Schema, the same rules run on a view
 alone (`check`, what `tiler check` runs on an exported file) and the code a user pastes (`emit`).
 
-`any` is not a target: it is the whole space, and its export carries the view of every target the tiling
-satisfies (an export never carries a view that its target cannot run).
+`any` is not a target: it is the whole space. A search there also finds each target's own best tiling
+(tiler.search.runnable), and its export carries one view per target that can run the problem, each of that
+target's tiling (an export never carries a view that its target cannot run).
 """
 
 from __future__ import annotations
