@@ -77,6 +77,11 @@ def to_knobs(tiling: dict, space: Space, problem: Problem) -> tuple[dict, dict[s
 def complete(problem: Problem, chip, space: Space, tiling: dict) -> Completion:
     """The user's tiling as a whole one: knobs not given are the best choice the model makes given the rest."""
     knobs, native = to_knobs(tiling, space, problem)
+    if not knobs:  # completing nothing is a search: an empty tiling is a mistake, not a question
+        raise SpaceError(
+            f"tiling: empty; give at least one knob of {space.op}/{space.family} (the rest is completed), "
+            "or run tiler search"
+        )
     missing = [k for k in space.names if k not in knobs]
     if not missing:
         return Completion(dict(knobs), dict(knobs), [], native)
