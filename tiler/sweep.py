@@ -832,6 +832,7 @@ def write_libraries(
         zip(chips, library_paths(path, [c.id for c in chips]), strict=True)
     ):
         entries, seen = [], set()
+        free = _pinned_space(cfg.op, chip.family, cfg.fix)  # the runnable tilings are of the unconstrained space
         for r in rows:
             task = tasks.get((r.index, ci))
             res = results.get(task.key) if task else None
@@ -839,7 +840,6 @@ def write_libraries(
                 continue
             seen.add(task.problem.key())
             info = {k: res["search"][k] for k in ("strategy", "evaluated", "seed", "proven_optimal")}
-            free = _pinned_space(cfg.op, chip.family, cfg.fix)
             runnable = Runnable.from_json(res["runnable"], free)
             doc = tiling_document(
                 task.problem, chip, res["tiling"], res["row"], info, cfg.target, runnable=runnable
