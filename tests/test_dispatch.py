@@ -91,7 +91,8 @@ def _import(path: Path):
 def test_python_unit_answers_as_lookup(h200_library, tmp_path):
     unit = tiler.emit(h200_library, target="triton", out=tmp_path)
     entries = json.loads(h200_library.read_text())["entries"]
-    assert [s.split(":")[1] for s in unit.skipped] == ["M=64,N=4096,K=4096,batch=2,layout=nt"]  # no batch axis
+    # the batch-2 entry: the project's Triton kernel has no batch axis
+    assert [s.split(":")[1] for s in unit.skipped] == ["M=64,N=4096,K=4096,batch=2,layout=nt"]
     assert unit.entries == len(entries) - 1
     mod = _import(tmp_path / unit.name)
     answered = 0
@@ -183,7 +184,7 @@ def test_entries_without_a_view_are_left_out_and_named(h200_library, tmp_path):
     dropped["targets"] = {}
     dropped["no_view"] = {"triton": "a reason"}
     unit = tiler.emit(doc, target="triton")
-    assert unit.skipped[0] == f"{dropped['key']}: a reason" and len(unit.skipped) == 2  # (and the batch-2 entry)
+    assert unit.skipped[0] == f"{dropped['key']}: a reason" and len(unit.skipped) == 2  # and the batch-2 one
     assert unit.entries == len(doc["entries"]) - 2 and dropped["key"] not in unit.text
     with pytest.raises(TilerError, match="has no triton view in any of its"):
         tiler.emit({**doc, "entries": [dropped]}, target="triton")

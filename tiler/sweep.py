@@ -832,7 +832,9 @@ def write_libraries(
         zip(chips, library_paths(path, [c.id for c in chips]), strict=True)
     ):
         entries, seen = [], set()
-        free = _pinned_space(cfg.op, chip.family, cfg.fix)  # the runnable tilings are of the unconstrained space
+        free = _pinned_space(
+            cfg.op, chip.family, cfg.fix
+        )  # the runnable tilings are of the unconstrained space
         for r in rows:
             task = tasks.get((r.index, ci))
             res = results.get(task.key) if task else None
