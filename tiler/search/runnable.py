@@ -55,10 +55,6 @@ class Runnable:
     choices: dict[str, TargetChoice]
     missing: dict[str, str]
 
-    def best_target(self) -> TargetChoice | None:
-        """The fastest runnable choice (None when no target can run the problem)."""
-        return min(self.choices.values(), key=lambda c: c.time_us, default=None)
-
     def to_json(self) -> dict:
         """Plain JSON (a sweep's journal keeps it): per choice its tiling, estimate row and flags."""
         return {
