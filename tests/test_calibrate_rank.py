@@ -130,9 +130,13 @@ def test_rank_rejects_malformed_tables_with_the_row_and_column(chip, data):
     df.loc[10, "BLOCK_K"] = "sixty-four"
     with pytest.raises(TilerError, match=r"row 11: column 'BLOCK_K'"):
         rank_candidates(Matmul(16, 4096, 4096), chip, df)
-    # a missing knob column is completed per row with the model's best choice (tiler.search.complete)
-    ranked, _ = rank_candidates(Matmul(16, 4096, 4096), chip, data.drop(columns=["num_warps"]))
+    # a missing knob column of a table of tilings is completed per row with the model's best choice
+    # (tiler.search.complete); in a measured table it is an error naming the knob and the flag (num_warps has no
+    # default: every kernel has warps), since the model's choice would change what was measured
+    ranked, _ = rank_candidates(Matmul(16, 4096, 4096), chip, data.drop(columns=["num_warps", "ms"]))
     assert set(ranked["completed"]) == {"num_warps"} and ranked["num_warps"].notna().all()
+    with pytest.raises(TilerError, match=r"^--candidates: missing column 'num_warps'"):
+        rank_candidates(Matmul(16, 4096, 4096), chip, data.drop(columns=["num_warps"]))
     # an empty knob on a triton row is malformed too (torch rows have empty knobs and are skipped)
     df = data.copy()
     df.loc[2, "SPLIT_K"] = np.nan
@@ -192,6 +196,15 @@ def test_kfold_by_shape_reports_held_out_quality(raw_chip, data):
     baseline = float(np.exp(np.log(typical).mean()))  # ~0.57 on this data
     assert baseline < 0.75 and m["cv_top1_geomean"] > 0.9, (baseline, m["cv_top1_geomean"])
     assert "k-fold" in res.summary()
+    # the held-out agreement figures (tiler.agreement) are the same per-shape figures, as regrets
+    after = res.agreement["after"]
+    assert after.problems == len(shapes) and after.spearman == pytest.approx(m["cv_spearman"])
+    assert after.top1_regret == pytest.approx(1 / m["cv_top1_geomean"])
+    assert after.best_of_k[4] == pytest.approx(1 / m["cv_top4_geomean"])
+    assert after.worst_top1_regret == pytest.approx(1 / m["cv_top1_min"])
+    assert after.median_abs_log_error == pytest.approx(m["cv_error_after"])
+    assert res.agreement["before"].spearman == pytest.approx(m["cv_spearman_before"])
+    assert "held-out agreement" in res.summary() and "best-of-k regret (k=1..8)" in res.summary()
 
 
 def test_calibrate_rejects_bad_input(raw_chip, data):
@@ -410,3 +423,261 @@ def test_rank_and_explain_accept_the_triton_tutorials_spellings(capsys):
     assert code == 0 and doc["tiling"]["BLOCK_M"] == 128 and doc["launch"]["tiles"] == 16 * 8
     pinned = load_space("matmul", "cuda").pin({"BLOCK_SIZE_M": "64"})
     assert pinned.knobs["BLOCK_M"].values == (64,)
+
+
+# ---------------------------------------------------------------- the user's columns (issue 28)
+TUTORIAL = {
+    "BLOCK_M": "BLOCK_SIZE_M",
+    "BLOCK_N": "BLOCK_SIZE_N",
+    "BLOCK_K": "BLOCK_SIZE_K",
+    "GROUP_M": "GROUP_SIZE_M",
+}
+
+
+def _tutorial(data, shapes=None) -> pd.DataFrame:
+    """The shared measurements as a Triton-tutorial kernel's table: its names, no ORDER and no SPLIT_K (its rows:
+    the grouped launch without split-K), and the cuBLAS rows kept (their empty knob cells make pandas read the knob
+    columns as floats)."""
+    keep = (data.impl == "torch") | ((data.ORDER == 1) & (data.SPLIT_K == 1))
+    if shapes is not None:
+        keep &= data.apply(lambda r: f"{r.M}x{r.N}x{r.K}" in shapes, axis=1)
+    return data[keep].drop(columns=["ORDER", "SPLIT_K"]).rename(columns=TUTORIAL).reset_index(drop=True)
+
+
+def test_measured_rows_take_the_absent_defaults_not_the_models_choice(chip, data):
+    """A measured table without ORDER and SPLIT_K (the tutorial kernel has neither) is ranked as the kernel ran:
+    grouped by its GROUP_SIZE_M, no split-K; the same rows without their times are completed by the model, which
+    picks another order for some of them."""
+    p = Matmul(4096, 4096, 4096)
+    tut = _tutorial(data)
+    ranked, rejected = rank_candidates(p, chip, tut)
+    assert len(ranked) > 50 and len(rejected) == 0
+    assert set(ranked["defaulted"]) == {"ORDER SPLIT_K"} and "completed" not in ranked
+    assert set(ranked["ORDER"]) == {"grouped"} and set(ranked["SPLIT_K"]) == {1}
+    # the same predictions as the rows written out whole
+    whole = data[(data.ORDER == 1) & (data.SPLIT_K == 1)]
+    want, _ = rank_candidates(p, chip, whole)
+    got = ranked.set_index(
+        ["BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K", "num_stages", "num_warps", "GROUP_SIZE_M"]
+    )
+    want = want.set_index(["BLOCK_M", "BLOCK_N", "BLOCK_K", "num_stages", "num_warps", "GROUP_M"])
+    assert np.allclose(got["predicted_us"].sort_index(), want["predicted_us"].sort_index())
+    # without the times the model completes the order: not what these rows measured
+    completed, _ = rank_candidates(p, chip, tut.drop(columns=["ms"]))
+    assert set(completed["completed"]) == {"ORDER SPLIT_K"} and (completed["ORDER"] != "grouped").any()
+
+
+def test_a_kernel_without_a_group_size_launches_row_major(chip, data):
+    from tiler.operator import get_operator
+    from tiler.rank import absent_defaults
+
+    model = get_operator("matmul", "cuda")
+    assert absent_defaults(model, {"BLOCK_M", "GROUP_M"}) == {"ORDER": "grouped", "SPLIT_K": "1"}
+    assert absent_defaults(model, {"BLOCK_M"}) == {"ORDER": "row", "GROUP_M": "1", "SPLIT_K": "1"}
+    assert absent_defaults(model, set(mc.KNOBS)) == {}
+    tut = _tutorial(data).drop(columns=["GROUP_SIZE_M"])
+    ranked, _ = rank_candidates(Matmul(4096, 4096, 4096), chip, tut)
+    assert set(ranked["defaulted"]) == {"GROUP_M ORDER SPLIT_K"}
+    assert set(ranked["ORDER"]) == {"row"} and set(ranked["GROUP_M"]) == {1}
+
+
+def test_every_absent_default_is_a_value_of_its_knob():
+    """ABSENT_DEFAULTS name knobs of the operator's space, and each value (both sides of an "A if KNOB else B")
+    parses as one of the knob's values."""
+    import re
+
+    from tiler.operator import get_operator, known_ops
+    from tiler.space import load_space
+
+    seen = 0
+    for op, family in known_ops():
+        model, space = get_operator(op, family), load_space(op, family)
+        for knob, value in model.ABSENT_DEFAULTS.items():
+            assert knob in space.knobs, (op, family, knob)
+            m = re.fullmatch(r"(\S+) if (\S+) else (\S+)", value)
+            for v in (m.group(1), m.group(3)) if m else (value,):
+                space.knobs[knob].parse(v)
+            if m:
+                assert m.group(2) in space.knobs
+            seen += 1
+    assert seen >= 3  # CUDA matmul declares ORDER, GROUP_M, SPLIT_K
+
+
+def test_a_measured_table_without_a_knob_that_has_no_default_names_knob_and_flag(chip, data):
+    """Ascend matmul declares no absent default: a measured table must give every knob; the error names the knob
+    and the flag, here and in calibrate (which used to name --candidates)."""
+    from tiler.hardware import load_chip as load
+    from tiler.problem import parse_problem
+    from tiler.search import search
+    from tiler.space import load_space
+
+    b3 = load("ascend910b3")
+    p = parse_problem("matmul", {"M": 1024, "N": 1024, "K": 1024})
+    res = search(p, b3, load_space("matmul", "ascend"), top=3)
+    rows = pd.DataFrame([res.tiling(i) for i in range(3)]).assign(us=[30.0, 31.0, 32.0])
+    with pytest.raises(TilerError, match=r"^--candidates: missing column 'serpentine' .*needs every knob"):
+        rank_candidates(p, b3, rows.drop(columns=["serpentine"]))
+    with pytest.raises(TilerError, match=r"^--measurements: missing column 'num_warps'"):
+        calibrate(chip, "matmul", data.drop(columns=["num_warps"]), folds=0)
+
+
+def test_a_target_with_a_narrower_labelled_domain_ranks_labels(chip):
+    """A labelled knob whose domain a target narrows (AscendC takes one tail_split) reads its labels by their codes
+    (it used to fail on zip(values, labels))."""
+    from tiler.hardware import load_chip as load
+    from tiler.problem import parse_problem
+    from tiler.search import search
+    from tiler.space import load_space
+
+    b3 = load("ascend910b3")
+    p = parse_problem("matmul", {"M": 1024, "N": 1024, "K": 1024})
+    space = load_space("matmul", "ascend").for_target("ascendc")
+    res = search(p, b3, space, top=2)
+    rows = pd.DataFrame([res.tiling(i) for i in range(2)])
+    ranked, rejected = rank_candidates(p, b3, rows, space)
+    assert len(ranked) == 2 and len(rejected) == 0 and set(ranked["tail_split"]) == {"off"}
+    assert ranked["predicted_us"].to_numpy() == pytest.approx(res.est["time_us"][:2])
+
+
+def test_knob_columns_come_back_as_integers_and_labels_as_labels(chip, data, tmp_path):
+    """Float knob columns (the cuBLAS rows' empty cells make them floats) print as integers in csv, json and table;
+    a categorical knob given by label keeps its labels, given by code keeps its codes."""
+    import json
+
+    from click.testing import CliRunner
+
+    from tiler.cli import cli
+
+    tut = _tutorial(data)
+    assert tut["BLOCK_SIZE_M"].dtype == np.float64  # what the file reads as
+    ranked, _ = rank_candidates(Matmul(4096, 4096, 4096), chip, tut)
+    for col in (
+        "BLOCK_SIZE_M",
+        "BLOCK_SIZE_N",
+        "BLOCK_SIZE_K",
+        "num_stages",
+        "num_warps",
+        "GROUP_SIZE_M",
+        "SPLIT_K",
+    ):
+        assert ranked[col].dtype == np.int64, col
+    codes = data[(data.impl == "triton") & (data.M == 1024) & (data.N == 1024) & (data.K == 1024)]
+    by_code, _ = rank_candidates(Matmul(1024, 1024, 1024), chip, codes)
+    assert by_code["ORDER"].dtype == np.int64 and by_code["BLOCK_M"].dtype == np.int64
+    labelled = codes.assign(ORDER=codes["ORDER"].map({0: "row", 1: "grouped", 2: "serpentine"}))
+    by_label, _ = rank_candidates(Matmul(1024, 1024, 1024), chip, labelled)
+    assert set(by_label["ORDER"]) <= {"row", "grouped", "serpentine"}
+    assert list(by_label["row"]) == list(by_code["row"])
+    # the command line's three formats
+    path = tmp_path / "tut.csv"
+    tut.to_csv(path, index=False)
+    assert "128.0" in path.read_text()
+    base = [
+        "rank",
+        "--op",
+        "matmul",
+        "--chip",
+        "h200",
+        "--shape",
+        "M=4096,N=4096,K=4096",
+        "--candidates",
+        str(path),
+    ]
+    out = {f: CliRunner().invoke(cli, [*base, "--format", f]) for f in ("csv", "json", "table")}
+    assert all(r.exit_code == 0 for r in out.values()), {f: r.output for f, r in out.items()}
+    head, first = out["csv"].stdout.splitlines()[:2]
+    cells = dict(zip(head.split(","), first.split(","), strict=True))
+    assert cells["BLOCK_SIZE_M"] in {"16", "32", "64", "128", "256"} and cells["ORDER"] == "grouped"
+    rec = json.loads(out["json"].stdout)["ranked"][0]
+    assert isinstance(rec["BLOCK_SIZE_M"], int) and isinstance(rec["SPLIT_K"], int)
+    head, first = out["table"].stdout.splitlines()[:2]
+    cells = dict(zip(head.split(), first.split(), strict=False))  # aligned up to the first cell with a space
+    assert all(cells[c].isdigit() for c in ("BLOCK_SIZE_M", "BLOCK_SIZE_N", "num_warps", "GROUP_SIZE_M")), (
+        cells
+    )
+    # which knobs took defaults is said on stderr
+    assert "ORDER=grouped, SPLIT_K=1" in out["csv"].stderr
+
+
+def test_rank_prints_agreement_with_measured_times(chip, data, tmp_path):
+    """With a time column, rank gives Spearman, top-1 and best-of-k regret and the median |log error| over every
+    ranked row (not only --top's), computed here from the ranked table by hand."""
+    import json
+
+    from click.testing import CliRunner
+
+    from tiler.cli import cli
+    from tiler.rank import measured_agreement
+
+    p = Matmul(4096, 4096, 4096)
+    ranked, _ = rank_candidates(p, chip, data)
+    col, a = measured_agreement(ranked)
+    ms = ranked["ms"].to_numpy()
+    assert col == "ms" and a.pairs == len(ranked)
+    assert a.top1_regret == pytest.approx(ms[0] / ms.min())  # ranked is in the model's order
+    assert a.best_of_k[4] == pytest.approx(ms[:4].min() / ms.min())
+    assert a.spearman == pytest.approx(ranked["predicted_us"].rank().corr(ranked["ms"].rank()))
+    assert a.median_abs_log_error == pytest.approx(
+        np.median(np.abs(np.log(ranked["predicted_us"] / (ms * 1e3))))
+    )
+    # no time column: no agreement
+    assert measured_agreement(ranked.drop(columns=["ms"])) is None
+
+    path = tmp_path / "m.csv"
+    data[(data.M == 4096) & (data.N == 4096) & (data.K == 4096)].to_csv(path, index=False)
+    base = [
+        "rank",
+        "--op",
+        "matmul",
+        "--chip",
+        "h200",
+        "--shape",
+        "M=4096,N=4096,K=4096",
+        "--candidates",
+        str(path),
+    ]
+    js = CliRunner().invoke(cli, [*base, "--format", "json", "--top", "1"])
+    assert js.exit_code == 0, js.output
+    doc = json.loads(js.stdout)
+    assert len(doc["ranked"]) == 1 and doc["agreement"]["pairs"] == len(ranked)
+    assert doc["agreement"]["measured_column"] == "ms"
+    assert doc["agreement"]["top1_regret"] == pytest.approx(a.top1_regret)
+    assert sorted(doc["agreement"]["best_of_k_regret"], key=int) == [str(k) for k in range(1, 9)]
+    assert "Spearman" in js.stderr
+    csv = CliRunner().invoke(cli, [*base, "--format", "csv"])
+    assert "Spearman" in csv.stderr and "Spearman" not in csv.stdout
+    assert len(pd.read_csv(__import__("io").StringIO(csv.stdout))) == len(ranked)
+    table = CliRunner().invoke(cli, [*base, "--format", "table"])
+    assert table.stdout.rstrip().splitlines()[-1].startswith("  median |log(predicted/measured)|")
+    assert "top-1 regret" in table.stdout and "Spearman" not in table.stderr
+    # a table of tilings without times: the list as before, nothing said
+    data[(data.M == 4096) & (data.N == 4096) & (data.K == 4096)].drop(columns=["ms"]).to_csv(
+        path, index=False
+    )
+    plain = CliRunner().invoke(cli, [*base, "--format", "json"])
+    assert isinstance(json.loads(plain.stdout), list) and "Spearman" not in plain.stderr
+
+
+def test_calibrate_takes_the_users_columns(raw_chip, data, tmp_path, capsys):
+    """Calibrating the tutorial kernel's table (no ORDER, no SPLIT_K, the tutorial's names) fits what the same rows
+    written out whole fit, and says which knobs took defaults."""
+    from tiler.cli import main
+
+    shapes = ["1024x1024x1024", "4096x4096x4096", "16x4096x4096"]
+    tut = _tutorial(data, shapes)
+    whole = data[(data.impl == "torch") | ((data.ORDER == 1) & (data.SPLIT_K == 1))]
+    a = calibrate(raw_chip, "matmul", tut, folds=0, fit_shapes=shapes, date="2026-01-01")
+    b = calibrate(raw_chip, "matmul", whole, folds=0, fit_shapes=shapes, date="2026-01-01")
+    assert (
+        a.values == b.values and a.defaulted == {"ORDER": ["grouped"], "SPLIT_K": ["1"]} and not b.defaulted
+    )
+    assert "ORDER=grouped, SPLIT_K=1" in a.summary() and "default" not in b.summary()
+    # the command line: the error names --measurements
+    path = tmp_path / "m.csv"
+    tut.drop(columns=["num_warps"]).to_csv(path, index=False)
+    out = tmp_path / "o.toml"
+    args = ["calibrate", "--chip", "h200", "--op", "matmul", "--measurements", str(path), "--out", str(out)]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "--measurements: missing column 'num_warps'" in err and "--candidates" not in err
+    assert len(err.strip().splitlines()) == 1 and not out.exists()

@@ -3,7 +3,11 @@
 `calibrate()` minimises the squared log error of the model over the measured rows (a Levenberg-Marquardt search
 in log-parameter space with a finite-difference Jacobian, soft-L1 weights against outliers; numpy only). It first
 runs a k-fold cross-validation *by shape* (every fold's shapes are held out of its fit) and reports the error and the
-ranking quality on the held-out shapes, then fits once on all shapes given. `write_profile()` writes the result.
+ranking quality on the held-out shapes (with tiler.agreement's figures: Spearman, top-1 and best-of-k regret, median
+|log error|), then fits once on all shapes given. `write_profile()` writes the result.
+
+Measured rows are never completed by the model: a knob column the table does not have (a user's kernel without
+that knob) takes the value a kernel without it runs with, as the operator declares it (tiler.rank.default_rows).
 
 Only the constants the operator declares fittable are moved (`Operator.FITTABLE`, each with its box of physical
 values); datasheet numbers (SM count, clock, bandwidths, capacities) are never touched. The operator re-times
@@ -21,14 +25,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .agreement import Agreement, agreement, combine
 from .errors import TilerError
 from .hardware import Chip, dump_profile
 from .operator import Operator, get_operator, problem_class
 from .problem import Problem, parse_problem
-from .rank import numeric, parse_knobs, select_rows
+from .rank import TIME_COLUMNS, default_rows, defaulted_text, numeric, parse_knobs, select_rows, time_column
 from .space import load_space
 
-TIME_COLUMNS = {"ms": 1e-3, "time_ms": 1e-3, "us": 1e-6, "time_us": 1e-6, "s": 1.0}
 TIME_MAX_S = 3600.0  # the longest measured time a row may give (one kernel launch: an hour is far beyond any)
 SOFT_L1 = 0.25  # |log ratio| above which a row's weight starts to fall (robust fit; a 28% miss)
 NEAR_BEST = 0.5  # log(measured / shape's best) at which a row's weight has fallen to 1/2
@@ -48,6 +52,8 @@ class Measured:
     # measured busy time per pipe (seconds, NaN where not measured): a profiler's pipe columns (`<pipe>_us`, msprof's
     # aic_mte2_time(us) ... once tiler.msprof has read them), each fitted against the model's pipe of that name
     pipes: dict = field(default_factory=dict)
+    # knobs the table does not give -> the absent defaults they took (tiler.rank.default_rows)
+    defaulted: dict = field(default_factory=dict)
 
     def take(self, keep_shapes) -> Measured:
         idx = [self.shapes.index(s) for s in keep_shapes]
@@ -62,6 +68,7 @@ class Measured:
             {k: v[m] for k, v in self.prepared.items()},
             self.table[m].reset_index(drop=True),
             {k: v[m] for k, v in self.pipes.items()},
+            self.defaulted,
         )
 
 
@@ -80,6 +87,9 @@ class CalibrationResult:
     train_error: float = float("nan")  # median |log(pred/measured)| of the final fit on its own rows
     seconds: float = 0.0
     choices: list = field(default_factory=list)  # discrete profile values chosen (Operator.choices)
+    # the k-fold's held-out agreement (tiler.agreement.combine over the held-out shapes), "before" and "after"
+    agreement: dict[str, Agreement] = field(default_factory=dict)
+    defaulted: dict = field(default_factory=dict)  # knobs the measurements lack -> the defaults they took
 
     def summary(self) -> str:
         """What was fitted, and how well it predicts shapes it did not see (the k-fold)."""
@@ -94,6 +104,19 @@ class CalibrationResult:
                 f"{s['cv_error_before']:.3f} uncalibrated -> {s['cv_error_after']:.3f}; Spearman "
                 f"{s['cv_spearman_before']:.3f} -> {s['cv_spearman']:.3f}; top-1 geomean {s['cv_top1_before']:.3f} -> "
                 f"{s['cv_top1_geomean']:.3f} (min {s['cv_top1_min']:.3f}); best-of-top-4 {s['cv_top4_geomean']:.3f}"
+            )
+        if self.agreement:
+            n = self.agreement["after"].problems
+            lines.append(
+                f"  held-out agreement per shape, over {n} shapes (Spearman: mean; regrets, measured time of the "
+                "model's pick or best of its top k over the best measured: geomean; error: median):"
+            )
+            lines.append(f"    uncalibrated {self.agreement['before'].line()}")
+            lines.append(f"    calibrated   {self.agreement['after'].line()}")
+        if self.defaulted:
+            lines.append(
+                "  knob columns the measurements lack took the default of a kernel without them (not the model's "
+                f"choice): {defaulted_text(self.defaulted)}"
             )
         per_pipe = [
             k[len("cv_pipe_") : -len("_after")]
@@ -129,9 +152,9 @@ def _operator(op: str, family: str) -> Operator:
 
 
 def _time_column(df: pd.DataFrame) -> tuple[str, float]:
-    for c, scale in TIME_COLUMNS.items():
-        if c in df.columns:
-            return c, scale
+    found = time_column(df)
+    if found is not None:
+        return found
     raise TilerError(f"measurements: no time column; expected one of {', '.join(TIME_COLUMNS)}")
 
 
@@ -153,6 +176,7 @@ def load_measurements(chip: Chip, op: str, df: pd.DataFrame) -> Measured:
 
     pipe_cols = {pp: f"{pp}_us" for pp in family_pipes(chip.family) if f"{pp}_us" in df.columns}
     shapes, problems, cand_list, shape_of, secs, parts, rows = [], [], [], [], [], [], []
+    defaulted: dict[str, list[str]] = {}
     pipe_secs: dict[str, list] = {pp: [] for pp in pipe_cols}
     for vals, _ in base.groupby(keys, sort=True, dropna=False):
         fields = dict(zip(keys, vals if isinstance(vals, tuple) else (vals,), strict=True))
@@ -163,7 +187,10 @@ def load_measurements(chip: Chip, op: str, df: pd.DataFrame) -> Measured:
             strict=False,
         )
         sel = select_rows(p, df, model.IMPLS).reset_index(drop=True)
-        cands, ok, _ = parse_knobs(sel, space)
+        sel, took = default_rows(p, space, sel, "--measurements")  # knobs the user's kernel does not have
+        for k, vals in took.items():
+            defaulted.setdefault(k, []).extend(v for v in vals if v not in defaulted.get(k, []))
+        cands, ok, _ = parse_knobs(sel, space, "--measurements")
         for m in model.feasible(p, chip, cands).values():
             ok &= m
         t = numeric(sel[tcol]) * scale
@@ -199,6 +226,7 @@ def load_measurements(chip: Chip, op: str, df: pd.DataFrame) -> Measured:
         {k: np.concatenate([p_[k] for p_ in parts]) for k in parts[0]},
         pd.concat(rows, ignore_index=True),
         {pp: np.concatenate(v) for pp, v in pipe_secs.items() if np.isfinite(np.concatenate(v)).any()},
+        defaulted,
     )
 
 
@@ -353,6 +381,7 @@ def calibrate(
         data = data.take(fit_shapes)
     start = model.constants(chip)
     rows = []
+    agree: dict[str, list[Agreement]] = {"before": [], "after": []}
     pipe_folds: list[
         tuple[dict, dict]
     ] = []  # per fold: held-out median |log ratio| per pipe, before and after
@@ -368,6 +397,8 @@ def calibrate(
                 m = test.shape_of == i
                 q = shape_quality(after[m], test.seconds[m])
                 q0 = shape_quality(before[m], test.seconds[m])
+                agree["before"].append(agreement(before[m], test.seconds[m]))
+                agree["after"].append(agreement(after[m], test.seconds[m]))
                 rows.append(
                     {
                         "fold": j,
@@ -427,6 +458,8 @@ def calibrate(
         float(np.median(np.abs(np.log(pred / data.seconds)))),
         time.perf_counter() - t0,
         choices,
+        {k: combine(v) for k, v in agree.items()} if agree["after"] else {},
+        data.defaulted,
     )
 
 

@@ -467,9 +467,21 @@ def explain(obj, op, chip_id, shape, dtype, tiling, fmt, target):
 )
 @click.pass_obj
 def rank(obj, op, chip_id, shape, dtype, candidates, fmt, target, top, diverse):
-    """Score a CSV of tilings for one problem: adds predicted_us and rank; infeasible rows are reported."""
+    """Score a CSV of tilings for one problem: adds predicted_us and rank; infeasible rows are reported.
+
+    A table with measured times (ms, us, measured_us, ...) also gets the agreement of the model's ranking with them
+    (Spearman, top-1 and best-of-k regret, median |log error|) over all its ranked rows: on stderr for csv and json
+    (where the document becomes {"ranked": [...], "agreement": {...}}), a block after the table for table. Its
+    missing knob columns take the defaults of a kernel without them, named in a note and the `defaulted` column."""
     from .operator import get_operator
-    from .rank import diverse_rows, rank_candidates, read_candidates
+    from .rank import (
+        defaulted_text,
+        defaults_taken,
+        diverse_rows,
+        measured_agreement,
+        rank_candidates,
+        read_candidates,
+    )
 
     if top is not None and top < 1:
         raise TilerError(f"--top: must be >= 1, got {top}")
@@ -477,6 +489,8 @@ def rank(obj, op, chip_id, shape, dtype, candidates, fmt, target, top, diverse):
     df = read_candidates(candidates, "--candidates")
     ranked, rejected = rank_candidates(problem, chip, df, space)
     skipped = len(df) - len(ranked) - len(rejected)  # select_rows: rows for another problem or kernel
+    agreed = measured_agreement(ranked)  # before --top and --diverse: every ranked row, in the model's order
+    took = defaults_taken(ranked, rejected)
     if diverse:
         model = get_operator(problem.OP, chip.family, space.target)
         ranked = diverse_rows(ranked, model.SHAPE_KNOBS, model.DEPTH_KNOB)
@@ -490,12 +504,37 @@ def rank(obj, op, chip_id, shape, dtype, candidates, fmt, target, top, diverse):
             f"{problem.label()}",
             err=True,
         )
+    if took:
+        click.echo(
+            f"note: measured rows without a knob's column take the default of a kernel without it (not the "
+            f"model's choice): {defaulted_text(took)}",
+            err=True,
+        )
+    block = []
+    if agreed is not None:
+        col, a = agreed
+        block = [
+            f"agreement with the measured times ({col}) over {a.pairs} ranked rows of {problem.label()}:",
+            *("  " + line for line in a.lines()),
+        ]
     if fmt == "csv":
         click.echo(ranked.to_csv(index=False), nl=False)
     elif fmt == "json":
-        click.echo(ranked.to_json(orient="records", indent=2))
+        records = ranked.to_json(orient="records", indent=2)
+        if agreed is None:
+            click.echo(records)
+        else:
+            doc = {
+                "ranked": json.loads(records),
+                "agreement": {"measured_column": agreed[0], **agreed[1].as_dict()},
+            }
+            click.echo(json.dumps(doc, indent=2))
     else:
         click.echo(ranked.to_string(index=False))
+        if block:
+            click.echo("\n" + "\n".join(block))
+    if block and fmt != "table":  # csv and json keep stdout a document
+        click.echo("\n".join(block), err=True)
 
 
 @cli.command()

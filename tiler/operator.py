@@ -72,6 +72,9 @@ class Operator(ABC):
     CONSTANTS: ClassVar[dict[str, float]] = {}
     # values of a measurement table's `impl` column that are this operator's kernel (other rows: a library)
     IMPLS: ClassVar[tuple[str, ...]] = ()
+    # measured rows without a knob's column (a user's kernel that lacks the knob) take this value, not the model's
+    # choice: knob -> value or label, or "A if KNOB else B" (A when the table gives KNOB); tiler.rank.absent_defaults
+    ABSENT_DEFAULTS: ClassVar[dict[str, str]] = {}
     # the code generators a tiling can be exported to (tiler.target.Target: view, schema, the subspace and the
     # compile-time rules of each), and the names `runner()` answers
     TARGETS: ClassVar[dict[str, Target]] = {}

@@ -4,11 +4,20 @@
 for the problem at hand, validates every knob value with a message that names the row and the column, scores the
 feasible rows and returns the rejected ones separately with the rule that rejected them.
 
+Knob columns the table does not have are filled in one of two ways. A table of tilings only (no measured time) is
+completed with the model's best choice given the rest (tiler.search.complete). A table with measured times (a
+column of `TIME_COLUMNS`) is not: the model's choice would change what was measured. Its missing knobs take the
+value a kernel without that knob runs with, as the operator declares it (`Operator.ABSENT_DEFAULTS`; on CUDA
+matmul no split-K, and a grouped or row-major launch), and a missing knob with no such default is an error naming
+it. `measured_agreement` then says how well the model's ranking agrees with the clock (tiler.agreement).
+
 Row numbers count data rows from 1 in the order of the table given (line 1 of a CSV file is its header, so row r is
 on line r + 1).
 """
 
 from __future__ import annotations
+
+import re
 
 import numpy as np
 import pandas as pd
@@ -17,6 +26,18 @@ from .errors import SpaceError, TilerError
 from .operator import get_operator, tie_preference
 from .problem import Problem
 from .space import OPEN_MAX, Space, load_space
+
+# a measured time's column -> seconds per unit; the first present is read (tiler calibrate and tiler rank)
+TIME_COLUMNS = {
+    "measured_us": 1e-6,
+    "measured_ms": 1e-3,
+    "measured_s": 1.0,
+    "ms": 1e-3,
+    "time_ms": 1e-3,
+    "us": 1e-6,
+    "time_us": 1e-6,
+    "s": 1.0,
+}
 
 
 def read_candidates(path, what: str | None = "--candidates", **read_csv) -> pd.DataFrame:
@@ -100,18 +121,124 @@ def select_rows(problem: Problem, df: pd.DataFrame, impls: tuple[str, ...] = ())
     return out
 
 
-def parse_knobs(df: pd.DataFrame, space: Space) -> tuple[dict[str, np.ndarray], np.ndarray, list[str]]:
+def time_column(df: pd.DataFrame) -> tuple[str, float] | None:
+    """(column, seconds per unit) of the measured time in `df` (the first of TIME_COLUMNS present), or None."""
+    return next(((c, scale) for c, scale in TIME_COLUMNS.items() if c in df.columns), None)
+
+
+_IF_ELSE = re.compile(r"^\s*(\S+)\s+if\s+(\S+)\s+else\s+(\S+)\s*$")
+
+
+def absent_defaults(model, present) -> dict[str, str]:
+    """knob -> the value a kernel without that knob runs with, for the knobs of the operator's ABSENT_DEFAULTS not in
+    `present` (the knobs a table or a user's kernel gives, by the space's names). A default written "A if KNOB else
+    B" is A when `present` holds KNOB, else B (a launch order that follows from whether the kernel has a group
+    size). Knobs with no declared default are not in the answer: they have none."""
+    present = set(present)
+    out = {}
+    for knob, value in model.ABSENT_DEFAULTS.items():
+        if knob in present:
+            continue
+        m = _IF_ELSE.match(str(value))
+        out[knob] = (m.group(1) if m.group(2) in present else m.group(3)) if m else str(value).strip()
+    return out
+
+
+def default_rows(problem: Problem, space: Space, df: pd.DataFrame, what: str = "--candidates"):
+    """Measured rows (`df`, with its 1-based `row` column) with every knob column: a knob the table does not give
+    takes its absent default (`absent_defaults`), never the model's best choice, which would change what was
+    measured. Returns (table, defaulted: knob -> the values it took); the table gains a `defaulted` column naming
+    the knobs filled per row. A knob with no declared default is an error naming it and `what` (the flag).
+
+    A table that names every knob is returned as it is. Names a target's code generator uses (CATLASS, TCubeTiling
+    fields) are read as in tiler.search.complete.to_knobs."""
+    from .search.complete import to_knobs
+
+    spelled = space.spelled(df.columns)
+    if len(spelled) == len(space.knobs) or not len(df):
+        return df, {}
+    model = get_operator(space.op, space.family, space.target)
+    targets = [model.target] if model.target is not None else list(model.TARGETS.values())
+    native = {n for t in targets for n in t.native_names}
+    native_cols = [c for c in df.columns if c not in spelled.values() and c in native]
+    done: dict[tuple, tuple[dict, list[str]]] = {}
+    rows = []
+    for rec in df.to_dict("records"):
+        # a knob column the table has is given even where a cell is empty (parse_knobs names that cell)
+        given = {c: rec[c] for c in spelled.values()}
+        given.update({c: rec[c] for c in native_cols if not _empty(rec[c])})
+        key = tuple(sorted((c, repr(v)) for c, v in given.items()))
+        if key not in done:
+            try:
+                knobs, _ = to_knobs(given, space, problem)
+            except TilerError as exc:
+                raise TilerError(f"{what}: row {rec['row']}: {exc}") from None
+            lacking = [k for k in space.names if k not in knobs]
+            fill = absent_defaults(model, knobs)
+            nodefault = [k for k in lacking if k not in fill]
+            if nodefault:
+                may = ", ".join(k for k in space.names if k in model.ABSENT_DEFAULTS)
+                raise TilerError(
+                    f"{what}: missing column {nodefault[0]!r} (measured rows are not completed by the model: "
+                    + (
+                        f"of the {space.op}/{space.family} knobs only {may} may be left out, taking the default "
+                        "of a kernel without them)"
+                        if may
+                        else f"a {space.op}/{space.family} table needs every knob: {', '.join(space.names)})"
+                    )
+                )
+            done[key] = ({**knobs, **{k: fill[k] for k in lacking}}, lacking)
+        rows.append(done[key])
+    out = df.copy()
+    for k in space.names:
+        out[spelled.get(k, k)] = [whole[k] for whole, _ in rows]
+    out["defaulted"] = [" ".join(lacking) for _, lacking in rows]
+    took: dict[str, list[str]] = {}
+    for whole, lacking in rows:
+        for k in lacking:
+            if str(whole[k]) not in took.setdefault(k, []):
+                took[k].append(str(whole[k]))
+    return out, took
+
+
+def defaults_taken(*tables: pd.DataFrame) -> dict[str, list[str]]:
+    """knob -> the absent defaults the rows of `tables` (rank_candidates' ranked and rejected) took, read from their
+    `defaulted` column and the knob's column; {} where no row took one."""
+    took: dict[str, list[str]] = {}
+    for t in tables:
+        if "defaulted" not in t.columns:
+            continue
+        for names, idx in t.groupby("defaulted").groups.items():
+            for k in str(names).split():
+                vals = took.setdefault(k, [])
+                vals += [v for v in t.loc[idx, k].astype(str).unique() if v not in vals]
+    return took
+
+
+def defaulted_text(took: dict[str, list[str]]) -> str:
+    """`default_rows`' record as text: "ORDER=grouped, SPLIT_K=1" (several values of one knob joined by /)."""
+    return ", ".join(f"{k}={'/'.join(v)}" for k, v in took.items())
+
+
+def _empty(v) -> bool:
+    return v is None or (isinstance(v, float) and v != v) or (isinstance(v, str) and not v.strip())
+
+
+def parse_knobs(
+    df: pd.DataFrame, space: Space, what: str = "candidates"
+) -> tuple[dict[str, np.ndarray], np.ndarray, list[str]]:
     """Knob columns of `df` (which has a `row` column) as int64 candidate columns.
 
     Missing column or a value that is not a number (or a label of a categorical knob): TilerError naming the
-    column (and the row). A number outside a closed domain, or not an integer, is not an error of the file: the
-    row is returned as rejected with the reason (mask False, reason text).
+    column (and the row); `what` names the table (a flag) in a missing column's message. A number outside a closed
+    domain, or not an integer, is not an error of the file: the row is returned as rejected with the reason (mask
+    False, reason text).
     """
     df = df.rename(columns={n: k for k, n in space.spelled(df.columns).items() if n != k})
     for k in space.names:
         if k not in df.columns:
             raise SpaceError(
-                f"candidates: missing column {k!r}; a {space.op}/{space.family} tiling needs "
+                f"{what}: missing column {k!r}; a {space.op}/{space.family} tiling needs "
                 f"{', '.join(space.names)}"
             )
     n = len(df)
@@ -124,7 +251,7 @@ def parse_knobs(df: pd.DataFrame, space: Space) -> tuple[dict[str, np.ndarray], 
         text = raw.astype(str).str.strip()
         num = numeric(raw)
         if knob.labels:  # a categorical knob may be given by label
-            for code, label in zip(knob.values, knob.labels, strict=True):
+            for code, label in zip(knob.codes or knob.values, knob.labels, strict=True):
                 num = np.where(text.to_numpy() == label, float(code), num)
         bad = ~np.isfinite(num)
         if bad.any():
@@ -155,7 +282,11 @@ def rank_candidates(
 
     Returns (ranked, rejected): `ranked` holds the feasible rows, best first, with the model's estimate
     (`predicted_us`, `bound`, ...) and `rank` (1 = predicted fastest; ties share a rank); `rejected` holds the rows
-    a capacity or domain rule rejects, with `rule` and `reason`. Both keep the input columns and `row`.
+    a capacity or domain rule rejects, with `rule` and `reason`. Both keep the input columns and `row`. Missing knob
+    columns are completed by the model (`completed` names them) or, in a table with measured times, take the
+    absent defaults (`defaulted`; module docstring). `ranked`'s knob columns are integers, or a categorical knob's
+    labels where the table wrote labels (a float column such as 128.0, read so because other rows left it empty,
+    comes back as 128).
     """
     space = space or load_space(problem.OP, chip.family)
     model = get_operator(problem.OP, chip.family, space.target)
@@ -171,8 +302,11 @@ def rank_candidates(
         )
     from .search.complete import complete_rows
 
-    sel = complete_rows(problem, chip, space, sel)  # partial rows, or rows in a target's names: completed
-    cands, ok, why = parse_knobs(sel, space)
+    if time_column(sel) is not None:  # measured rows: a missing knob is what the kernel without it runs
+        sel, _ = default_rows(problem, space, sel, "--candidates")
+    else:  # partial rows, or rows in a target's names: completed with the model's best choice
+        sel = complete_rows(problem, chip, space, sel)
+    cands, ok, why = parse_knobs(sel, space, "--candidates")
     rule = np.array(["domain" if w else "" for w in why], dtype=object)
     reason = np.array(why, dtype=object)
     if len(sel):
@@ -184,9 +318,15 @@ def rank_candidates(
             ok &= m
     rejected = sel[~ok].assign(rule=rule[~ok], reason=reason[~ok])
     good = sel[ok].copy()
-    for k in space.knobs:  # knob columns read as floats when other rows (cuBLAS) left them empty
-        if k in good and len(good):
-            good[k] = cands[k][ok]
+    # knob columns as integers (read as floats when other rows, cuBLAS, left them empty), labels kept as labels
+    for k, col in space.spelled(sel.columns).items():
+        if not len(good):
+            break
+        knob = space.knobs[k]
+        if knob.labels and sel[col].astype(str).str.strip().isin(knob.labels).any():
+            good[col] = [knob.label(v) for v in cands[k][ok]]
+        else:
+            good[col] = cands[k][ok]
     if len(good):
         est = model.estimate(problem, chip, {k: v[ok] for k, v in cands.items()})
         good["predicted_us"] = est["time_us"]
@@ -202,6 +342,21 @@ def rank_candidates(
         good["predicted_us"] = pd.Series(dtype=float)
         good["rank"] = pd.Series(dtype=np.int64)
     return good.reset_index(drop=True), rejected.reset_index(drop=True)
+
+
+def measured_agreement(ranked: pd.DataFrame):
+    """(measured column, tiler.agreement.Agreement) of rank_candidates' `ranked` rows against their measured times
+    (the table's first TIME_COLUMNS column, converted to microseconds), in the model's order (the ranked order:
+    rank, then the model's tie preference); None when the table has no measured time. Rows without a positive
+    measured time are left out of the figures."""
+    from .agreement import agreement
+
+    found = time_column(ranked)
+    if found is None:
+        return None
+    col, scale = found
+    measured_us = numeric(ranked[col]) * (scale * 1e6)
+    return col, agreement(ranked["predicted_us"].to_numpy(dtype=np.float64), measured_us)
 
 
 def diverse_rows(ranked: pd.DataFrame, shape_knobs, depth_knob: str = "") -> pd.DataFrame:

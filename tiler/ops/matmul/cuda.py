@@ -867,6 +867,9 @@ class MatmulCuda(Operator):
     FITTABLE = FITTABLE
     CONSTANTS = DEFAULTS
     IMPLS = ("triton",)
+    # a Triton kernel without ORDER launches grouped by its GROUP_M (the tutorial's swizzle) or, without GROUP_M,
+    # row-major (GROUP_M then moot: 1); without SPLIT_K it does not split K
+    ABSENT_DEFAULTS = {"ORDER": "grouped if GROUP_M else row", "GROUP_M": "1", "SPLIT_K": "1"}
     TARGETS = {"triton": views.TRITON}
     RUNNERS = ("triton",)
 
