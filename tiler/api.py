@@ -125,6 +125,7 @@ def search(
     seed: int = 0,
     hardware_dir: str | os.PathLike | None = None,
     runnable: bool = True,
+    space=None,
     **kw: Any,
 ) -> Result:
     """`tiler search`: the `top` best tilings of one problem on one chip, best first.
@@ -134,10 +135,20 @@ def search(
 
     runnable (default True): also find the best tiling of each export target that can run the problem on the chip
     (tiler.search.runnable), so the document carries a runnable view per target beside the unconstrained best;
-    with `target` set, that target's tiling is the answer and the unconstrained best is searched for its gap."""
+    with `target` set, that target's tiling is the answer and the unconstrained best is searched for its gap.
+
+    space: a user's Triton kernel space (a TOML path, a dict or a tiler.triton.UserSpace; docs/triton.md): search
+    exactly that space instead: every config that satisfies its restrictions ranked by the model
+    (tiler.triton.search_space; `diverse` in `kw` orders the top). The answer is a tiler.triton.UserResult: a Result
+    in the model's names whose `configs[i]` is row i in the user's names. `fix`, a `target`, another strategy and
+    the strategies' options do not apply to a given space and are refused."""
     from .errors import TilerError
     from .search import search as run_search
 
+    if space is not None:
+        return _search_space(
+            op, chip, shape, dtype, fix, target, top, strategy, trials, hardware_dir, space, kw
+        )
     chip, problem, space = _setup(op, chip, shape, dtype, hardware_dir, fix, target)
     if not isinstance(top, int) or top < 1:
         raise TilerError(f"top: must be an integer >= 1, got {top!r}")
@@ -146,6 +157,32 @@ def search(
     if runnable:
         out.runnable = _runnable(problem, chip, space, res, fix)
     return out
+
+
+def _search_space(op, chip, shape, dtype, fix, target, top, strategy, trials, hardware_dir, space, kw):
+    """`search(..., space=...)`: the user space ranked (tiler.triton.search_space), after refusing the arguments
+    that belong to a search of the model's own space (each refusal one line naming the argument)."""
+    from .errors import TilerError
+    from .triton import TARGET, search_space
+
+    why = "the space's configs are ranked as given"
+    if _fixes(fix):
+        raise TilerError(f"fix: not with space ({why}: cut the params' values or add a restriction)")
+    if target not in ("any", TARGET):
+        raise TilerError(
+            f"target: a user space is a Triton kernel's; must be any or {TARGET}, got {target!r}"
+        )
+    if strategy not in ("exhaustive", "auto"):
+        raise TilerError(f"strategy: not {strategy!r} with space ({why}: every config is scored)")
+    if trials is not None:
+        raise TilerError(f"trials: not with space ({why}: every config is scored)")
+    diverse = kw.pop("diverse", None)
+    extra = sorted(k for k, v in kw.items() if v and k != "measure_timeout")
+    if extra:
+        raise TilerError(f"{extra[0]}: not with space ({why}, by the model)")
+    return search_space(
+        op, chip, shape, space, dtype, top=top, diverse=bool(diverse), hardware_dir=hardware_dir
+    )
 
 
 def _runnable(problem, chip, space, res, fix):

@@ -260,7 +260,14 @@ def _common(f):
     "--emit",
     default=None,
     help="Print the best tiling as code for this target instead of the report (catlass: C++ aliases; ascendc: "
-    "TCubeTiling setters; triton: a triton.Config).",
+    "TCubeTiling setters; triton: a triton.Config; with --top K, K triton.Config lines, diverse unless --plain).",
+)
+@click.option(
+    "--space",
+    "space_path",
+    default=None,
+    help="A user's Triton kernel space (TOML: params, restrictions, key_map, defaults; docs/triton.md): rank exactly "
+    "its configs with the model, reported in the user's names; --emit triton --top K prints K triton.Config lines.",
 )
 @click.pass_obj
 def search(
@@ -286,13 +293,66 @@ def search(
     target,
     manifest_path,
     emit,
+    space_path,
 ):
-    """Find the best tiling for one problem on one chip, and the best each code generator can run."""
+    """Find the best tiling for one problem on one chip, and the best each code generator can run; with --space,
+    the best configs of a user's Triton kernel space (docs/triton.md)."""
     from . import api
     from .advice import advice
     from .export import dump_json, emit_code, write_json
     from .io import check_writable
     from .space import take
+
+    # --emit with an explicit --top K prints K configs (a Triton target); without --top, the one best
+    many = click.get_current_context().get_parameter_source("top") != click.core.ParameterSource.DEFAULT
+    if space_path is not None:
+        from .triton import TARGET, emit_configs
+
+        taken = {
+            "--export": export_path,
+            "--manifest": manifest_path,
+            "--measure": measure,
+            "--storage": storage,
+        }
+        taken.update({"--study-name": study_name, "--guided": guided, "--warm-start": warm_start})
+        for flag, value in taken.items():
+            if value:
+                raise TilerError(
+                    f"{flag}: not with --space (the space's configs are ranked as given, by the model)"
+                )
+        if emit is not None and emit != TARGET:
+            raise TilerError(f"--emit: a user space is a Triton kernel's; must be {TARGET}, got {emit!r}")
+        if top < 1:
+            raise TilerError(f"--top: must be >= 1, got {top}")
+        res = api.search(
+            op,
+            chip_id,
+            shape,
+            dtype,
+            fix=list(fix),
+            target=target,
+            top=top if many or emit is None else 1,
+            strategy=strategy,
+            trials=trials,
+            hardware_dir=obj["hardware_dir"],
+            diverse=diverse if diverse is not None else emit is not None,
+            space=space_path,
+        )
+        for note in res.notes:
+            click.echo(note, err=True)
+        if emit is not None:
+            click.echo(emit_configs(res), nl=False)
+            return
+        if fmt == "json":
+            click.echo(json.dumps(res.summary(), indent=2))
+            return
+        for line in res.head_lines():
+            click.echo(line)
+        for line in _estimate_lines(res.row(0)):
+            click.echo("  " + line)
+        for line in res.tail_lines():
+            click.echo(line)
+        return
 
     if export_path and export_path != "-":  # a path that cannot take the file is refused before the search
         check_writable(export_path, "--export")
@@ -333,7 +393,9 @@ def search(
         trials=trials,
         seed=seed,
         hardware_dir=obj["hardware_dir"],
-        diverse=diverse,
+        diverse=diverse
+        if diverse is not None or not (many and emit)
+        else True,  # K configs to autotune: diverse
         **kw,
     )
     problem, chip, space = res.problem, res.chip, res.space
@@ -353,6 +415,13 @@ def search(
     if emit is not None:
         for note in res.notes:
             click.echo(note, err=True)
+        from .operator import get_operator
+
+        if many and get_operator(problem.OP, chip.family).TARGETS[emit].language == "python":
+            from .triton import emit_configs
+
+            click.echo(emit_configs(res, emit), nl=False)  # K triton.Config lines to paste into configs=[...]
+            return
         click.echo(emit_code(doc, emit), nl=False)
         return
     for note in res.notes:  # failures, resume and stop messages, guided-search counts
