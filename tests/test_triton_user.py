@@ -184,7 +184,7 @@ BAD = [
     ("restriction names no param", _space(restrictions=["BLOCK_SIZE_MM > 16"]),
      ["restrictions[0]: unknown name 'BLOCK_SIZE_MM'", "BLOCK_SIZE_M"]),
     ("restriction calls", _space(restrictions=["__import__('os') == 0"]), ["restrictions[0]", "not allowed"]),
-    ("restriction reads an attribute", _space(restrictions=["BLOCK_SIZE_M.bit_length() > 3"]), ["not allowed"]),
+    ("restriction reads an attribute", _space(restrictions=["BLOCK_SIZE_M.bit_length() > 3"]), ["attribute access is not allowed"]),
     ("restrictions exclude all", _space(restrictions=["BLOCK_SIZE_M > 4096"]), ["exclude every one of the 288"]),
     ("value outside a closed domain", _space(params=_params(ORD=[1, 7]), key_map={"ORD": "ORDER"}),
      ["ORD: 7 is outside the domain of knob ORDER", "row, grouped, serpentine"]),
@@ -328,6 +328,8 @@ def test_rank_configs_errors_name_the_config():
         )
     with pytest.raises(TilerError, match=r"space: configs: params: 'EVEN_K' is no knob"):
         tt.rank_configs([{**points[0], "EVEN_K": 1}], "matmul", CHIP, BIG)
+    with pytest.raises(TilerError, match=r"^configs: num_warps: 0 is outside the domain of knob num_warps"):
+        tt.rank_configs([{**points[0], "num_warps": 0}], "matmul", CHIP, BIG, space=TUTORIAL)
     with pytest.raises(TilerError, match=r"chip: ascend910b3 is of the ascend family"):
         tt.rank_configs(points, "matmul", "ascend910b3", BIG, space=TUTORIAL)
 

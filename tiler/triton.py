@@ -147,7 +147,8 @@ def _check_restriction(where: str, text, params) -> ast.Expression:
         elif isinstance(node, ast.Call):
             name = node.func.id if isinstance(node.func, ast.Name) else None
             if name not in _CALLS or node.keywords or not node.args:
-                what = f"{name}()" if name else "a call"
+                method = isinstance(node.func, ast.Attribute)
+                what = f"{name}()" if name else "attribute access" if method else "a call"
                 raise _fail(where, f"{what} is not allowed in {text.strip()!r} (calls: min, max, abs)")
             if name == "abs" and len(node.args) != 1:
                 raise _fail(where, f"abs() takes one argument in {text.strip()!r}")
@@ -359,9 +360,10 @@ class UserSpace:
         cols = self.columns()
         return [dict(zip(cols, row, strict=True)) for row in zip(*cols.values(), strict=True)]
 
-    def knob_columns(self, cols: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    def knob_columns(self, cols: dict[str, np.ndarray], what: str = "") -> dict[str, np.ndarray]:
         """Configs as the model's knob columns (int64 codes; the defaults where no param sets a knob): `cols` is
-        param -> a column of the user's values (a value outside a knob's domain is one error line)."""
+        param -> a column of the user's values (a value outside a knob's domain is one error line, starting with
+        `what`, default the space's `space: <source>`)."""
         n = len(next(iter(cols.values()))) if cols else 0
         out: dict[str, np.ndarray] = {}
         for p, col in cols.items():
@@ -369,7 +371,8 @@ class UserSpace:
                 continue
             knob = self.model_space.knobs[self.key_map[p]]
             uniq, inv = _unique(col)
-            codes = np.array([_parse(knob, v, f"{self.source}: {p}") for v in uniq], dtype=np.int64)
+            head = f"{what or 'space: ' + self.source}: {p}"
+            codes = np.array([_parse(knob, v, head) for v in uniq], dtype=np.int64)
             out[knob.name] = codes[inv] if len(uniq) else np.zeros(0, dtype=np.int64)
         for k, code in self.defaults.items():
             out[k] = np.full(n, code, dtype=np.int64)
@@ -456,14 +459,12 @@ def _parse(knob, value, where: str) -> int:
     if isinstance(value, float) and value == int(value):
         value = int(value)
     if not isinstance(value, bool | int | str) or (isinstance(value, str) and not value.strip()):
-        raise TilerError(
-            f"space: {where}: {value!r} is not a value of knob {knob.name}; allowed: {knob.allowed()}"
-        )
+        raise TilerError(f"{where}: {value!r} is not a value of knob {knob.name}; allowed: {knob.allowed()}")
     try:
         return knob.parse(str(value) if not isinstance(value, bool) else str(int(value)))
     except SpaceError:
         raise TilerError(
-            f"space: {where}: {value!r} is outside the domain of knob {knob.name}; allowed: {knob.allowed()}"
+            f"{where}: {value!r} is outside the domain of knob {knob.name}; allowed: {knob.allowed()}"
         ) from None
 
 
@@ -652,7 +653,7 @@ def _resolve(where, space, params, key_map_raw, defaults_raw):
         setter = next((q for q, kk in key_map.items() if kk == knob), None)
         if setter is not None:
             raise _fail(where, f"defaults: {k} is set by the param {setter}; give a knob no param sets")
-        defaults[knob] = _parse(space.knobs[knob], v, f"{where}: defaults: {k}")
+        defaults[knob] = _parse(space.knobs[knob], v, f"space: {where}: defaults: {k}")
     present = set(key_map.values()) | set(defaults)
     fill = absent_defaults(_operator(space), present)
     builtin = []
@@ -666,7 +667,7 @@ def _resolve(where, space, params, key_map_raw, defaults_raw):
                 + (f" or {'/'.join(space.knobs[k].aliases)}" if space.knobs[k].aliases else "")
                 + ", or mapped in key_map) or give its value in defaults",
             )
-        defaults[k] = _parse(space.knobs[k], fill[k], f"{where}: built-in default of {k}")
+        defaults[k] = _parse(space.knobs[k], fill[k], f"space: {where}: built-in default of {k}")
         builtin.append(k)
     return key_map, defaults, tuple(builtin), tuple(passthrough)
 
@@ -803,14 +804,15 @@ def _launch_params(us: UserSpace, dicts: list[dict]) -> UserSpace:
     return replace(us, params=params, key_map=key_map, defaults=defaults, passthrough=tuple(passthrough))
 
 
-def _rank_table(problem, chip, us: UserSpace, cols: dict[str, np.ndarray]):
+def _rank_table(problem, chip, us: UserSpace, cols: dict[str, np.ndarray], what: str = ""):
     """(ranked, rejected) of tiler.rank.rank_candidates for configs given as param columns: every row's knob columns
-    and `row` (1-based position in `cols`); ranked best first with predicted_us, bound, rank."""
+    and `row` (1-based position in `cols`); ranked best first with predicted_us, bound, rank. `what` starts the
+    line of a value outside a knob's domain (UserSpace.knob_columns)."""
     import pandas as pd
 
     from .rank import rank_candidates
 
-    knobs = us.knob_columns(cols)
+    knobs = us.knob_columns(cols, what)
     return rank_candidates(problem, chip, pd.DataFrame(knobs), us.model_space)
 
 
@@ -858,7 +860,7 @@ def rank_configs(configs, op: str, chip, shape, space=None, dtype: str | None = 
 
 def _ranked_configs(problem, chip, us: UserSpace, configs, dicts) -> list[RankedConfig]:
     cols = _columns_of(us, dicts)
-    ranked, rejected = _rank_table(problem, chip, us, cols)
+    ranked, rejected = _rank_table(problem, chip, us, cols, "configs")
     space = us.model_space
     out = []
     for rec in ranked.to_dict("records"):
