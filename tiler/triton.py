@@ -592,13 +592,17 @@ def _load(raw: dict, where: str) -> UserSpace:
         passthrough=passthrough,
     )
     us.knob_columns({p: _column(v) for p, v in params.items()})  # every value inside its knob's domain
-    if dtype is not None:
-        try:
-            from .problem import parse_problem
+    try:  # the fixed problem fields and the dtype, on the operator's example problem
+        from .problem import parse_problem
 
-            parse_problem(op, {**cls.EXAMPLE, **problem}, dtype)
-        except TilerError as exc:
-            raise _fail(where, str(exc)) from None
+        parse_problem(op, {**cls.EXAMPLE, **problem}, dtype)
+    except TilerError as exc:
+        if str(exc).split(":")[0] in (
+            *problem,
+            "dtype",
+            "shape",
+        ):  # theirs, not a clash with the example's sizes
+            raise _fail(where, f"problem: {exc}" if not str(exc).startswith("dtype") else str(exc)) from None
     len(us)  # expanded now: the size cap and restrictions that exclude everything are load errors
     return us
 
@@ -635,11 +639,16 @@ def _resolve(where, space, params, key_map_raw, defaults_raw):
                 f"params: {p!r} is no knob, alias or launch option the model reads; map it to a knob in key_map "
                 f"({knob_text})",
             )
-        if (p in LAUNCH or knob in LAUNCH) and p != knob:
+        if p in LAUNCH and knob != p:
+            raise _fail(
+                where,
+                f"key_map: {p} -> {knob}: {p} is a launch option (triton.Config's keyword); it sets {p}",
+            )
+        if knob in LAUNCH and p != knob:
             raise _fail(
                 where,
                 f"key_map: {p} -> {knob}: a launch option is set by triton.Config's keyword of its own name; "
-                f"name the param {knob}" + (f" (not {p})" if p not in LAUNCH else ""),
+                f"name the param {knob} (not {p})",
             )
         other = next((q for q, k in key_map.items() if k == knob), None)
         if other is not None:
@@ -1200,7 +1209,7 @@ def pruner(op: str, chip, space=None, top_k: int = 4, diverse: bool = True, dtyp
       shape first, as tiler.search.result.diverse_order orders them; else plain). The kept configs are the objects
       given. Computed once per distinct problem and config list (autotune calls it once per key).
     - `perf_model(**kwargs)`: the model's predicted time of one config in milliseconds (what do_bench reports);
-      infeasible: inf. Triton calls it, with `top_k`, after early_config_prune: the early prune has already kept
+      infeasible: inf; 0.0 for a launch the model cannot price (then Triton keeps its first top_k, in order). Triton calls it, with `top_k`, after early_config_prune: the early prune has already kept
       top_k, so it changes nothing here, but a user may pass only perf_model and top_k.
     - `top_k`.
 
