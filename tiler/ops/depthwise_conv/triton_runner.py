@@ -27,3 +27,63 @@ def measure_document(doc: dict) -> float:
         return triton_kernels.run(problem, cfg, dtype=dtype)
 
     return measured_us(run)
+
+
+def vendor_times(
+    problem: dict, dtype="fp16", seed: int = 0, warmup_ms: float = 10, rep_ms: float = 40, prob=None
+):
+    """torch's conv2d on the same problem (the same inputs as `triton_kernels.run`, or `prob`'s) in both memory
+    formats, each checked against the fp32 reference and timed as a tiling is (do_bench median, L2 flushed).
+
+    torch dispatches a depthwise conv to cuDNN or to its own depthwise kernel by shape and format; both are
+    what a user gets. Returns {"nchw": {"ms", "rel_err"}, "channels_last": {...}, "best": the faster format,
+    "ms": its time, "cudnn_enabled": torch.backends.cudnn.enabled}. The format conversion is not timed."""
+    import torch
+    import torch.nn.functional as F
+
+    from . import triton_kernels as tk
+
+    prob = prob if prob is not None else tk.Problem(problem, dtype=dtype, seed=seed)
+    st, dl, pad, C = prob.p["stride"], prob.p["dilation"], prob.padding, prob.p["C"]
+    out = {}
+    for name, fmt in (("nchw", torch.contiguous_format), ("channels_last", torch.channels_last)):
+        x, w = prob.x.contiguous(memory_format=fmt), prob.w.contiguous(memory_format=fmt)
+
+        def fn(x=x, w=w):
+            return F.conv2d(x, w, stride=st, padding=pad, dilation=dl, groups=C)
+
+        err = prob.rel_err(fn())
+        if not err <= tk.REL_ERR_MAX:  # NaN fails too
+            raise RuntimeError(f"torch conv2d ({name}): rel_err {err:.3e}")
+        out[name] = {"ms": prob.time_fn(fn, warmup_ms, rep_ms), "rel_err": err}
+    best = min(out, key=lambda k: out[k]["ms"])
+    return {**out, "best": best, "ms": out[best]["ms"], "cudnn_enabled": bool(torch.backends.cudnn.enabled)}
+
+
+def run_with_vendor(
+    problem: dict,
+    cfg: dict,
+    dtype="fp16",
+    check: bool = True,
+    seed: int = 0,
+    warmup_ms: float = 10,
+    rep_ms=40,
+) -> dict:
+    """`triton_kernels.run`'s dict for one tiling plus, on the same inputs in the same run, "vendor"
+    (`vendor_times`) and "vs_vendor" (the faster torch format's time / the tiling's: above 1, the tiling is faster)."""
+    from . import triton_kernels as tk
+
+    why = tk.validate(cfg, problem)
+    if why:
+        raise ValueError(why)
+    prob = tk.Problem(problem, dtype=dtype, seed=seed)
+    err = prob.check(cfg) if check else None
+    ms = prob.time(cfg, warmup_ms=warmup_ms, rep_ms=rep_ms)
+    ven = vendor_times(problem, prob=prob, warmup_ms=warmup_ms, rep_ms=rep_ms)
+    return {
+        "ms": ms,
+        "rel_err": err,
+        "gbps": prob.bytes / (ms * 1e-3) / 1e9,
+        "vendor": ven,
+        "vs_vendor": ven["ms"] / ms,
+    }

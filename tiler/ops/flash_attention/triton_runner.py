@@ -29,3 +29,73 @@ def measure_document(doc: dict) -> float:
         return triton_kernels.time_config(problem, cfg, dtype=dtype)
 
     return measured_us(run)
+
+
+def _sdpa_backend(torch, q, k, v, causal: bool, gqa: bool) -> str:
+    """The SDPA backend torch picks for these inputs (its own dispatcher's answer), or "unknown"."""
+    try:
+        from torch.nn.attention import SDPBackend
+
+        idx = torch._fused_sdp_choice(q, k, v, None, 0.0, causal, None, gqa)
+        return next(b.name for b in SDPBackend.__members__.values() if int(b.value) == int(idx))
+    except Exception:  # noqa: BLE001 - a private API: absent or changed
+        return "unknown"
+
+
+def vendor_times(shape: dict, dtype="fp16", seed: int = 0, warmup=5, rep=25) -> dict:
+    """torch's scaled_dot_product_attention on the same problem and inputs as `triton_kernels.time_config`, checked
+    against its reference and timed the same way (do_bench median, L2 flushed).
+
+    K/V heads are shared through `enable_gqa` (no copies); a causal problem with S1 != S2 uses the kernel's
+    bottom-right mask (`causal_lower_right`), with K/V repeated for GQA outside the timed call. Returns {"ms",
+    "max_abs_err", "backend": the SDPA backend torch picked ("lower_right_bias" for the masked case, dispatched by
+    torch's CausalBias), "gqa": "enable_gqa" | "repeated" | "none"}."""
+    import torch
+    import torch.nn.functional as F
+    import triton
+
+    from . import triton_kernels as tk
+
+    q, k, v = tk.inputs(
+        *(shape[f] for f in ("B", "heads", "kv_heads", "S1", "S2", "D")), dtype=dtype, seed=seed
+    )
+    causal = bool(shape.get("causal", 0))
+    S1, S2 = q.shape[2], k.shape[2]
+    group = q.shape[1] // k.shape[1]
+    if causal and S1 != S2:
+        from torch.nn.attention.bias import causal_lower_right
+
+        kr, vr = (
+            (k, v) if group == 1 else (k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1))
+        )
+        mask = causal_lower_right(S1, S2)
+
+        def fn():
+            return F.scaled_dot_product_attention(q, kr, vr, attn_mask=mask)
+
+        backend, gqa = "lower_right_bias", ("repeated" if group > 1 else "none")
+    else:
+        kw = {"enable_gqa": True} if group > 1 else {}
+
+        def fn():
+            return F.scaled_dot_product_attention(q, k, v, is_causal=causal, **kw)
+
+        backend, gqa = (
+            _sdpa_backend(torch, q, k, v, causal, group > 1),
+            ("enable_gqa" if group > 1 else "none"),
+        )
+    err = float((fn().float() - tk.reference(q, k, v, causal).float()).abs().max())
+    if not err < 2e-2:
+        raise ArithmeticError(f"torch SDPA: max |error| {err:.3g} against the reference")
+    ms = triton.testing.do_bench(fn, warmup=warmup, rep=rep, return_mode="median")
+    return {"ms": float(ms), "max_abs_err": err, "backend": backend, "gqa": gqa}
+
+
+def time_with_vendor(shape: dict, config: dict, dtype="fp16", check=True, warmup=5, rep=25) -> dict:
+    """`triton_kernels.time_config`'s dict for one tiling plus, in the same run on the same inputs, "vendor"
+    (`vendor_times`) and "vs_vendor" (SDPA's time / the tiling's: above 1, the tiling is faster)."""
+    from . import triton_kernels as tk
+
+    res = tk.time_config(shape, config, dtype=dtype, check=check, warmup=warmup, rep=rep)
+    ven = vendor_times(shape, dtype=dtype, warmup=warmup, rep=rep)
+    return {**res, "vendor": ven, "vs_vendor": ven["ms"] / res["ms"]}

@@ -446,6 +446,9 @@ class Problem:
         return self._time(fn, check, out)
 
 
+VENDOR = "cublas"  # the vendor call for the same problem: torch.matmul on the same operands (cuBLAS)
+
+
 def time_config(
     M: int,
     N: int,
@@ -455,17 +458,26 @@ def time_config(
     seed: int = 0,
     check: bool = True,
     layout: str = "nn",
+    vendor: bool = False,
 ) -> dict:
     """Median latency of one config on fresh random inputs stored as `layout` says (nn, nt, tn, tt).
 
     Returns {'ms': median of triton.testing.do_bench (warmup=25, rep=100; L2 flushed before each run),
     'tflops': 2MNK / time, 'rel_err': ||C - ref|| / ||ref|| vs an fp32 reference (None if check=False)}.
+    With `vendor`, the same run also times torch.matmul (cuBLAS) on the same operands, same protocol, and adds
+    'vendor': {'name': 'cublas', 'ms', 'tflops', 'rel_err'} and 'vs_vendor': vendor time / this config's time
+    (above 1: the config is faster).
     Raises TilerError if the result is wrong (rel_err > 1e-2 or NaN) or the config cannot run.
     """
     _gpu_stack()
     cfg = check_config(config)
     problem = Problem(M, N, K, dtype=dtype, seed=seed, reference=check, layout=layout)
-    return problem.measure(cfg, check=check)
+    res = problem.measure(cfg, check=check)
+    if vendor:
+        ven = problem.measure_torch(check=check)
+        res["vendor"] = {"name": VENDOR, **ven}
+        res["vs_vendor"] = ven["ms"] / res["ms"]
+    return res
 
 
 # --- exported tilings ---------------------------------------------------------------------------------
@@ -523,12 +535,12 @@ def layout_from_doc(path_or_dict) -> str:
     return check_layout(shape.get("layout", "nn"))
 
 
-def run_tiling_json(path_or_dict, check: bool = True) -> dict:
+def run_tiling_json(path_or_dict, check: bool = True, vendor: bool = False) -> dict:
     """Time an exported tiling (schema tiler.tiling/v1) on operands of its problem's layout; returns
-    time_config's dict."""
+    time_config's dict (with `vendor`, cuBLAS timed beside it in the same run)."""
     doc = _load_doc(path_or_dict)
     M, N, K, dtype, config = tiling_from_doc(doc)
-    return time_config(M, N, K, config, dtype=dtype, check=check, layout=layout_from_doc(doc))
+    return time_config(M, N, K, config, dtype=dtype, check=check, layout=layout_from_doc(doc), vendor=vendor)
 
 
 def measure_document(doc: dict) -> float:
@@ -555,11 +567,16 @@ def main(argv=None) -> int:
     )
     parser.add_argument("tiling", help="a tiler.tiling/v1 JSON file")
     parser.add_argument("--no-check", action="store_true", help="skip the correctness check")
+    parser.add_argument(
+        "--vendor",
+        action="store_true",
+        help="also time torch.matmul (cuBLAS) on the same operands (stderr JSON)",
+    )
     args = parser.parse_args(argv)
     try:
         M, N, K, dtype, config = tiling_from_doc(args.tiling)
         layout = layout_from_doc(args.tiling)
-        res = run_tiling_json(args.tiling, check=not args.no_check)
+        res = run_tiling_json(args.tiling, check=not args.no_check, vendor=args.vendor)
     except TilerError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
