@@ -62,102 +62,80 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-import gpu_user_gemm as g  # noqa: E402  (tests/gpu_user_gemm.py: imports without triton)
+import gpu_user_attention  # noqa: E402  (tests/gpu_user_attention.py: the same interface)
+import gpu_user_gemm  # noqa: E402  (tests/gpu_user_gemm.py: imports without triton)
 
 TOP_K = 4
-SHAPES = [  # (name, M, N, K): one odd-N shape early, so the second specialisation's compiles come early too
-    ("llama3-8b gate_up decode", 32, 28672, 4096),
-    ("gpt2-large lm_head", 256, 50257, 1280),
-    ("qwen2.5-7b gate_up prefill", 1024, 37888, 3584),
-    ("odd K 4000", 1024, 4096, 4000),
-    ("llama3-70b qkv tp8 decode", 16, 1280, 8192),
-    ("llama3-70b gate_up tp8 prefill", 2048, 7168, 8192),
-    ("odd K 1200", 2048, 2048, 1200),
-    ("qwen1.5-moe expert gate_up", 768, 2816, 2048),
-    ("llama3-8b down decode", 64, 4096, 14336),
-    ("classifier head N=1000", 512, 1000, 2048),
-    ("llama3-70b down prefill", 512, 8192, 28672),
-    ("odd K 720", 4096, 1024, 720),
-    ("qwen2.5-7b down decode", 32, 3584, 18944),
-    ("qwen1.5-moe expert down", 768, 2048, 1408),
-]
-FILES = {
-    "configs": "user_autotune_configs.csv",
-    "summary": "user_autotune_summary.csv",
-    "h2h": "user_autotune_h2h.csv",
-    "env": "user_autotune_env.csv",
-}
-KNOBS = (*g.META, *g.LAUNCH)
+KERNELS = {"gemm": gpu_user_gemm, "attention": gpu_user_attention}
+CHIP = "h200"
+g = gpu_user_gemm  # the kernel under test (main() sets it from --kernel)
+
+
+def files(kernel: str) -> dict:
+    """The CSVs of one kernel's run (the GEMM's keep their first names)."""
+    stem = "user_autotune" if kernel == "gemm" else f"user_autotune_{kernel}"
+    return {k: f"{stem}_{k}.csv" for k in ("configs", "summary", "h2h", "env")}
 
 
 def fitted_shapes(data_dir: Path = ROOT / "bench" / "data") -> dict:
-    """{(M, N, K): [files]} over every CSV under bench/data with M, N and K columns."""
+    """{problem tuple: [files]} over every CSV under bench/data that has the problem's fields as columns."""
     import pandas as pd
 
+    from tiler.operator import problem_class
+
+    fields_ = list(problem_class(g.OP).FIELDS)
     seen: dict = {}
     for path in sorted(data_dir.rglob("*.csv")):
-        if path.name.startswith("user_autotune_"):
+        if path.name.startswith("user_autotune"):
             continue
         try:
-            df = pd.read_csv(path, usecols=lambda c: c in ("M", "N", "K"))
+            df = pd.read_csv(path, usecols=lambda c: c in fields_)
         except Exception:  # noqa: BLE001 - not a table of shapes
             continue
-        if set(df.columns) != {"M", "N", "K"}:
+        if set(df.columns) != set(fields_):
             continue
-        for m, n, k in df.dropna().drop_duplicates().itertuples(index=False):
-            seen.setdefault((int(m), int(n), int(k)), []).append(path.name)
+        for row in df[fields_].dropna().drop_duplicates().itertuples(index=False):
+            seen.setdefault(tuple(int(v) for v in row), []).append(path.name)
     return seen
+
+
+def _key(shape: dict) -> tuple:
+    from tiler.operator import problem_class
+
+    p = g.problem(shape)
+    return tuple(int(p[f]) for f in problem_class(g.OP).FIELDS)
 
 
 def check_unfitted() -> None:
     seen = fitted_shapes()
-    clash = [(s, seen[s[1:]]) for s in SHAPES if s[1:] in seen]
+    clash = [(name, seen[_key(s)]) for name, s in g.SHAPES if _key(s) in seen]
     if clash:
         raise SystemExit("shapes already in bench/data: " + "; ".join(f"{s} in {f}" for s, f in clash))
-    print(f"{len(SHAPES)} shapes, none among the {len(seen)} shapes of bench/data's CSVs")
+    print(f"{len(g.SHAPES)} shapes, none among the {len(seen)} {g.OP} shapes of bench/data's CSVs")
 
 
 # --- the model's side ------------------------------------------------------------------------------------------
 
 
-def model_order(M: int, N: int, K: int, points: list[dict]):
-    """tiler.rank of the user's points (ORDER grouped, SPLIT_K 1): (rank 1.. per point, predicted us per point)."""
-    import pandas as pd
+def model_order(shape: dict, points: list[dict]):
+    """tiler.triton.rank_configs of the user's points (the space's key map and defaults): (rank 1.. per point, None
+    when infeasible; predicted us per point)."""
+    from tiler import triton as tt
 
-    import tiler
-
-    df = pd.DataFrame([{**p, "ORDER": 1, "SPLIT_K": 1} for p in points])
-    ranked = tiler.rank(op="matmul", chip="h200", shape={"M": M, "N": N, "K": K}, candidates=df, dtype="fp16")
+    ranked = tt.rank_configs(points, g.OP, CHIP, g.problem(shape), space=g.user_space())
     rank = [None] * len(points)
     pred = [math.nan] * len(points)
-    for i, (row, us) in enumerate(zip(ranked.ranked["row"], ranked.ranked["predicted_us"], strict=True)):
-        rank[int(row) - 1] = i + 1
-        pred[int(row) - 1] = float(us)
+    for r in ranked:
+        rank[r.index] = r.rank
+        pred[r.index] = r.predicted_us
     return rank, pred
 
 
-def rank_pruner(top_k: int = TOP_K) -> dict:
-    """The stand-in for tiler.triton.pruner: keep the top_k of tiler.rank (used only without tiler/triton.py)."""
-
-    def early_config_prune(configs, named_args, **kwargs):
-        points = [g.config_dict(c) for c in configs]
-        rank, _ = model_order(int(named_args["M"]), int(named_args["N"]), int(named_args["K"]), points)
-        order = sorted(range(len(configs)), key=lambda i: (rank[i] is None, rank[i] or 0))
-        return [configs[i] for i in order[:top_k]]
-
-    return {"early_config_prune": early_config_prune}
-
-
 def get_pruner(top_k: int = TOP_K) -> tuple[dict, str]:
-    """(prune_configs_by dict, where it came from): tiler.triton's when it exists, else the stand-in."""
-    try:
-        from tiler import triton as tt
-    except ImportError as exc:
-        print(
-            f"note: tiler.triton is not importable ({exc}); the stand-in pruner (tiler.rank top {top_k}) is used"
-        )
-        return rank_pruner(top_k), "stand-in: tiler.rank top-4"
-    return tt.pruner(op="matmul", chip="h200", space=g.user_space(), top_k=top_k), "tiler.triton.pruner"
+    """(prune_configs_by dict, what it is)."""
+    from tiler import triton as tt
+
+    return tt.pruner(op=g.OP, chip=CHIP, space=g.user_space(), top_k=top_k), "tiler.triton.pruner"
 
 
 class TimedPrune:
@@ -174,58 +152,23 @@ class TimedPrune:
         return out
 
 
-class _FakeTensor:  # the named args the pruner sees on the CPU (dtype and shape only)
-    def __init__(self, shape, dtype="torch.float16"):
-        self.shape = shape
-        self.dtype = dtype
-
-
-def _named_args(M, N, K, a=None, b=None, c=None):
-    a = a if a is not None else _FakeTensor((M, K))
-    b = b if b is not None else _FakeTensor((K, N))
-    c = c if c is not None else _FakeTensor((M, N))
-    return {
-        "a_ptr": a,
-        "b_ptr": b,
-        "c_ptr": c,
-        "M": M,
-        "N": N,
-        "K": K,
-        "stride_am": K,
-        "stride_ak": 1,
-        "stride_bk": N,
-        "stride_bn": 1,
-        "stride_cm": N,
-        "stride_cn": 1,
-    }
-
-
 def dry() -> int:
-    """CPU: the shapes are new, the space, and the model's kept configs per shape (no triton needed)."""
+    """CPU: the shapes are new, the space, and the model's kept configs per shape (no GPU needed)."""
     check_unfitted()
     points = g.space_points()
-    print(f"user space: {len(points)} configs")
-    prune, how = None, "tiler.rank top-4"
-    try:
-        from tiler import triton as tt
-
-        prune, how = (
-            tt.pruner(op="matmul", chip="h200", space=g.user_space(), top_k=TOP_K),
-            "tiler.triton.pruner",
-        )
-    except ImportError as exc:
-        print(f"tiler.triton not importable ({exc}); showing tiler.rank's top {TOP_K}")
-    for name, M, N, K in SHAPES:
+    print(f"{g.OP}: user space of {len(points)} configs")
+    prune, how = get_pruner(TOP_K)
+    for name, shape in g.SHAPES:
         t0 = time.perf_counter()
-        rank, pred = model_order(M, N, K, points)
+        rank, pred = model_order(shape, points)
         t_rank = time.perf_counter() - t0
-        top = sorted(range(len(points)), key=lambda i: rank[i])[:TOP_K]
+        top = sorted((i for i in range(len(points)) if rank[i] is not None), key=lambda i: rank[i])[:TOP_K]
         line = ", ".join(g.config_label(points[i]) for i in top)
-        print(f"{name:32s} {M}x{N}x{K}: rank {t_rank * 1e3:.0f} ms; top {TOP_K}: {line}")
-        if prune is not None and g.HAVE_TRITON:
+        print(f"{name:32s} {g.label(shape)}: rank {t_rank * 1e3:.0f} ms; top {TOP_K}: {line}")
+        if g.HAVE_TRITON:
             configs = [g.to_config(p) for p in points]
             t0 = time.perf_counter()
-            kept = prune["early_config_prune"](configs, _named_args(M, N, K))
+            kept = prune["early_config_prune"](configs, g.named_args(shape))
             print(
                 f"{'':32s} pruner {(time.perf_counter() - t0) * 1e3:.0f} ms: "
                 + ", ".join(g.config_label(c) for c in kept)
@@ -302,8 +245,9 @@ def _env_rows(torch, triton) -> list[dict]:
     return [{"key": k, "value": v} for k, v in rows]
 
 
-def run(out: Path, deadline_s: float, only: list[int] | None, rounds: int) -> int:
+def run(out: Path, deadline_s: float, only: list[int] | None, rounds: int, kernel: str) -> int:
     t_start = time.perf_counter()
+    names = files(kernel)
     cache_root = tempfile.mkdtemp(prefix="user_autotune_cache_")
     _set_cache_dir(os.path.join(cache_root, "full"))  # cold: nothing compiled before this run
     import torch
@@ -313,8 +257,8 @@ def run(out: Path, deadline_s: float, only: list[int] | None, rounds: int) -> in
         raise SystemExit("no CUDA device")
     check_unfitted()
     out.mkdir(parents=True, exist_ok=True)
-    env = _env_rows(torch, triton)
-    _write_csv(out / FILES["env"], env)
+    env = [{"key": "kernel", "value": f"{kernel} ({g.__name__}, {g.OP})"}, *_env_rows(torch, triton)]
+    _write_csv(out / names["env"], env)
     print(" | ".join(f"{r['key']}={r['value']}" for r in env), flush=True)
 
     # every compile's wall time (triton.compiler.compile, which each JITFunction binds at its first launch), so the
@@ -347,41 +291,37 @@ def run(out: Path, deadline_s: float, only: list[int] | None, rounds: int) -> in
     def bench(fn, warmup=25, rep=100):
         return float(triton.testing.do_bench(fn, warmup=warmup, rep=rep, return_mode="median"))
 
-    def first_call(kernel, a, b, c, cache_dir):
+    def first_call(kern, x, cache_dir):
         """(wall s, variants compiled, s spent compiling) of the autotuned kernel's first call on a shape."""
         _set_cache_dir(cache_dir)
-        n0, s0 = _compiled(kernel.fn), compiled["s"]
+        n0, s0 = _compiled(kern.fn), compiled["s"]
         torch.cuda.synchronize()
         t0 = time.perf_counter()
-        g.matmul(a, b, kernel, out=c)
+        g.launch(x, kern)
         torch.cuda.synchronize()
-        return time.perf_counter() - t0, _compiled(kernel.fn) - n0, compiled["s"] - s0
+        return time.perf_counter() - t0, _compiled(kern.fn) - n0, compiled["s"] - s0
 
     cfg_rows: list[dict] = []
     sum_rows: list[dict] = []
     h2h_rows: list[dict] = []
     failed: list[str] = []
-    shapes = [s for i, s in enumerate(SHAPES) if only is None or i in only]
+    shapes = [s for i, s in enumerate(g.SHAPES) if only is None or i in only]
     specs_seen: set = set()
 
-    def one_shape(si, name, M, N, K):
+    def one_shape(si, name, shape):
         """Measure one shape: (config rows, summary row, head-to-head rows)."""
         cfg_rows: list[dict] = []
         h2h_rows: list[dict] = []
-        gen = torch.Generator(device="cuda").manual_seed(1000 + si)
-        a = torch.randn((M, K), generator=gen, device="cuda", dtype=torch.float32).to(torch.float16)
-        b = torch.randn((K, N), generator=gen, device="cuda", dtype=torch.float32).to(torch.float16)
-        c = torch.full((M, N), float("nan"), dtype=torch.float16, device="cuda")
+        fields_ = g.problem(shape)
+        x = g.inputs(shape, seed=1000 + si)
 
         # (a) full autotune, (b) pruned autotune: first call each, in this order
-        tune_full, comp_full, comp_full_s = first_call(full, a, b, c, os.path.join(cache_root, "full"))
-        err_full_pick = g.rel_err(c, a, b)
-        c.fill_(float("nan"))
+        tune_full, comp_full, comp_full_s = first_call(full, x, os.path.join(cache_root, "full"))
+        err_full_pick = g.error(x)
+        x["out"].fill_(float("nan"))
         n_calls = len(timed.calls)
-        tune_pruned, comp_pruned, comp_pruned_s = first_call(
-            pruned, a, b, c, os.path.join(cache_root, "pruned")
-        )
-        err_pruned_pick = g.rel_err(c, a, b)
+        tune_pruned, comp_pruned, comp_pruned_s = first_call(pruned, x, os.path.join(cache_root, "pruned"))
+        err_pruned_pick = g.error(x)
         model_s, kept = timed.calls[-1] if len(timed.calls) > n_calls else (math.nan, [])
         kept_idx = [index[g.config_label(g.config_dict(k))] for k in kept]
         _set_cache_dir(os.path.join(cache_root, "full"))
@@ -394,57 +334,53 @@ def run(out: Path, deadline_s: float, only: list[int] | None, rounds: int) -> in
         # correctness of every config (the full copy's compiled kernels), poisoned output
         errs = {}
         for i, p in enumerate(points):
-            c.fill_(float("nan"))
-            g.matmul(a, b, full.fn, p, out=c)
-            errs[i] = g.rel_err(c, a, b)
+            x["out"].fill_(float("nan"))
+            try:
+                g.launch(x, full.fn, p)
+                errs[i] = g.error(x)
+            except Exception as exc:  # noqa: BLE001 - a config that does not run (out of resources): no error
+                errs[i] = math.nan
+                print(f"  {labels[i]}: does not run ({type(exc).__name__})", flush=True)
 
-        # (c) cuBLAS
-        c.fill_(float("nan"))
-        torch.matmul(a, b, out=c)
-        err_cublas = g.rel_err(c, a, b)
-
-        def cublas(a=a, b=b, c=c):
-            return torch.matmul(a, b, out=c)
-
-        cublas_ms = bench(cublas)
+        # (c) the vendor call on the same operands
+        vendor = g.vendor(x)
+        x["out"].fill_(float("nan"))
+        vout = vendor()
+        torch.cuda.synchronize()
+        err_vendor = g.error(x, vout)
+        vendor_ms = bench(vendor)
 
         # offline: the pruned pick from the full table
-        med = {i: float(v[0]) for i, v in t_full.items()}
+        med = {i: float(v[0]) for i, v in t_full.items() if math.isfinite(float(v[0]))}
         table_best = min(med, key=med.get)
         kept_best = min(kept_idx, key=lambda i: med.get(i, math.inf)) if kept_idx else None
         ratio_table = med[table_best] / med[kept_best] if kept_best is not None else math.nan
 
-        # head-to-head: the table's best 4, the kept 4, both picks, cuBLAS; interleaved rounds
+        # head-to-head: the table's best 4, the kept 4, both picks, the vendor; interleaved rounds
         order = sorted(med, key=med.get)
         cont = list(dict.fromkeys(order[:TOP_K] + kept_idx + [full_pick, pruned_pick]))
         h2h: dict = {i: [] for i in cont}
-        h2h["cublas"] = []
+        h2h["vendor"] = []
         for r in range(rounds):
             for i in cont:
-                ms = bench(
-                    lambda p=points[i], a=a, b=b, c=c: g.matmul(a, b, full.fn, p, out=c), warmup=10, rep=50
-                )
+                ms = bench(lambda p=points[i], x=x: g.launch(x, full.fn, p), warmup=10, rep=50)
                 h2h[i].append(ms)
-                h2h_rows.append(
-                    {"shape": name, "M": M, "N": N, "K": K, "round": r, "config": labels[i], "ms": ms}
-                )
-            ms = bench(cublas, warmup=10, rep=50)
-            h2h["cublas"].append(ms)
-            h2h_rows.append({"shape": name, "M": M, "N": N, "K": K, "round": r, "config": "cublas", "ms": ms})
+                h2h_rows.append({"shape": name, **fields_, "round": r, "config": labels[i], "ms": ms})
+            ms = bench(vendor, warmup=10, rep=50)
+            h2h["vendor"].append(ms)
+            h2h_rows.append({"shape": name, **fields_, "round": r, "config": g.VENDOR, "ms": ms})
         hmed = {i: sorted(v)[len(v) // 2] for i, v in h2h.items()}
         h_best = min((i for i in cont), key=hmed.get)
         h_kept = min(kept_idx, key=hmed.get) if kept_idx else None
         ratio_h2h = hmed[h_best] / hmed[h_kept] if h_kept is not None else math.nan
 
-        rank, pred = model_order(M, N, K, points)
+        rank, pred = model_order(shape, points)
         for i, p in enumerate(points):
             tf = t_full.get(i, [math.nan] * 3)
             cfg_rows.append(
                 {
                     "shape": name,
-                    "M": M,
-                    "N": N,
-                    "K": K,
+                    **fields_,
                     **p,
                     "config": labels[i],
                     "ms": float(tf[0]),
@@ -460,13 +396,12 @@ def run(out: Path, deadline_s: float, only: list[int] | None, rounds: int) -> in
                     "impl": "triton",
                 }
             )
-        cfg_rows.append({"shape": name, "M": M, "N": N, "K": K, "config": "cublas", "ms": cublas_ms,
-                         "rel_err": err_cublas, "impl": "torch"})  # fmt: skip
+        cfg_rows.append({"shape": name, **fields_, "config": g.VENDOR, "ms": vendor_ms, "rel_err": err_vendor,
+                         "impl": "torch"})  # fmt: skip
         row = {
             "shape": name,
-            "M": M,
-            "N": N,
-            "K": K,
+            **fields_,
+            "label": g.label(shape),
             "pruner": how,
             "configs": len(points),
             "kept": " | ".join(labels[i] for i in kept_idx),
@@ -493,30 +428,31 @@ def run(out: Path, deadline_s: float, only: list[int] | None, rounds: int) -> in
             "bench_full_s": getattr(full, "bench_time", math.nan),
             "bench_pruned_s": getattr(pruned, "bench_time", math.nan),
             "model_s": model_s,
-            "cublas_ms": cublas_ms,
-            "cublas_h2h_ms": hmed["cublas"],
-            "full_vs_cublas": cublas_ms / med[table_best],
-            "pruned_vs_cublas": cublas_ms / med[kept_best] if kept_best is not None else math.nan,
-            "full_vs_cublas_h2h": hmed["cublas"] / hmed[h_best],
-            "pruned_vs_cublas_h2h": hmed["cublas"] / hmed[h_kept] if h_kept is not None else math.nan,
-            "max_rel_err": max(errs.values()),
+            "vendor": g.VENDOR,
+            "vendor_ms": vendor_ms,
+            "vendor_h2h_ms": hmed["vendor"],
+            "full_vs_vendor": vendor_ms / med[table_best],
+            "pruned_vs_vendor": vendor_ms / med[kept_best] if kept_best is not None else math.nan,
+            "full_vs_vendor_h2h": hmed["vendor"] / hmed[h_best],
+            "pruned_vs_vendor_h2h": hmed["vendor"] / hmed[h_kept] if h_kept is not None else math.nan,
+            "max_rel_err": max(v for v in errs.values() if math.isfinite(v)),
             "rel_err_full_pick": err_full_pick,
             "rel_err_pruned_pick": err_pruned_pick,
-            "rel_err_cublas": err_cublas,
+            "rel_err_vendor": err_vendor,
             "elapsed_s": time.perf_counter() - t_start,
         }
-        del a, b, c, cublas
+        del x, vendor
         return cfg_rows, row, h2h_rows
 
-    for si, (name, M, N, K) in enumerate(shapes):
-        spec = (M % 16 == 0, N % 16 == 0, K % 16 == 0)
+    for si, (name, shape) in enumerate(shapes):
+        spec = g.specialisation(shape)
         need = 20 + (60 if spec not in specs_seen else 0)
         if time.perf_counter() - t_start + need > deadline_s:
             print(f"deadline: {name} and {len(shapes) - si - 1} more not run", flush=True)
             break
         specs_seen.add(spec)
         try:
-            rows, row, hrows = one_shape(si, name, M, N, K)
+            rows, row, hrows = one_shape(si, name, shape)
         except Exception as exc:  # noqa: BLE001 - one shape's failure must not lose the others
             traceback.print_exc()
             print(f"{name}: FAILED ({type(exc).__name__}: {exc})", flush=True)
@@ -526,57 +462,58 @@ def run(out: Path, deadline_s: float, only: list[int] | None, rounds: int) -> in
         cfg_rows += rows
         h2h_rows += hrows
         sum_rows.append(row)
-        _write_csv(out / FILES["configs"], cfg_rows)
-        _write_csv(out / FILES["summary"], sum_rows)
-        _write_csv(out / FILES["h2h"], h2h_rows)
+        _write_csv(out / names["configs"], cfg_rows)
+        _write_csv(out / names["summary"], sum_rows)
+        _write_csv(out / names["h2h"], h2h_rows)
         r = row
         print(
-            f"[{r['elapsed_s']:5.0f}s] {M}x{N}x{K}: pruned/full {r['ratio_table']:.3f} (h2h {r['ratio_h2h']:.3f}) "
+            f"[{r['elapsed_s']:5.0f}s] {r['label']}: pruned/full {r['ratio_table']:.3f} (h2h {r['ratio_h2h']:.3f}) "
             f"tune {r['tune_pruned_s']:.2f}/{r['tune_full_s']:.2f} s ({r['compiled_pruned']}/{r['compiled_full']} "
-            f"compiled, model {r['model_s'] * 1e3:.0f} ms) full best {r['full_best_ms'] * 1e3:.1f} us, cuBLAS "
-            f"{r['cublas_ms'] * 1e3:.1f} us, max rel_err {r['max_rel_err']:.1e}",
+            f"compiled, model {r['model_s'] * 1e3:.0f} ms) full best {r['full_best_ms'] * 1e3:.1f} us, {g.VENDOR} "
+            f"{r['vendor_ms'] * 1e3:.1f} us, max rel_err {r['max_rel_err']:.1e}",
             flush=True,
         )
 
     env.append({"key": "nvidia_smi after", "value": _env_rows(torch, triton)[-1]["value"]})
     env.append({"key": "wall_s", "value": f"{time.perf_counter() - t_start:.1f}"})
     env.append({"key": "failed", "value": "; ".join(failed)})
-    env.append(
-        {
-            "key": "not_run",
-            "value": "; ".join(
-                s[0] for s in shapes if s[0] not in failed and s[0] not in {r["shape"] for r in sum_rows}
-            ),
-        }
-    )
-    _write_csv(out / FILES["env"], env)
-    return report(out)
+    done = {r["shape"] for r in sum_rows}
+    env.append({"key": "not_run", "value": "; ".join(s[0] for s in shapes if s[0] not in set(failed) | done)})
+    _write_csv(out / names["env"], env)
+    return report(out, kernel)
 
 
 # --- the figures ----------------------------------------------------------------------------------------------
 
 
-def report(data: Path) -> int:
+def report(data: Path, kernel: str = "gemm") -> int:
     """Per shape and geomean: the pruned pick over the full best (from the full table; head-to-head re-timing),
-    the tuning times (with and without compiling), each against cuBLAS."""
+    the tuning times (with and without compiling), each against the vendor call."""
     import pandas as pd
 
-    if not (data / FILES["summary"]).exists():
-        print(f"no {FILES['summary']} in {data}: no shape was measured")
+    names = files(kernel)
+    if not (data / names["summary"]).exists():
+        print(f"no {names['summary']} in {data}: no shape was measured")
         return 1
-    s = pd.read_csv(data / FILES["summary"])
+    # the GEMM's first run named the vendor columns after cuBLAS
+    s = pd.read_csv(data / names["summary"]).rename(columns=lambda c: c.replace("cublas", "vendor"))
+    if "label" not in s.columns:
+        s["label"] = [f"{m}x{n}x{k}" for m, n, k in zip(s["M"], s["N"], s["K"], strict=True)]
+    vendor = str(s["vendor"].iloc[0]) if "vendor" in s.columns else "cuBLAS"
     print(
-        f"pruner: {', '.join(sorted(set(s['pruner'])))}; {len(s)} shapes, {int(s['configs'].iloc[0])} configs each"
+        f"{kernel}: pruner {', '.join(sorted(set(s['pruner'])))}; {len(s)} shapes, "
+        f"{int(s['configs'].iloc[0])} configs each"
     )
     print(
-        f"{'M x N x K':>16s} {'pruned/full':>11s} {'h2h':>6s} {'tune full s (compile)':>22s} "
-        f"{'pruned s (compile)':>18s} {'ratio':>6s} {'no-comp':>7s} {'full/cuBLAS':>11s} {'pruned/cuBLAS':>13s}"
+        f"{'shape':>24s} {'pruned/full':>11s} {'h2h':>6s} {'tune full s (compile)':>22s} "
+        f"{'pruned s (compile)':>18s} {'ratio':>6s} {'no-comp':>7s} {'full/' + vendor:>11s} "
+        f"{'pruned/' + vendor:>13s}"
     )
     for r in s.itertuples(index=False):
         print(
-            f"{f'{r.M}x{r.N}x{r.K}':>16s} {r.ratio_table:11.3f} {r.ratio_h2h:6.3f} "
+            f"{r.label:>24s} {r.ratio_table:11.3f} {r.ratio_h2h:6.3f} "
             f"{r.tune_full_s:12.2f} ({r.compile_full_s:6.2f}) {r.tune_pruned_s:9.2f} ({r.compile_pruned_s:5.2f}) "
-            f"{r.tune_ratio:6.3f} {r.tune_ratio_no_compile:7.3f} {r.full_vs_cublas:11.2f} {r.pruned_vs_cublas:13.2f}"
+            f"{r.tune_ratio:6.3f} {r.tune_ratio_no_compile:7.3f} {r.full_vs_vendor:11.2f} {r.pruned_vs_vendor:13.2f}"
         )
     gm = {
         c: _geomean(s[c])
@@ -585,10 +522,10 @@ def report(data: Path) -> int:
             "ratio_h2h",
             "tune_ratio",
             "tune_ratio_no_compile",
-            "full_vs_cublas",
-            "pruned_vs_cublas",
-            "full_vs_cublas_h2h",
-            "pruned_vs_cublas_h2h",
+            "full_vs_vendor",
+            "pruned_vs_vendor",
+            "full_vs_vendor_h2h",
+            "pruned_vs_vendor_h2h",
         )
     }
     tot_f, tot_p = s["tune_full_s"].sum(), s["tune_pruned_s"].sum()
@@ -607,20 +544,20 @@ def report(data: Path) -> int:
         f"the model {s['model_s'].sum():.2f} s in all"
     )
     print(
-        f"cuBLAS time / Triton time (> 1: Triton faster), geomean: full best {gm['full_vs_cublas']:.3f}, "
-        f"pruned pick {gm['pruned_vs_cublas']:.3f} (head-to-head {gm['full_vs_cublas_h2h']:.3f}, "
-        f"{gm['pruned_vs_cublas_h2h']:.3f})"
+        f"{vendor} time / Triton time (> 1: Triton faster), geomean: full best {gm['full_vs_vendor']:.3f}, "
+        f"pruned pick {gm['pruned_vs_vendor']:.3f} (head-to-head {gm['full_vs_vendor_h2h']:.3f}, "
+        f"{gm['pruned_vs_vendor_h2h']:.3f})"
     )
-    cfg_path = data / FILES["configs"]
+    cfg_path = data / names["configs"]
     if (
         cfg_path.exists()
     ):  # the model's plain order (tiler.rank) on the full table: top-1 and best of the top 4
         c = pd.read_csv(cfg_path)
-        c = c[c["impl"] == "triton"]
+        c = c[(c["impl"] == "triton") & c["ms"].notna()]
         top1, top4 = [], []
-        for _, d in c.groupby(["M", "N", "K"], sort=False):
+        for _, d in c.groupby("shape", sort=False):
             best = d["ms"].min()
-            top1.append(best / d.loc[d["model_rank"] == 1, "ms"].min())
+            top1.append(best / d.loc[d["model_rank"] == d["model_rank"].min(), "ms"].min())
             top4.append(best / d.loc[d["model_rank"] <= TOP_K, "ms"].min())
         print(
             f"the model's plain order on the full table: top-1 geomean {_geomean(top1):.4f} (min {min(top1):.3f}), "
@@ -639,23 +576,30 @@ def report(data: Path) -> int:
 
 
 def main(argv=None) -> int:
+    global g
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument(
+        "--kernel", choices=sorted(KERNELS), default="gemm", help="the user kernel (tests/gpu_user_*.py)"
+    )
     sub = ap.add_subparsers(dest="cmd", required=True)
     sub.add_parser("dry", help="CPU: shapes unfitted, the space, the model's kept configs")
     r = sub.add_parser("run", help="GPU: the measurement")
     r.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "results/user_autotune")))
     r.add_argument("--deadline-s", type=float, default=470.0, help="start no shape past this many seconds")
-    r.add_argument("--shapes", default=None, help="indices into SHAPES, comma-separated (default all)")
+    r.add_argument(
+        "--shapes", default=None, help="indices into the kernel's SHAPES, comma-separated (default all)"
+    )
     r.add_argument("--rounds", type=int, default=3, help="head-to-head rounds")
     rep = sub.add_parser("report", help="CPU: the figures from the CSVs")
     rep.add_argument("data", type=Path, nargs="?", default=ROOT / "bench" / "data")
     a = ap.parse_args(argv)
+    g = KERNELS[a.kernel]
     if a.cmd == "dry":
         return dry()
     if a.cmd == "report":
-        return report(a.data)
+        return report(a.data, a.kernel)
     only = [int(x) for x in a.shapes.split(",")] if a.shapes else None
-    return run(a.out, a.deadline_s, only, a.rounds)
+    return run(a.out, a.deadline_s, only, a.rounds, a.kernel)
 
 
 if __name__ == "__main__":

@@ -25,6 +25,8 @@ except Exception:  # ImportError, or a triton that cannot load its native parts
     tl = None
     HAVE_TRITON = False
 
+OP = "matmul"
+VENDOR = "cuBLAS"  # torch.matmul on the same operands
 KEY = ["M", "N", "K"]  # the autotune key: one tuning per problem shape (and dtype)
 META = ("BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K", "GROUP_SIZE_M")
 LAUNCH = ("num_warps", "num_stages")
@@ -61,6 +63,44 @@ KEY_MAP = {
 }
 DEFAULTS = {"ORDER": 1, "SPLIT_K": 1}
 SHAPE = {"M": "M", "N": "N", "K": "K"}  # the problem's fields <- the kernel's (autotune key) arguments
+
+
+# 14 shapes (name, problem), none in a bench/data CSV (bench/user_autotune.py checks); one odd-N shape early, so
+# the second specialisation's compiles come early too
+SHAPES = [
+    ("llama3-8b gate_up decode", dict(M=32, N=28672, K=4096)),
+    ("gpt2-large lm_head", dict(M=256, N=50257, K=1280)),
+    ("qwen2.5-7b gate_up prefill", dict(M=1024, N=37888, K=3584)),
+    ("odd K 4000", dict(M=1024, N=4096, K=4000)),
+    ("llama3-70b qkv tp8 decode", dict(M=16, N=1280, K=8192)),
+    ("llama3-70b gate_up tp8 prefill", dict(M=2048, N=7168, K=8192)),
+    ("odd K 1200", dict(M=2048, N=2048, K=1200)),
+    ("qwen1.5-moe expert gate_up", dict(M=768, N=2816, K=2048)),
+    ("llama3-8b down decode", dict(M=64, N=4096, K=14336)),
+    ("classifier head N=1000", dict(M=512, N=1000, K=2048)),
+    ("llama3-70b down prefill", dict(M=512, N=8192, K=28672)),
+    ("odd K 720", dict(M=4096, N=1024, K=720)),
+    ("qwen2.5-7b down decode", dict(M=32, N=3584, K=18944)),
+    ("qwen1.5-moe expert down", dict(M=768, N=2048, K=1408)),
+]
+
+
+def problem(shape: dict) -> dict:
+    """The model's problem fields of one shape (nn: A row-major M x K, B row-major K x N)."""
+    return dict(shape)
+
+
+def label(shape: dict) -> str:
+    return f"{shape['M']}x{shape['N']}x{shape['K']}"
+
+
+def flops(shape: dict) -> float:
+    return 2.0 * shape["M"] * shape["N"] * shape["K"]
+
+
+def specialisation(shape: dict) -> tuple:
+    """What makes Triton compile anew: its divisibility-by-16 specialisation of the integer arguments."""
+    return tuple(shape[f] % 16 == 0 for f in ("M", "N", "K"))
 
 
 def user_space() -> dict:
@@ -249,6 +289,51 @@ def check(M, N, K, kernel=None, config=None, dtype=None, seed=0, tol=1e-2) -> fl
     err = rel_err(c, a, b)
     assert err <= tol, f"{M}x{N}x{K} {config}: rel_err {err:.3g} > {tol}"
     return err
+
+
+# --- the bench's interface (bench/user_autotune.py: one shape's operands, a launch, the vendor call, the error) ---
+
+
+def inputs(shape: dict, seed: int = 0, dtype=None) -> dict:
+    """Random A (M x K), B (K x N) and an output poisoned with NaN."""
+    import torch
+
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    dt = dtype or torch.float16
+    M, N, K = shape["M"], shape["N"], shape["K"]
+    a = torch.randn((M, K), generator=gen, device="cuda", dtype=torch.float32).to(dt)
+    b = torch.randn((K, N), generator=gen, device="cuda", dtype=torch.float32).to(dt)
+    return {"a": a, "b": b, "out": torch.full((M, N), float("nan"), dtype=dt, device="cuda")}
+
+
+def launch(x: dict, kernel, config=None):
+    return matmul(x["a"], x["b"], kernel, config, out=x["out"])
+
+
+def vendor(x: dict):
+    import torch
+
+    def call():
+        return torch.matmul(x["a"], x["b"], out=x["out"])
+
+    return call
+
+
+def error(x: dict, out=None) -> float:
+    """rel_err of the output (or `out`, the vendor's result) against an fp32 product."""
+    return rel_err(x["out"] if out is None else out, x["a"], x["b"])
+
+
+def named_args(shape: dict) -> dict:
+    """The named arguments the pruner sees at a launch, without a GPU (tensors as dtype-only stand-ins)."""
+
+    class _T:
+        dtype = "torch.float16"
+
+    M, N, K = shape["M"], shape["N"], shape["K"]
+    vals = (_T(), _T(), _T(), M, N, K, K, 1, N, 1, N, 1)
+    names = user_gemm.__code__.co_varnames[: user_gemm.__code__.co_argcount]
+    return dict(zip(names, vals, strict=False))
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
-"""Issue 28 on a GPU: a user's tutorial-style Triton GEMM (tests/gpu_user_gemm.py) tuned with the model's configs.
+"""Issue 28 on a GPU: a user's tutorial-style Triton GEMM (tests/gpu_user_gemm.py) and flash attention
+(tests/gpu_user_attention.py) tuned with the model's configs.
 
-* everywhere: the user's space and the bench's shapes (76 configs; no bench shape in any bench/data CSV);
+* everywhere: the users' spaces and the bench's shapes (76 and 94 configs; no bench shape in any bench/data CSV);
 * on an NVIDIA GPU (skipped without torch, triton or a device): the kernel matches torch; `tiler search --emit triton
   --top 8 --space <the user's TOML>` output, pasted into the kernel's `@triton.autotune`, runs and matches torch
   (skipped, saying so, where the CLI has no `--space`); the pruner of `tiler.triton` inside `@triton.autotune`; the
@@ -13,6 +14,7 @@ import re
 import sys
 from pathlib import Path
 
+import gpu_user_attention as fa_user
 import gpu_user_gemm as g
 import pytest
 
@@ -43,11 +45,37 @@ def test_user_space_and_its_toml():
 
 def test_bench_shapes_are_not_in_bench_data():
     ua = _bench()
-    assert len(ua.SHAPES) >= 12
+    ua.g = g
+    assert len(g.SHAPES) >= 12
     seen = ua.fitted_shapes()
     assert len(seen) > 100  # the measured tables were read
-    assert not [s for s in ua.SHAPES if s[1:] in seen]
-    assert any(k % 64 for _, _, _, k in ua.SHAPES) and any(n % 16 for _, _, n, _ in ua.SHAPES)
+    assert (1024, 4096, 4000) in {ua._key(s) for _, s in g.SHAPES}
+    assert not [s for _, s in g.SHAPES if ua._key(s) in seen]
+    assert any(s["K"] % 64 for _, s in g.SHAPES) and any(s["N"] % 16 for _, s in g.SHAPES)
+
+
+def test_attention_space_its_toml_and_bench_shapes():
+    from tiler.triton import load_user_space
+
+    pts = fa_user.space_points()
+    assert len(pts) == 94 >= 64
+    toml = load_user_space(ROOT / "examples" / "triton" / "tutorial_attention.toml")
+    mine = load_user_space(fa_user.user_space())
+    assert toml.configs() == mine.configs() and toml.shape == mine.shape
+    assert toml.shape["N_CTX"] == ("S1", "S2") and toml.defaults == {
+        "ORDER": 0
+    }  # natural grid, no ORDER knob
+    ua = _bench()
+    ua.g = fa_user
+    assert len(fa_user.SHAPES) >= 12
+    seen = ua.fitted_shapes()
+    assert len(seen) >= 10  # the measured attention tables were read
+    assert not [s for _, s in fa_user.SHAPES if ua._key(s) in seen]
+    assert {s["causal"] for _, s in fa_user.SHAPES} == {0, 1} and any(s["S"] % 64 for _, s in fa_user.SHAPES)
+    # the pruner reads a launch's problem from the kernel's named arguments through the [shape] map
+    args = fa_user.named_args(dict(B=2, heads=8, S=1000, D=128, causal=1))
+    p = mine.problem_of(args, "fp16")
+    assert (p.B, p.heads, p.kv_heads, p.S1, p.S2, p.D, p.causal) == (2, 8, 8, 1000, 1000, 128, 1)
 
 
 # --- on an NVIDIA GPU -----------------------------------------------------------------------------------------
@@ -133,3 +161,37 @@ def test_runners_time_the_vendor_beside(torch):
         shape = {"B": 2, "heads": 8, "kv_heads": 2, "S1": S1, "S2": 1024, "D": 128, "causal": causal}
         ven = fa.vendor_times(shape)
         assert ven["ms"] > 0 and ven["max_abs_err"] < 2e-2 and ven["backend"], ven
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(
+    "shape",
+    [dict(B=2, heads=4, S=1000, D=128, causal=1), dict(B=1, heads=3, S=300, D=64, causal=0)],
+    ids=["causal-1000", "plain-300-d64"],
+)
+def test_user_attention_matches_torch(torch, shape):
+    pts = fa_user.space_points()
+    for p in pts[:: len(pts) // 5] + [pts[-1]]:
+        assert fa_user.check(shape, config=p, tol=1e-2) <= 1e-2
+
+
+@pytest.mark.gpu
+def test_attention_emit_top8_and_pruner_in_autotune(torch, capsys):
+    from tiler.cli import main
+    from tiler.triton import pruner
+
+    space = ROOT / "examples" / "triton" / "tutorial_attention.toml"
+    shape = "B=2,heads=16,kv_heads=16,S1=1000,S2=1000,D=128,causal=1"
+    args = ["search", "--op", "flash_attention", "--chip", "h200", "--shape", shape]
+    assert main([*args, "--space", str(space), "--emit", "triton", "--top", "8"]) == 0
+    configs = _emitted_configs(capsys.readouterr().out)
+    assert len(configs) == 8
+    names = {fa_user.config_label(fa_user.config_dict(c)) for c in configs}
+    assert names <= {fa_user.config_label(p) for p in fa_user.space_points()}
+    every = [fa_user.to_config(p) for p in fa_user.space_points()]
+    prune = pruner("flash_attention", "h200", space=str(space), top_k=4)
+    for kernel in (fa_user.autotuned(configs), fa_user.autotuned(every, prune_configs_by=prune)):
+        x = fa_user.inputs(dict(B=2, heads=16, S=1000, D=128, causal=1), seed=3)
+        fa_user.launch(x, kernel)
+        assert fa_user.error(x) < 1e-2
+    assert len(kernel.configs_timings) == 4  # the pruned one measured only what the model kept

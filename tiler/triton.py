@@ -285,7 +285,8 @@ class UserSpace:
     given (a meta-parameter of the kernel or a launch option). restrictions: Python expressions over the params; a
     config is kept when every one holds. key_map: every param -> the model's knob it sets. defaults: knob -> value
     code for the knobs no param sets (given by the user, or built in: `builtin` names those). shape: the kernel's
-    autotune key argument -> the problem field it holds. problem: problem fields fixed for this kernel (a layout).
+    autotune key argument -> the problem fields it holds (one argument may give several: the tutorial attention's
+    N_CTX is both S1 and S2). problem: problem fields fixed for this kernel (a layout).
     dtype: the operands' dtype, None to take it from the launch (pruner) or the caller. source: the file, or
     "dict". passthrough: params the model does not read but Triton does (a launch option that is no knob of the
     operator): they go into the configs and change no prediction.
@@ -296,7 +297,7 @@ class UserSpace:
     restrictions: tuple[str, ...] = ()
     key_map: dict[str, str] = field(default_factory=dict)
     defaults: dict[str, int] = field(default_factory=dict)
-    shape: dict[str, str] = field(default_factory=dict)
+    shape: dict[str, tuple[str, ...]] = field(default_factory=dict)
     problem: dict[str, Any] = field(default_factory=dict)
     dtype: str | None = None
     source: str = "dict"
@@ -385,15 +386,17 @@ class UserSpace:
         from .problem import parse_problem
 
         fields_: dict[str, Any] = dict(self.problem)
-        for arg, name in self.shape.items():
+        for arg, names in self.shape.items():
             if arg not in args:
                 have = ", ".join(a for a in args if not hasattr(args[a], "dtype")) or "none"
                 raise _fail(
                     self.source,
-                    f"shape: the launch has no argument {arg!r} (for {name}); its non-tensor arguments: {have}",
+                    f"shape: the launch has no argument {arg!r} (for {', '.join(names)}); "
+                    f"its non-tensor arguments: {have}",
                 )
             v = args[arg]
-            fields_[name] = int(v) if hasattr(v, "__index__") else v
+            for name in names:
+                fields_[name] = int(v) if hasattr(v, "__index__") else v
         return parse_problem(self.op, fields_, dtype or self.dtype or _dtype_of(args))
 
     def config_of(self, values: dict) -> dict:
@@ -693,18 +696,24 @@ def _shape_map(where, cls, shape_raw, problem_raw):
     for name in problem_raw:
         if name not in allowed:
             raise _fail(where, f"problem: {name!r} is not a field of {cls.OP}; allowed: {', '.join(allowed)}")
-    shape = {}
-    for arg, name in (shape_raw or {f: f for f in cls.FIELDS}).items():
-        if not isinstance(name, str) or name not in allowed:
-            raise _fail(
-                where, f"shape: {arg} -> {name!r}: not a field of {cls.OP}; allowed: {', '.join(allowed)}"
-            )
-        if name in shape.values():
-            raise _fail(where, f"shape: two arguments give the field {name}")
-        if name in problem_raw:
-            raise _fail(where, f"shape: the field {name} is both an argument's ({arg}) and fixed in problem")
-        shape[str(arg)] = name
-    lacking = [f for f in cls.FIELDS if f not in shape.values() and f not in problem_raw]
+    shape: dict[str, tuple[str, ...]] = {}
+    given: dict[str, str] = {}  # field -> the argument that gives it
+    for arg, raw in (shape_raw or {f: f for f in cls.FIELDS}).items():
+        names = tuple(raw) if isinstance(raw, list | tuple) else (raw,)
+        if not names:
+            raise _fail(where, f"shape: {arg} -> []: name at least one field; allowed: {', '.join(allowed)}")
+        for name in names:
+            if not isinstance(name, str) or name not in allowed:
+                raise _fail(
+                    where, f"shape: {arg} -> {name!r}: not a field of {cls.OP}; allowed: {', '.join(allowed)}"
+                )
+            if name in given:
+                raise _fail(where, f"shape: two arguments give the field {name} ({given[name]}, {arg})")
+            if name in problem_raw:
+                raise _fail(where, f"shape: the field {name} is both an argument's ({arg}) and fixed in problem")
+            given[name] = str(arg)
+        shape[str(arg)] = names
+    lacking = [f for f in cls.FIELDS if f not in given and f not in problem_raw]
     if lacking:
         raise _fail(
             where,

@@ -507,6 +507,8 @@ class FlashAttentionCuda(Operator):
     FITTABLE = FITTABLE
     CONSTANTS = DEFAULTS
     IMPLS = ("triton",)
+    # a Triton attention kernel without ORDER launches the tutorial's grid (query blocks, batch * heads): natural
+    ABSENT_DEFAULTS = {"ORDER": "natural"}
     TARGETS = {"triton": views.TRITON}
     RUNNERS = ("triton",)
 
