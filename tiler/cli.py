@@ -540,7 +540,10 @@ def rank(obj, op, chip_id, shape, dtype, candidates, fmt, target, top, diverse):
 
     A table with measured times (ms, us, measured_us, ...) also gets the agreement of the model's ranking with them
     (Spearman, top-1 and best-of-k regret, median |log error|) over all its ranked rows: on stderr for csv and json
-    (where the document becomes {"ranked": [...], "agreement": {...}}), a block after the table for table. Its
+    (where the document becomes {"ranked": [...], "agreement": {...}}), a block after the table for table. Where
+    the table also times the vendor call (rows of another `impl`, as the runners' --vendor record it, or a
+    vendor_us / vendor_ms column), the block says how fast the model's pick and the best row run against it (JSON:
+    "vendor"). Its
     missing knob columns take the defaults of a kernel without them, named in a note and the `defaulted` column."""
     from .operator import get_operator
     from .rank import (
@@ -550,6 +553,7 @@ def rank(obj, op, chip_id, shape, dtype, candidates, fmt, target, top, diverse):
         measured_agreement,
         rank_candidates,
         read_candidates,
+        vendor_of,
     )
 
     if top is not None and top < 1:
@@ -559,9 +563,10 @@ def rank(obj, op, chip_id, shape, dtype, candidates, fmt, target, top, diverse):
     ranked, rejected = rank_candidates(problem, chip, df, space)
     skipped = len(df) - len(ranked) - len(rejected)  # select_rows: rows for another problem or kernel
     agreed = measured_agreement(ranked)  # before --top and --diverse: every ranked row, in the model's order
+    model = get_operator(problem.OP, chip.family, space.target)
+    vendor = vendor_of(problem, df, ranked, model.IMPLS) if agreed is not None else None
     took = defaults_taken(ranked, rejected)
     if diverse:
-        model = get_operator(problem.OP, chip.family, space.target)
         ranked = diverse_rows(ranked, model.SHAPE_KNOBS, model.DEPTH_KNOB)
     if top is not None:
         ranked = ranked.head(top)
@@ -585,6 +590,7 @@ def rank(obj, op, chip_id, shape, dtype, candidates, fmt, target, top, diverse):
         block = [
             f"agreement with the measured times ({col}) over {a.pairs} ranked rows of {problem.label()}:",
             *("  " + line for line in a.lines()),
+            *(["  " + vendor.line()] if vendor is not None else []),
         ]
     if fmt == "csv":
         click.echo(ranked.to_csv(index=False), nl=False)
@@ -596,6 +602,7 @@ def rank(obj, op, chip_id, shape, dtype, candidates, fmt, target, top, diverse):
             doc = {
                 "ranked": json.loads(records),
                 "agreement": {"measured_column": agreed[0], **agreed[1].as_dict()},
+                **({"vendor": vendor.as_dict()} if vendor is not None else {}),
             }
             click.echo(json.dumps(doc, indent=2))
     else:

@@ -18,6 +18,7 @@ on line r + 1).
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -357,6 +358,80 @@ def measured_agreement(ranked: pd.DataFrame):
     col, scale = found
     measured_us = numeric(ranked[col]) * (scale * 1e6)
     return col, agreement(ranked["predicted_us"].to_numpy(dtype=np.float64), measured_us)
+
+
+# a vendor library's time beside each row (a runner's `--vendor` timing flattened into the table) -> seconds per unit
+VENDOR_COLUMNS = {"vendor_us": 1e-6, "vendor_ms": 1e-3}
+
+
+@dataclass(frozen=True)
+class Vendor:
+    """The vendor library's measured time for the problem of a measured table, and the model's pick against it.
+
+    name: the implementation (the `impl` cell of its rows: torch, cublas, torch_sdpa, ...; or the `vendor` cell
+    beside a `vendor_us`/`vendor_ms` column). us: its median measured time in microseconds (the fastest vendor
+    when the table holds several). pick_speedup: the vendor's time over the measured time of the model's pick
+    (above 1: the pick is faster than the vendor); best_speedup: the same for the best measured row."""
+
+    name: str
+    us: float
+    rows: int
+    pick_speedup: float
+    best_speedup: float
+
+    def as_dict(self) -> dict:
+        return {k: getattr(self, k) for k in ("name", "us", "rows", "pick_speedup", "best_speedup")}
+
+    def line(self) -> str:
+        return (
+            f"vendor ({self.name}, {self.rows} measured row{'s' if self.rows != 1 else ''}): {self.us:.3f} us; "
+            f"the model's pick runs at {self.pick_speedup:.3f}x its speed, the best measured row at "
+            f"{self.best_speedup:.3f}x (above 1: faster than the vendor)"
+        )
+
+
+def vendor_of(
+    problem: Problem, df: pd.DataFrame, ranked: pd.DataFrame, impls: tuple[str, ...]
+) -> Vendor | None:
+    """The vendor's time in a measured table (`df`, as read) for `problem`, against the model's `ranked` rows: rows
+    whose `impl` names another implementation than the kernel's `impls` (what select_rows skips: the vendor call
+    timed in the same run, as the runners record it), else a `vendor_us`/`vendor_ms` column beside the kernel's
+    rows. None when the table has neither, or the ranked rows have no measured time."""
+    found = time_column(ranked)
+    if found is None or not len(ranked):
+        return None
+    col, scale = found
+    meas = numeric(ranked[col]) * (scale * 1e6)
+    ok = np.isfinite(meas) & (meas > 0)
+    if not ok.any() or not ok[0]:  # the model's pick (the first ranked row) has no measured time
+        return None
+    pick_us, best_us = float(meas[0]), float(meas[ok].min())
+    times: dict[str, list[float]] = {}
+    rows = select_rows(problem, df)
+    if "impl" in rows.columns and impls and col in rows.columns:
+        impl = rows["impl"].astype(str).str.strip()
+        other = rows[~impl.str.lower().isin(impls) & ~impl.str.lower().isin(("", "nan", "none"))]
+        us = numeric(other[col]) * (scale * 1e6)
+        for name, t in zip(other["impl"].astype(str).str.strip(), us, strict=True):
+            if np.isfinite(t) and t > 0:
+                times.setdefault(name, []).append(float(t))
+    if not times:
+        vcol = next((c for c in VENDOR_COLUMNS if c in ranked.columns), None)
+        if vcol is not None:
+            us = numeric(ranked[vcol]) * (VENDOR_COLUMNS[vcol] * 1e6)
+            names = (
+                ranked["vendor"].astype(str)
+                if "vendor" in ranked.columns
+                else pd.Series(["vendor"] * len(us))
+            )
+            for name, t in zip(names, us, strict=True):
+                if np.isfinite(t) and t > 0:
+                    times.setdefault(name, []).append(float(t))
+    if not times:
+        return None
+    med = {name: float(np.median(v)) for name, v in times.items()}
+    name = min(med, key=med.get)
+    return Vendor(name, med[name], len(times[name]), med[name] / pick_us, med[name] / best_us)
 
 
 def diverse_rows(ranked: pd.DataFrame, shape_knobs, depth_knob: str = "") -> pd.DataFrame:
