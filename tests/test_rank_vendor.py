@@ -44,7 +44,9 @@ def test_vendor_rows_give_the_picks_speed_against_the_vendor(tmp_path):
 def test_a_vendor_column_beside_the_rows_and_the_table_block(tmp_path):
     rows = [{**r, "vendor_us": 44.0, "vendor": "cublas"} for r in ROWS if r["impl"] == "triton"]
     res = _rank(tmp_path, rows, fmt="table")
-    assert "vendor (cublas, 3 measured rows): 44.000 us; the model's pick runs at 0.880x its speed" in res.stdout
+    assert (
+        "vendor (cublas, 3 measured rows): 44.000 us; the model's pick runs at 0.880x its speed" in res.stdout
+    )
 
 
 def test_no_vendor_no_line(tmp_path):
