@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import tomllib
 from pathlib import Path
 
@@ -682,3 +683,36 @@ def test_calibrate_takes_the_users_columns(raw_chip, data, tmp_path, capsys):
     err = capsys.readouterr().err
     assert "--measurements: missing column 'num_warps'" in err and "--candidates" not in err
     assert len(err.strip().splitlines()) == 1 and not out.exists()
+
+
+# ---------------------------------------------------------------- the prior and the shapes outside the fit
+def _synthetic(raw_chip, data, scale: dict) -> pd.DataFrame:
+    """The shared table's rows with times the model itself predicts once `scale` multiplies some constants: a
+    truth the fit can reach exactly."""
+    meas = load_measurements(raw_chip, "matmul", data)
+    truth = dict(mc.efficiency(raw_chip))
+    truth.update({k: truth[k] * f for k, f in scale.items()})
+    out = meas.table.copy()
+    out["us"] = mc.timing(meas.prepared, raw_chip, truth)["time_us"]
+    for col in ("row", "ms", "time_ms", "time_us", "measured_us", "measured_ms", "defaulted"):
+        out = out.drop(columns=[col], errors="ignore")
+    return out
+
+
+def test_a_fit_on_three_shapes_reports_the_others_and_the_prior_holds_constants(raw_chip, data):
+    table = _synthetic(raw_chip, data, {"latency_scale": 1.6})
+    shapes = list(load_measurements(raw_chip, "matmul", table).shapes)
+    assert len(shapes) > 4
+    fit = shapes[:3]
+    loose = calibrate(raw_chip, "matmul", table, folds=0, fit_shapes=fit, prior_sigma=math.inf)
+    # the shapes outside --fit-shapes are reported apart: the fitted model predicts them closer than the start
+    assert loose.outside["after"].problems == len(shapes) - 3
+    assert loose.outside["after"].median_abs_log_error < 0.5 * loose.outside["before"].median_abs_log_error
+    assert "other shapes (outside --fit-shapes, never fitted)" in loose.summary()
+    # a tight prior keeps every constant near its start; the loose fit moves latency_scale towards the truth
+    start = mc.efficiency(raw_chip)
+    tight = calibrate(raw_chip, "matmul", table, folds=0, fit_shapes=fit, prior_sigma=0.01)
+    assert all(abs(math.log(v / start[k])) < 0.05 for k, v in tight.values.items()), tight.values
+    assert loose.values["latency_scale"] > 1.3 * start["latency_scale"]
+    # without fit_shapes there is nothing outside the fit
+    assert calibrate(raw_chip, "matmul", table.head(400), folds=0).outside == {}

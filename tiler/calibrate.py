@@ -36,6 +36,11 @@ from .space import load_space
 TIME_MAX_S = 3600.0  # the longest measured time a row may give (one kernel launch: an hour is far beyond any)
 SOFT_L1 = 0.25  # |log ratio| above which a row's weight starts to fall (robust fit; a 28% miss)
 NEAR_BEST = 0.5  # log(measured / shape's best) at which a row's weight has fallen to 1/2
+# The prior on each fitted constant: log-normal around its value before the fit, a factor e^PRIOR_SIGMA for one
+# standard deviation. Against it, each measured shape counts as one observation (its rows share the shape's
+# systematic error) with the error scale SOFT_L1: so a fit on a few shapes moves few constants far, and a fit on
+# many is led by the data. A guess, not a fit (docs/model.md).
+PRIOR_SIGMA = 1.0
 
 
 @dataclass
@@ -90,6 +95,8 @@ class CalibrationResult:
     # the k-fold's held-out agreement (tiler.agreement.combine over the held-out shapes), "before" and "after"
     agreement: dict[str, Agreement] = field(default_factory=dict)
     defaulted: dict = field(default_factory=dict)  # knobs the measurements lack -> the defaults they took
+    # with fit_shapes: the file's other shapes, never fitted (not in any fold either): agreement "before"/"after"
+    outside: dict[str, Agreement] = field(default_factory=dict)
 
     def summary(self) -> str:
         """What was fitted, and how well it predicts shapes it did not see (the k-fold)."""
@@ -113,6 +120,14 @@ class CalibrationResult:
             )
             lines.append(f"    uncalibrated {self.agreement['before'].line()}")
             lines.append(f"    calibrated   {self.agreement['after'].line()}")
+        if self.outside:
+            b, a = self.outside["before"], self.outside["after"]
+            lines.append(
+                f"the file's {a.problems} other shapes (outside --fit-shapes, never fitted): median |log ratio| "
+                f"{b.median_abs_log_error:.3f} uncalibrated -> {a.median_abs_log_error:.3f}; top-1 regret (geomean) "
+                f"{b.top1_regret:.3f} -> {a.top1_regret:.3f} (worst {b.worst_top1_regret:.3f} -> "
+                f"{a.worst_top1_regret:.3f}); Spearman {b.spearman:.3f} -> {a.spearman:.3f}"
+            )
         if self.defaulted:
             lines.append(
                 "  knob columns the measurements lack took the default of a kernel without them (not the model's "
@@ -251,9 +266,18 @@ def pipe_errors(model: Operator, chip, data: Measured, e: dict) -> dict[str, flo
     return out
 
 
-def _fit(model: Operator, chip, data: Measured, start: dict, names: list[str], iters: int = 40) -> dict:
+def _fit(
+    model: Operator,
+    chip,
+    data: Measured,
+    start: dict,
+    names: list[str],
+    iters: int = 40,
+    prior_sigma: float = PRIOR_SIGMA,
+) -> dict:
     """Levenberg-Marquardt on log(pred/measured) over log-constants, soft-L1 reweighted, clipped to the
-    operator's FITTABLE boxes."""
+    operator's FITTABLE boxes; each shape's rows weigh as one observation, and each constant has a log-normal
+    prior around its start (sigma `prior_sigma` in log units; inf: none)."""
     lo = np.log([model.FITTABLE[k][0] for k in names])
     hi = np.log([model.FITTABLE[k][1] for k in names])
     u = np.clip(np.log([start[k] for k in names]), lo, hi)
@@ -261,6 +285,10 @@ def _fit(model: Operator, chip, data: Measured, start: dict, names: list[str], i
     # rows near their shape's best matter most (that is where the choice is made): weight by closeness
     best = np.array([data.seconds[data.shape_of == i].min() for i in range(len(data.shapes))])[data.shape_of]
     near = np.sqrt(1.0 / (1.0 + (np.log(data.seconds / best) / NEAR_BEST) ** 2))
+    # each shape weighs as one observation: its rows' squared residuals are averaged
+    near = near / np.sqrt(np.bincount(data.shape_of)[data.shape_of])
+    u0 = u.copy()
+    prior = SOFT_L1 / prior_sigma if prior_sigma > 0 else 0.0
 
     # each measured pipe adds a residual per row where it was measured (and the model has that pipe busy)
     pipe_y = {pp: np.log(v) for pp, v in data.pipes.items()}
@@ -269,16 +297,17 @@ def _fit(model: Operator, chip, data: Measured, start: dict, names: list[str], i
     def resid(uu):
         e = dict(start, **{k: float(np.exp(v)) for k, v in zip(names, uu, strict=True)})
         if not pipe_y:
-            return np.log(_predict(model, chip, data, e)) - y
+            return np.concatenate([np.log(_predict(model, chip, data, e)) - y, prior * (uu - u0)])
         total, pipes = _predict_all(model, chip, data, e)
         parts = [np.log(total) - y]
         for pp, yy in pipe_y.items():
             ok = pipe_ok[pp]
             parts.append(np.where(ok, np.log(np.maximum(pipes[pp], 1e-15)) - np.where(ok, yy, 0.0), 0.0))
-        return np.concatenate(parts)
+        return np.concatenate([*parts, prior * (uu - u0)])
 
     def weights(r):
-        return near / np.sqrt(np.sqrt(1.0 + (r / SOFT_L1) ** 2))  # sqrt of the soft-L1 IRLS weight
+        rows = r[: near.size]  # the prior's residuals (the last len(names)) keep weight 1
+        return np.concatenate([near / np.sqrt(np.sqrt(1.0 + (rows / SOFT_L1) ** 2)), np.ones(len(names))])
 
     near = np.tile(near, 1 + len(pipe_y))
     r = resid(u)
@@ -354,16 +383,20 @@ def calibrate(
     data_name: str = "measurements",
     date: str | None = None,
     note: str = "",
+    prior_sigma: float = PRIOR_SIGMA,
 ) -> CalibrationResult:
     """Fit `chip`'s efficiency constants for `op` to `measurements` (columns as shared/data/h200_matmul_cal.csv).
 
     Args:
         folds: k of the k-fold cross-validation by shape (0 or 1: no cross-validation).
         seed: shuffles the shapes into folds.
-        fit_shapes: shape labels (Problem.label(), matmul "MxNxK") to use; the others are ignored (kept for
-            testing). Default: all.
+        fit_shapes: shape labels (Problem.label(), matmul "MxNxK") to fit (and cross-validate) on; the file's
+            other shapes are never fitted and are reported apart (`outside`: the agreement of the uncalibrated and
+            the calibrated model with them). Default: all.
         params: constants to fit; default the operator's FITTABLE constants.
         data_name, date, note: name the data (and what was held out) in the `source` of every fitted value.
+        prior_sigma: the spread of each constant's log-normal prior around its value before the fit, in log
+            units (PRIOR_SIGMA: a factor e); math.inf fits with no prior.
     """
     t0 = time.perf_counter()
     model = _operator(op, chip.family)
@@ -378,7 +411,10 @@ def calibrate(
             raise TilerError(
                 f"calibrate: no measured rows for shape(s) {', '.join(missing)}; have {', '.join(data.shapes)}"
             )
+        outside = data.take([s for s in data.shapes if s not in fit_shapes]) if len(data.shapes) > 1 else None
         data = data.take(fit_shapes)
+    else:
+        outside = None
     start = model.constants(chip)
     rows = []
     agree: dict[str, list[Agreement]] = {"before": [], "after": []}
@@ -389,7 +425,7 @@ def calibrate(
         for j, held in enumerate(_folds(data.shapes, folds, seed)):
             train = data.take([s for s in data.shapes if s not in held])
             test = data.take(held)
-            e = _fit(model, chip, train, start, names)
+            e = _fit(model, chip, train, start, names, prior_sigma=prior_sigma)
             before, after = _predict(model, chip, test, start), _predict(model, chip, test, e)
             if test.pipes:
                 pipe_folds.append((pipe_errors(model, chip, test, start), pipe_errors(model, chip, test, e)))
@@ -414,7 +450,7 @@ def calibrate(
                     }
                 )
     fold_df = pd.DataFrame(rows)
-    fitted = _fit(model, chip, data, start, names)
+    fitted = _fit(model, chip, data, start, names, prior_sigma=prior_sigma)
     pred = _predict(model, chip, data, fitted)
     date = date or _dt.date.today().isoformat()
     basis = f"on {data_name} ({len(data.seconds)} rows, shapes {', '.join(data.shapes)}), {date}" + (
@@ -442,6 +478,14 @@ def calibrate(
             metrics[f"cv_pipe_{name_}_after"] = float(
                 np.median([a[name_] for b, a in pipe_folds if name_ in a])
             )
+    beyond: dict[str, Agreement] = {}
+    if outside is not None and len(outside.shapes):
+        for when, e in (("before", start), ("after", fitted)):
+            p_ = _predict(model, chip, outside, e)
+            beyond[when] = combine(
+                [agreement(p_[outside.shape_of == i], outside.seconds[outside.shape_of == i])
+                 for i in range(len(outside.shapes))]
+            )  # fmt: skip
     choice_source = f"chosen by tiler calibrate: the value measured fastest {basis}"
     fitted_chip = chip.with_values(values, tag="fitted", source=source).with_values(
         {c.key: c.value for c in choices}, tag="fitted", source=choice_source
@@ -460,6 +504,7 @@ def calibrate(
         choices,
         {k: combine(v) for k, v in agree.items()} if agree["after"] else {},
         data.defaulted,
+        beyond,
     )
 
 

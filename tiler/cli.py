@@ -623,7 +623,8 @@ def rank(obj, op, chip_id, shape, dtype, candidates, fmt, target, top, diverse):
 @click.option(
     "--fit-shapes",
     default=None,
-    help="Shape labels to fit, ';'-separated, e.g. 1024x1024x1024;4096x4096x4096 (default: all).",
+    help="Shape labels to fit, ';'-separated, e.g. 1024x1024x1024;4096x4096x4096 (default: all); the file's "
+    "other shapes are reported apart, never fitted.",
 )
 @click.option(
     "--note", default="", help="Appended to the source of every fitted value (e.g. what was held out)."
