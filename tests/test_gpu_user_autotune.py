@@ -161,6 +161,11 @@ def test_runners_time_the_vendor_beside(torch):
         shape = {"B": 2, "heads": 8, "kv_heads": 2, "S1": S1, "S2": 1024, "D": 128, "causal": causal}
         ven = fa.vendor_times(shape)
         assert ven["ms"] > 0 and ven["max_abs_err"] < 2e-2 and ven["backend"], ven
+        # every fused SDPA backend forced alone: a time or why it cannot run; the fastest among those that ran
+        assert set(ven["backends"]) == set(fa.SDPA_BACKENDS)
+        assert all(("ms" in b) != ("error" in b) for b in ven["backends"].values()), ven["backends"]
+        ran = {n: b["ms"] for n, b in ven["backends"].items() if "ms" in b}
+        assert not ran or ven["fastest_ms"] == min(ran.values())
 
 
 @pytest.mark.gpu

@@ -42,14 +42,21 @@ def _sdpa_backend(torch, q, k, v, causal: bool, gqa: bool) -> str:
         return "unknown"
 
 
-def vendor_times(shape: dict, dtype="fp16", seed: int = 0, warmup=5, rep=25) -> dict:
+# SDPA's fused backends, each forced in turn (torch.nn.attention.sdpa_kernel): FlashAttention-2, the
+# memory-efficient (xFormers/CUTLASS) kernel and cuDNN's; MATH is the unfused reference, not a vendor kernel
+SDPA_BACKENDS = ("FLASH_ATTENTION", "EFFICIENT_ATTENTION", "CUDNN_ATTENTION")
+
+
+def vendor_times(shape: dict, dtype="fp16", seed: int = 0, warmup=5, rep=25, backends: bool = True) -> dict:
     """torch's scaled_dot_product_attention on the same problem and inputs as `triton_kernels.time_config`, checked
     against its reference and timed the same way (do_bench median, L2 flushed).
 
     K/V heads are shared through `enable_gqa` (no copies); a causal problem with S1 != S2 uses the kernel's
     bottom-right mask (`causal_lower_right`), with K/V repeated for GQA outside the timed call. Returns {"ms",
     "max_abs_err", "backend": the SDPA backend torch picked ("lower_right_bias" for the masked case, dispatched by
-    torch's CausalBias), "gqa": "enable_gqa" | "repeated" | "none"}."""
+    torch's CausalBias), "gqa": "enable_gqa" | "repeated" | "none"}; with `backends`, also "backends": each of
+    SDPA_BACKENDS forced alone -> {"ms", "max_abs_err"} or {"error": why it cannot run these inputs}, and
+    "fastest" / "fastest_ms": the fastest backend that runs them (the dispatcher's pick when none does)."""
     import torch
     import torch.nn.functional as F
     import triton
@@ -84,18 +91,49 @@ def vendor_times(shape: dict, dtype="fp16", seed: int = 0, warmup=5, rep=25) -> 
             _sdpa_backend(torch, q, k, v, causal, group > 1),
             ("enable_gqa" if group > 1 else "none"),
         )
-    err = float((fn().float() - tk.reference(q, k, v, causal).float()).abs().max())
+    ref = tk.reference(q, k, v, causal).float()
+    err = float((fn().float() - ref).abs().max())
     if not err < 2e-2:
         raise ArithmeticError(f"torch SDPA: max |error| {err:.3g} against the reference")
     ms = triton.testing.do_bench(fn, warmup=warmup, rep=rep, return_mode="median")
-    return {"ms": float(ms), "max_abs_err": err, "backend": backend, "gqa": gqa}
+    out = {"ms": float(ms), "max_abs_err": err, "backend": backend, "gqa": gqa}
+    if backends:
+        out["backends"] = {name: _forced(name, fn, ref, warmup, rep) for name in SDPA_BACKENDS}
+        ran = {n: b["ms"] for n, b in out["backends"].items() if "ms" in b}
+        out["fastest"], out["fastest_ms"] = (
+            min(ran.items(), key=lambda kv: kv[1]) if ran else (backend, out["ms"])
+        )
+    return out
+
+
+def _forced(name: str, fn, ref, warmup, rep) -> dict:
+    """One SDPA backend forced alone on the call `fn`: its time and error, or why it does not run."""
+    import triton
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    try:
+        with sdpa_kernel([getattr(SDPBackend, name)]):
+            err = float((fn().float() - ref).abs().max())
+            if not err < 2e-2:
+                return {"error": f"max |error| {err:.3g} against the reference"}
+            ms = triton.testing.do_bench(fn, warmup=warmup, rep=rep, return_mode="median")
+    except Exception as exc:  # noqa: BLE001 - this backend does not take these inputs (dtype, mask, head size)
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        return {"error": f"{type(exc).__name__}: {first[:160]}"}
+    return {"ms": float(ms), "max_abs_err": err}
 
 
 def time_with_vendor(shape: dict, config: dict, dtype="fp16", check=True, warmup=5, rep=25) -> dict:
     """`triton_kernels.time_config`'s dict for one tiling plus, in the same run on the same inputs, "vendor"
-    (`vendor_times`) and "vs_vendor" (SDPA's time / the tiling's: above 1, the tiling is faster)."""
+    (`vendor_times`, every SDPA backend too), "vs_vendor" (the dispatched SDPA's time / the tiling's: above 1, the
+    tiling is faster) and "vs_fastest" (the fastest backend's time / the tiling's)."""
     from . import triton_kernels as tk
 
     res = tk.time_config(shape, config, dtype=dtype, check=check, warmup=warmup, rep=rep)
     ven = vendor_times(shape, dtype=dtype, warmup=warmup, rep=rep)
-    return {**res, "vendor": ven, "vs_vendor": ven["ms"] / res["ms"]}
+    return {
+        **res,
+        "vendor": ven,
+        "vs_vendor": ven["ms"] / res["ms"],
+        "vs_fastest": ven["fastest_ms"] / res["ms"],
+    }
