@@ -36,7 +36,10 @@ def _sdpa_backend(torch, q, k, v, causal: bool, gqa: bool) -> str:
     try:
         from torch.nn.attention import SDPBackend
 
-        idx = torch._fused_sdp_choice(q, k, v, None, 0.0, causal, None, gqa)
+        try:  # torch 2.5+: scale and enable_gqa are keyword-only
+            idx = torch._fused_sdp_choice(q, k, v, None, 0.0, causal, scale=None, enable_gqa=gqa)
+        except TypeError:
+            idx = torch._fused_sdp_choice(q, k, v, None, 0.0, causal, None, gqa)
         return next(b.name for b in SDPBackend.__members__.values() if int(b.value) == int(idx))
     except Exception:  # noqa: BLE001 - a private API: absent or changed
         return "unknown"
