@@ -1,0 +1,125 @@
+"""Issue 30 (matmul, the odd-shape class): does splitting K pay on shapes whose dimensions are not multiples of 16?
+
+The model picks SPLIT_K 3 on 1111x2222x3333 (its rows' strides are not 16-byte aligned, so it prices the loads as
+one element wide and synchronous, and more programs as more latency hidden); the issue says no split is fastest
+there. For each odd shape below, in one process on the GPU machine: the model's best tiling with SPLIT_K pinned to
+each of 1, 2, 3, 4 (`tiler.search(fix=...)`, h200, fp16, nn), each timed with the project's Triton kernel
+(tiler.ops.matmul.triton_runner.time_config: do_bench median, L2 flushed, checked against an fp32 product), and
+cuBLAS beside it in the same run. The table says, per shape, which split the model prefers (lowest predicted) and
+which ran fastest.
+
+    PYTHONPATH=. python3 bench/odd_split_k.py run --out $OUT    # GPU machine, about 2 minutes
+    python3 bench/odd_split_k.py report [CSV]                   # default bench/data/h200_odd_split_k.csv
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+import os
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+DATA = ROOT / "bench" / "data"
+SPLITS = (1, 2, 3, 4)
+SHAPES = [  # (M, N, K): odd in every dimension, odd in one, and two aligned controls
+    (1111, 2222, 3333),
+    (3000, 5000, 2000),
+    (1000, 1000, 1000),
+    (777, 4097, 1999),
+    (2049, 2049, 8191),
+    (4096, 4096, 4095),
+    (511, 12289, 4096),
+    (8192, 1000, 1000),
+    (2048, 2048, 2048),
+    (1024, 4096, 8192),
+]
+
+
+def run(out: Path) -> int:
+    import tiler
+    from tiler.ops.matmul.triton_runner import time_config
+
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "h200_odd_split_k.csv"
+    rows: list[dict] = []
+    t0 = time.perf_counter()
+    for M, N, K in SHAPES:
+        vendor_ms = math.nan
+        for s in SPLITS:
+            shape = {"M": M, "N": N, "K": K}
+            res = tiler.search(op="matmul", chip="h200", shape=shape, dtype="fp16", fix={"SPLIT_K": s}, top=1)
+            t = res.tiling(0)
+            cfg = {k: t[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_warps", "num_stages")}
+            cfg["ORDER"] = res.space.knobs["ORDER"].parse(t["ORDER"])
+            cfg["SPLIT_K"] = s
+            try:
+                m = time_config(M, N, K, cfg, vendor=(s == 1))
+                ms, err, fail = m["ms"], m["rel_err"], ""
+                if s == 1:
+                    vendor_ms = m["vendor"]["ms"]
+            except Exception as exc:  # noqa: BLE001 - a config that does not run is a row
+                ms, err, fail = math.nan, math.nan, f"{type(exc).__name__}: {str(exc)[:120]}"
+            rows.append({"M": M, "N": N, "K": K, "SPLIT_K": s, **{k: v for k, v in cfg.items() if k != "SPLIT_K"},
+                         "predicted_us": float(res.est["time_us"][0]), "ms": ms, "rel_err": err, "fail": fail,
+                         "cublas_ms": vendor_ms})  # fmt: skip
+        print(f"[{time.perf_counter() - t0:4.0f}s] {M}x{N}x{K} done", flush=True)
+        _write(path, rows)
+    return report(path)
+
+
+def _write(path: Path, rows: list[dict]) -> None:
+    cols: list[str] = []
+    for r in rows:
+        cols += [k for k in r if k not in cols]
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=cols)
+        w.writeheader()
+        w.writerows({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in r.items()} for r in rows)
+
+
+def report(path: Path) -> int:
+    import pandas as pd
+
+    if not path.exists():
+        print(f"no {path}")
+        return 1
+    df = pd.read_csv(path)
+    agree = 0
+    n = 0
+    for (M, N, K), d in df.groupby(["M", "N", "K"], sort=False):
+        d = d.set_index("SPLIT_K")
+        pred = int(d["predicted_us"].idxmin())
+        ran = d["ms"].dropna()
+        fast = int(ran.idxmin())
+        agree += pred == fast
+        n += 1
+        per = "  ".join(
+            f"s{s}: {d.loc[s, 'predicted_us']:7.1f} pred / {d.loc[s, 'ms'] * 1e3:7.1f} us" for s in d.index
+        )
+        print(
+            f"{M}x{N}x{K}: model prefers split {pred}, fastest split {fast} (its pick at "
+            f"{ran.min() / d.loc[pred, 'ms']:.3f} of the fastest); cuBLAS {d['cublas_ms'].iloc[0] * 1e3:.1f} us, "
+            f"fastest/cuBLAS speed {d['cublas_ms'].iloc[0] / ran.min():.2f}\n    {per}"
+        )
+    print(f"the model's preferred split is the fastest on {agree} of {n} shapes")
+    return 0
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "results")))
+    rep = sub.add_parser("report")
+    rep.add_argument("csv", type=Path, nargs="?", default=DATA / "h200_odd_split_k.csv")
+    a = ap.parse_args(argv)
+    return run(a.out) if a.cmd == "run" else report(a.csv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
