@@ -76,6 +76,9 @@ DEFAULTS = {
     "program_overhead_cycles": 1500.0,  # per program: start, index math, accumulator init, epilogue setup
     "overlap_power": 4.0,  # p of the soft max (sum x^p)^(1/p) that joins overlapped pipes
     "atomic_gelems_per_s": 150.0,  # fp32 atomic adds per second (1e9), whole chip (tl.atomic_add: acq_rel, one per element)
+    # the same adds where the output's rows are not provably 16-B aligned (N not a multiple of 16: Triton cannot
+    # vectorise them, one scalar atomic per element); a guess of a quarter of the aligned rate until fitted
+    "unaligned_atomic_gelems_per_s": 37.5,
     "extra_kernel_us": 2.0,  # each extra kernel of split-K (zero fill, cast) beyond its memory time
     "unaligned_elems_per_cycle": 4.0,  # elements per SM cycle of synchronous scalar loads (rows not 16-B aligned)
     "spill_cycles_per_reg": 60.0,  # cycles per K step per register a thread spills to local memory
@@ -100,6 +103,7 @@ FITTABLE = {
     "program_overhead_cycles": (1.0, 1e5),
     "overlap_power": (1.0, 32.0),
     "atomic_gelems_per_s": (5.0, 5000.0),
+    "unaligned_atomic_gelems_per_s": (1.0, 5000.0),
     "extra_kernel_us": (0.01, 50.0),
     "unaligned_elems_per_cycle": (0.1, 64.0),
     "spill_cycles_per_reg": (0.1, 1e4),
@@ -635,7 +639,8 @@ def timing(g: dict, chip, e: dict[str, float]) -> dict[str, np.ndarray]:
         t_store = np.where(
             g["unal_c"] > 0, elems / (e["unaligned_elems_per_cycle"] * f), elems * g["out_bytes"] / st_bw
         )
-        t_atomic = elems * act / (e["atomic_gelems_per_s"] * 1e9)
+        atomic_rate = np.where(g["unal_c"] > 0, e["unaligned_atomic_gelems_per_s"], e["atomic_gelems_per_s"]) * 1e9
+        t_atomic = elems * act / atomic_rate
         return np.where(g["sk"] > 1, t_atomic, t_store) + lat
 
     s_full, mac_f, mte1_f, mte2_f, sc_f = step(g["k_full"], g["act_full"])
@@ -801,7 +806,8 @@ def prefix_bound(p: Matmul, chip, c: dict, domains: dict) -> np.ndarray:
     loop = steps * _smax(terms, pw)
     elems = bm * bn * n_sm
     store = np.where(unal_c, elems / (e["unaligned_elems_per_cycle"] * f), elems * ob / sm_bw)
-    atomic = elems * hi / (e["atomic_gelems_per_s"] * 1e9)
+    atomic_rate = (e["unaligned_atomic_gelems_per_s"] if unal_c else e["atomic_gelems_per_s"]) * 1e9
+    atomic = elems * hi / atomic_rate
     main = loop + rounds * (2.0 * lat + prog_ovh) + np.where(isk > 1, atomic, store)
     # whole-kernel floors (prepare's L2 and HBM bytes, exact or at their minimum)
     mn = float(p.batch * p.M * p.N)
