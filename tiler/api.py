@@ -75,6 +75,8 @@ class Result(SearchResult):
     target: str = "any"
     # the best tiling of each target that can run the problem (tiler.search.runnable.Runnable); None: not computed
     runnable: Any = None
+    # a measured search with vendor=True: the vendor call timed for the problem ({"name", "us"}); None: not asked
+    vendor: dict | None = None
 
     def info(self) -> dict:
         """The document's `search` section (strategy, counts, proof, time)."""
@@ -126,6 +128,7 @@ def search(
     hardware_dir: str | os.PathLike | None = None,
     runnable: bool = True,
     space=None,
+    vendor: bool = False,
     **kw: Any,
 ) -> Result:
     """`tiler search`: the `top` best tilings of one problem on one chip, best first.
@@ -141,10 +144,18 @@ def search(
     exactly that space instead: every config that satisfies its restrictions ranked by the model
     (tiler.triton.search_space; `diverse` in `kw` orders the top). The answer is a tiler.triton.UserResult: a Result
     in the model's names whose `configs[i]` is row i in the user's names. `fix`, a `target`, another strategy and
-    the strategies' options do not apply to a given space and are refused."""
+    the strategies' options do not apply to a given space and are refused.
+
+    vendor: with a measured search through a runner (`measure="triton"`), also time the vendor library's call for
+    the problem on the same machine (`Operator.vendor`: cuBLAS, cuDNN's conv, the fastest SDPA backend), once,
+    after the search: `Result.vendor` = {"name", "us"}. A vendor timing that fails leaves None and a note."""
     from .errors import TilerError
     from .search import search as run_search
 
+    if space is not None and vendor:
+        raise TilerError(
+            "vendor: not with space (the user space is ranked by the model, nothing is measured)"
+        )
     if space is not None:
         return _search_space(
             op, chip, shape, dtype, fix, target, top, strategy, trials, hardware_dir, space, kw
@@ -152,11 +163,34 @@ def search(
     chip, problem, space = _setup(op, chip, shape, dtype, hardware_dir, fix, target)
     if not isinstance(top, int) or top < 1:
         raise TilerError(f"top: must be an integer >= 1, got {top!r}")
+    timer = _vendor_timer(problem, chip, kw.get("measure")) if vendor else None
     res = run_search(problem, chip, space, strategy=strategy, top=top, seed=seed, trials=trials, **kw)
     out = Result(**{f.name: getattr(res, f.name) for f in fields(res)}, target=target)
     if runnable:
         out.runnable = _runnable(problem, chip, space, res, fix)
+    if timer is not None:
+        try:
+            out.vendor = timer(out.document(0))
+        except Exception as exc:  # noqa: BLE001 - the search's answer stands; the vendor's failure is a note
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            out.notes.append(f"vendor: not timed ({type(exc).__name__}: {first[:160]})")
     return out
+
+
+def _vendor_timer(problem, chip, measure):
+    """The operator's vendor call for `measure` (a runner name), refused before the search when it cannot be."""
+    from .errors import TilerError
+    from .operator import get_operator
+
+    if not measure:
+        raise TilerError(
+            "vendor: needs a measured search (measure=<runner>, --measure triton): it is timed beside"
+        )
+    if "{" in str(measure):
+        raise TilerError(
+            "vendor: needs a runner (--measure triton), not a command: the vendor call is timed by the runner"
+        )
+    return get_operator(problem.OP, chip.family).vendor(str(measure).strip())
 
 
 def _search_space(op, chip, shape, dtype, fix, target, top, strategy, trials, hardware_dir, space, kw):

@@ -232,6 +232,12 @@ def _common(f):
     "--measure", default=None, help="Measure each trial: a command with {tiling}, or a runner name (triton)."
 )
 @click.option("--measure-timeout", type=float, default=120.0, show_default=True)
+@click.option(
+    "--vendor",
+    is_flag=True,
+    help="With --measure <runner>: also time the vendor library's call for the problem (cuBLAS, torch conv2d, the "
+    "fastest SDPA backend) and say how fast the measured best runs against it.",
+)
 @click.option("--warm-start", is_flag=True, help="Enqueue known-good tilings first (tpe).")
 @click.option("--guided", type=int, default=0, help="Measured search: measure the model's top-k first.")
 @click.option(
@@ -287,6 +293,7 @@ def search(
     study_name,
     measure,
     measure_timeout,
+    vendor,
     warm_start,
     guided,
     diverse,
@@ -378,6 +385,7 @@ def search(
             measure_timeout=measure_timeout,
             warm_start=warm_start,
             guided=guided,
+            vendor=vendor,
         ).items()
         if v or k == "measure_timeout"
     }
@@ -429,6 +437,11 @@ def search(
     measured = res.est.get("measured_us")
     if measured is not None:
         doc["measurement"] = {"measured_us": float(measured[0]), "predicted_us": float(res.est["time_us"][0])}
+        if (
+            res.vendor is not None
+        ):  # the vendor's time, and the measured best's speed over it (above 1: faster)
+            doc["measurement"]["vendor"] = dict(res.vendor)
+            doc["measurement"]["vs_vendor"] = res.vendor["us"] / float(measured[0])
     lines = advice(problem, chip, space, take(res.cands, slice(0, 1)), take(res.est, slice(0, 1)))
     if fmt == "json":
         doc["advice"] = lines
@@ -456,6 +469,11 @@ def search(
         click.echo(
             f"  measured  {float(measured[0]):.2f} us (the model predicted {float(res.est['time_us'][0]):.2f} us)"
         )
+        if res.vendor is not None:
+            click.echo(
+                f"  vendor    {res.vendor['name']} {res.vendor['us']:.2f} us: the measured best runs at "
+                f"{doc['measurement']['vs_vendor']:.2f}x its speed"
+            )
     derived = {k: v for k, v in doc["tiling"].items() if k not in space.knobs}
     if derived:  # values the operator derives from the tiling (Ascend matmul: the tail re-cut's sub-blocks)
         click.echo("  derived   " + ", ".join(f"{k}={v}" for k, v in derived.items()))

@@ -225,6 +225,13 @@ class Operator(ABC):
         """A measurement callable(tiling document) -> microseconds for `--measure NAME` (NAME in RUNNERS)."""
         raise TilerError(f"runner: {self.OP} on the {self.FAMILY} family has no runner {name!r}")
 
+    def vendor(self, name: str) -> Callable[[dict], dict]:
+        """For `--measure NAME --vendor`: a callable(tiling document) -> {"name", "us"} that times the vendor
+        library's call for the document's problem on the runner's machine, the way the runner times a tiling."""
+        raise TilerError(
+            f"vendor: {self.OP} on the {self.FAMILY} family has no vendor call beside runner {name!r}"
+        )
+
     # --- calibration (only operators with FITTABLE constants implement these)
 
     def constants(self, chip: Chip) -> dict[str, float]:

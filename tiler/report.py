@@ -77,6 +77,7 @@ class Row:
     flops: float = math.nan
     bytes: float = math.nan
     measured_us: float | None = None
+    vendor: tuple[str, float] | None = None  # a measured document's vendor call: (name, us)
     title: str = ""  # the label without its number (name or key @ chip; best / alternative i)
     name: str = ""  # the sweep's `name` cell; a document's best / given / alternative i
     family: str = ""
@@ -476,6 +477,9 @@ def read_document(path: Path, doc: dict, hardware_dir=None) -> Report:
     meas = doc.get("measurement")
     if isinstance(meas, dict) and math.isfinite(_num(meas.get("measured_us"))):
         best.measured_us = _num(meas["measured_us"])
+        ven = meas.get("vendor")
+        if isinstance(ven, dict) and _num(ven.get("us")) > 0:
+            best.vendor = (str(ven.get("name", "vendor"))[:80], _num(ven["us"]))
     notes: list[str] = []
     chips: dict = {}
     chip = _chip(chip_id, chips, notes, hardware_dir)
@@ -582,6 +586,8 @@ def _hover(r: Row) -> str:
     text = f"{r.label}<br>{r.key} on {r.chip_id}<br>{r.time_us:.3f} us, bound {r.bound}"
     if r.measured_us is not None:
         text += f"<br>measured {r.measured_us:.3f} us"
+        if r.vendor is not None:
+            text += f"<br>vendor {html.escape(r.vendor[0])} {r.vendor[1]:.3f} us: {r.vendor[1] / r.measured_us:.2f}x"
     text += f"<br>family {r.family}"
     if r.tiling:
         text += "<br>" + _wrap(r.tiling_text)
@@ -763,6 +769,13 @@ def pipes_figure(rep: Report, row: Row):
     if row.measured_us is not None:
         fig.add_hline(
             y=row.measured_us, line_dash="dot", annotation_text=f"measured {row.measured_us:.3f} us"
+        )
+    if row.measured_us is not None and row.vendor is not None:
+        name, us = row.vendor
+        fig.add_hline(
+            y=us,
+            line_dash="dashdot",
+            annotation_text=f"vendor {html.escape(name)} {us:.3f} us (the measured best at {us / row.measured_us:.2f}x)",
         )
     fig.update_yaxes(title="us")
     fig.update_layout(

@@ -376,3 +376,11 @@ class DepthwiseConvCuda(Operator):
         from .triton_runner import measure_document
 
         return measure_document
+
+    def vendor(self, name: str):
+        """`--vendor`: torch conv2d (the faster of NCHW and channels_last) on the document's problem, timed as the runner times a tiling."""
+        if name not in self.RUNNERS:
+            return super().vendor(name)
+        from .triton_runner import vendor_document
+
+        return vendor_document

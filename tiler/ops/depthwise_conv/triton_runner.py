@@ -60,6 +60,13 @@ def vendor_times(
     return {**out, "best": best, "ms": out[best]["ms"], "cudnn_enabled": bool(torch.backends.cudnn.enabled)}
 
 
+def vendor_document(doc: dict) -> dict:
+    """The vendor call (torch conv2d, the faster memory format) on a tiling document's problem: {"name", "us"}."""
+    problem, _, dtype = tiling_from_doc(doc)
+    ven = vendor_times(problem, dtype=dtype)
+    return {"name": f"torch conv2d {ven['best']}", "us": float(ven["ms"]) * 1e3}
+
+
 def run_with_vendor(
     problem: dict,
     cfg: dict,

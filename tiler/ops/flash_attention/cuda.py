@@ -583,3 +583,11 @@ class FlashAttentionCuda(Operator):
         from .triton_runner import measure_document
 
         return measure_document
+
+    def vendor(self, name: str):
+        """`--vendor`: the fastest SDPA backend on the document's problem, timed as the runner times a tiling."""
+        if name not in self.RUNNERS:
+            return super().vendor(name)
+        from .triton_runner import vendor_document
+
+        return vendor_document

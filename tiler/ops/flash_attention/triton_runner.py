@@ -126,6 +126,14 @@ def _forced(name: str, fn, ref, warmup, rep) -> dict:
     return {"ms": float(ms), "max_abs_err": err}
 
 
+def vendor_document(doc: dict) -> dict:
+    """The vendor call (the fastest fused SDPA backend, else SDPA as dispatched) on a tiling document's problem:
+    {"name", "us"}."""
+    problem, _, dtype = tiling_from_doc(doc)
+    ven = vendor_times(problem, dtype=dtype)
+    return {"name": f"SDPA {ven['fastest'].lower()}", "us": float(ven["fastest_ms"]) * 1e3}
+
+
 def time_with_vendor(shape: dict, config: dict, dtype="fp16", check=True, warmup=5, rep=25) -> dict:
     """`triton_kernels.time_config`'s dict for one tiling plus, in the same run on the same inputs, "vendor"
     (`vendor_times`, every SDPA backend too), "vs_vendor" (the dispatched SDPA's time / the tiling's: above 1, the

@@ -639,7 +639,9 @@ def timing(g: dict, chip, e: dict[str, float]) -> dict[str, np.ndarray]:
         t_store = np.where(
             g["unal_c"] > 0, elems / (e["unaligned_elems_per_cycle"] * f), elems * g["out_bytes"] / st_bw
         )
-        atomic_rate = np.where(g["unal_c"] > 0, e["unaligned_atomic_gelems_per_s"], e["atomic_gelems_per_s"]) * 1e9
+        atomic_rate = (
+            np.where(g["unal_c"] > 0, e["unaligned_atomic_gelems_per_s"], e["atomic_gelems_per_s"]) * 1e9
+        )
         t_atomic = elems * act / atomic_rate
         return np.where(g["sk"] > 1, t_atomic, t_store) + lat
 
@@ -963,6 +965,14 @@ class MatmulCuda(Operator):
         from .triton_runner import measure_document
 
         return measure_document
+
+    def vendor(self, name: str):
+        """`--vendor`: torch.matmul (cuBLAS) on the document's problem, timed as the runner times a tiling."""
+        if name not in self.RUNNERS:
+            return super().vendor(name)
+        from .triton_runner import vendor_document
+
+        return vendor_document
 
     def constants(self, chip) -> dict[str, float]:
         return efficiency(chip)

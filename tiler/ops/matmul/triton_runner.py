@@ -543,6 +543,14 @@ def run_tiling_json(path_or_dict, check: bool = True, vendor: bool = False) -> d
     return time_config(M, N, K, config, dtype=dtype, check=check, layout=layout_from_doc(doc), vendor=vendor)
 
 
+def vendor_document(doc: dict) -> dict:
+    """The vendor call (torch.matmul: cuBLAS) on a tiling document's problem, in its layout: {"name", "us"}."""
+    M, N, K, dtype, _ = tiling_from_doc(doc)
+    _gpu_stack()
+    ven = Problem(M, N, K, dtype=dtype, layout=layout_from_doc(doc)).measure_torch(check=True)
+    return {"name": VENDOR, "us": float(ven["ms"]) * 1e3}
+
+
 def measure_document(doc: dict) -> float:
     """`--measure triton`: the median time in microseconds of a tiling document; any failure (no GPU stack, a
     kernel that does not compile or launch, a wrong result) is a MeasureError that fails this trial only."""
