@@ -710,7 +710,9 @@ def _shape_map(where, cls, shape_raw, problem_raw):
             if name in given:
                 raise _fail(where, f"shape: two arguments give the field {name} ({given[name]}, {arg})")
             if name in problem_raw:
-                raise _fail(where, f"shape: the field {name} is both an argument's ({arg}) and fixed in problem")
+                raise _fail(
+                    where, f"shape: the field {name} is both an argument's ({arg}) and fixed in problem"
+                )
             given[name] = str(arg)
         shape[str(arg)] = names
     lacking = [f for f in cls.FIELDS if f not in given and f not in problem_raw]
