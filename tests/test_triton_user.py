@@ -8,6 +8,7 @@ arguments) is put in sys.modules, which is all `tiler.triton` and pasted `--emit
 from __future__ import annotations
 
 import itertools
+import re
 import subprocess
 import sys
 import tomllib
@@ -581,3 +582,31 @@ def test_api_search_with_a_space_ranks_exactly_the_space():
         tiler.search(op="matmul", chip=CHIP, shape=BIG, space=TUTORIAL, fix={"BLOCK_M": 64})
     with pytest.raises(TilerError, match=r"^op: the space is for matmul"):
         tiler.search(op="softmax", chip=CHIP, shape="rows=8,D=64", space=TUTORIAL)
+
+
+def test_one_argument_may_give_several_problem_fields():
+    """The tutorial attention's N_CTX is both S1 and S2 and H both heads and kv_heads: a list in [shape]; a field
+    given twice, an empty list or an unknown field in a list is one line naming it."""
+    space = {
+        "op": "flash_attention",
+        "params": {"BLOCK_M": [64, 128], "BLOCK_N": [32, 64], "num_warps": [4], "num_stages": [2]},
+        "shape": {
+            "Z": "B",
+            "H": ["heads", "kv_heads"],
+            "N_CTX": ["S1", "S2"],
+            "HEAD_DIM": "D",
+            "CAUSAL": "causal",
+        },
+    }
+    us = tt.load_user_space(space)
+    assert us.shape["N_CTX"] == ("S1", "S2") and us.shape["Z"] == ("B",)
+    p = us.problem_of({"Z": 2, "H": 8, "N_CTX": 1000, "HEAD_DIM": 64, "CAUSAL": True}, "fp16")
+    assert (p.B, p.heads, p.kv_heads, p.S1, p.S2, p.D, p.causal) == (2, 8, 8, 1000, 1000, 64, 1)
+    bad = [
+        ({"N_CTX": ["S1", "S2"], "S": "S2"}, "two arguments give the field S2 (N_CTX, S)"),
+        ({"N_CTX": []}, "shape: N_CTX -> []: name at least one field"),
+        ({"N_CTX": ["S1", "T2"]}, "shape: N_CTX -> 'T2': not a field of flash_attention"),
+    ]
+    for extra, message in bad:
+        with pytest.raises(TilerError, match=re.escape(message)):
+            tt.load_user_space({**space, "shape": {**space["shape"], **extra}})
