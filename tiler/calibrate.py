@@ -276,8 +276,8 @@ def _fit(
     prior_sigma: float = PRIOR_SIGMA,
 ) -> dict:
     """Levenberg-Marquardt on log(pred/measured) over log-constants, soft-L1 reweighted, clipped to the
-    operator's FITTABLE boxes; each shape's rows weigh as one observation, and each constant has a log-normal
-    prior around its start (sigma `prior_sigma` in log units; inf: none)."""
+    operator's FITTABLE boxes. With a finite `prior_sigma` each constant has a log-normal prior around its start
+    (sigma in log units) and each shape's rows weigh together as one observation; inf: neither (every row alike)."""
     lo = np.log([model.FITTABLE[k][0] for k in names])
     hi = np.log([model.FITTABLE[k][1] for k in names])
     u = np.clip(np.log([start[k] for k in names]), lo, hi)
@@ -285,10 +285,12 @@ def _fit(
     # rows near their shape's best matter most (that is where the choice is made): weight by closeness
     best = np.array([data.seconds[data.shape_of == i].min() for i in range(len(data.shapes))])[data.shape_of]
     near = np.sqrt(1.0 / (1.0 + (np.log(data.seconds / best) / NEAR_BEST) ** 2))
-    # each shape weighs as one observation: its rows' squared residuals are averaged
-    near = near / np.sqrt(np.bincount(data.shape_of)[data.shape_of])
+    # with the prior, each shape weighs as one observation (its rows' squared residuals are averaged) against it;
+    # without (prior_sigma = inf), every row weighs alike, as before the prior existed
     u0 = u.copy()
     prior = SOFT_L1 / prior_sigma if prior_sigma > 0 else 0.0
+    if prior > 0:
+        near = near / np.sqrt(np.bincount(data.shape_of)[data.shape_of])
 
     # each measured pipe adds a residual per row where it was measured (and the model has that pipe busy)
     pipe_y = {pp: np.log(v) for pp, v in data.pipes.items()}
@@ -396,7 +398,8 @@ def calibrate(
         params: constants to fit; default the operator's FITTABLE constants.
         data_name, date, note: name the data (and what was held out) in the `source` of every fitted value.
         prior_sigma: the spread of each constant's log-normal prior around its value before the fit, in log
-            units (PRIOR_SIGMA: a factor e); math.inf fits with no prior.
+            units (PRIOR_SIGMA: a factor e), each shape then weighing as one observation; math.inf fits with
+            neither (every row alike).
     """
     t0 = time.perf_counter()
     model = _operator(op, chip.family)
