@@ -340,9 +340,11 @@ def _check_knobs(cls: type[Operator], space, source: str) -> None:
 
 
 def _space_path(cls: type[Operator]) -> Path:
-    """An operator's SPACE_FILE as a path: absolute, or relative to the folder of the class's module."""
+    """An operator's SPACE_FILE as a path: absolute, or relative to the folder of the module of the class that
+    sets it (a subclass elsewhere keeps its parent's file)."""
     path = Path(str(cls.SPACE_FILE))
-    module = sys.modules.get(cls.__module__)
+    owner = next(k for k in cls.__mro__ if "SPACE_FILE" in vars(k))
+    module = sys.modules.get(owner.__module__)
     if not path.is_absolute() and getattr(module, "__file__", None):
         path = Path(module.__file__).resolve().parent / path
     if not path.is_file():
