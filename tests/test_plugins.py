@@ -146,3 +146,26 @@ def test_a_user_spaces_folder_narrows_the_plugins_space(installed, tmp_path, mon
     (tmp_path / "row_scale.toml").write_text("[cuda.BLOCK]\nvalues = [100]\n[cuda.num_warps]\nvalues = [4]\n")
     with pytest.raises(ConfigError, match="outside the knob's domain"):
         load_space("row_scale", "cuda")
+
+
+def test_an_installed_distribution_is_found_by_the_cli(tmp_path):
+    """End to end through importlib.metadata: a distribution on the path declaring the entry point (and one that
+    cannot import) -> `tiler search --op row_scale` runs the plugin, and the broken one is one stderr line."""
+    import os
+    import subprocess
+    import sys
+
+    dist = tmp_path / "row_scale_plugin-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: row-scale-plugin\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text(
+        f"[{registry.ENTRY_POINT_GROUP}]\nrow_scale = plugin_example:RowScaleCuda\n"
+        "broken = plugin_example_missing:Nothing\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(HERE)])}
+
+    args = ["search", "--op", "row_scale", "--chip", "h200", "--shape", "rows=4096,cols=8192"]
+    run = subprocess.run([sys.executable, "-m", "tiler", *args], env=env, capture_output=True, text=True)
+    assert run.returncode == 0 and "best tiling: BLOCK=" in run.stdout, run.stderr
+    warned = [x for x in run.stderr.splitlines() if x.strip()]
+    assert len(warned) == 1 and "'broken'" in warned[0], run.stderr
