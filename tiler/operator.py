@@ -88,7 +88,8 @@ class Operator(ABC):
     TARGETS: ClassVar[dict[str, Target]] = {}
     RUNNERS: ClassVar[tuple[str, ...]] = ()
     # an operator from another package ships its own search-space TOML (the format of search_spaces/<op>.toml): a
-    # path, relative to the folder of the class's module; None: the built-in search_spaces/<op>.toml
+    # path, absolute or relative to the folder of the module of the class that sets it; None: the built-in
+    # search_spaces/<op>.toml (docs/operators.md, "An operator in another package")
     SPACE_FILE: ClassVar[str | None] = None
 
     def __init__(self, target: str = ANY) -> None:
