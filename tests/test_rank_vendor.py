@@ -35,7 +35,7 @@ def test_vendor_rows_give_the_picks_speed_against_the_vendor(tmp_path):
     pick = doc["ranked"][0]
     assert pick["BLOCK_M"] == 128  # the model ranks the big tile first (its measured time is the best here)
     v = doc["vendor"]
-    assert v["name"] == "torch" and v["rows"] == 3
+    assert v["name"] == "torch" and v["samples"] == 3
     assert v["us"] == pytest.approx(44.0)  # the median of the vendor's rows
     assert v["pick_speedup"] == pytest.approx(44.0 / (pick["ms"] * 1e3))
     assert v["best_speedup"] == pytest.approx(44.0 / 50.0)

@@ -370,21 +370,21 @@ class Vendor:
 
     name: the implementation (the `impl` cell of its rows: torch, cublas, torch_sdpa, ...; or the `vendor` cell
     beside a `vendor_us`/`vendor_ms` column). us: its median measured time in microseconds (the fastest vendor
-    when the table holds several). pick_speedup: the vendor's time over the measured time of the model's pick
+    when the table holds several); samples: the measured times it is the median of. pick_speedup: the vendor's time over the measured time of the model's pick
     (above 1: the pick is faster than the vendor); best_speedup: the same for the best measured row."""
 
     name: str
     us: float
-    rows: int
+    samples: int
     pick_speedup: float
     best_speedup: float
 
     def as_dict(self) -> dict:
-        return {k: getattr(self, k) for k in ("name", "us", "rows", "pick_speedup", "best_speedup")}
+        return {k: getattr(self, k) for k in ("name", "us", "samples", "pick_speedup", "best_speedup")}
 
     def line(self) -> str:
         return (
-            f"vendor ({self.name}, {self.rows} measured row{'s' if self.rows != 1 else ''}): {self.us:.3f} us; "
+            f"vendor ({self.name}, {self.samples} measured row{'s' if self.samples != 1 else ''}): {self.us:.3f} us; "
             f"the model's pick runs at {self.pick_speedup:.3f}x its speed, the best measured row at "
             f"{self.best_speedup:.3f}x (above 1: faster than the vendor)"
         )
