@@ -15,13 +15,21 @@ tiling and estimate only). Call order of a search: `check` -> `feasible` (per le
 
 Candidates are dicts of equal-length int64 numpy arrays, one per knob (categorical knobs hold their codes). Nothing
 here reads files beyond the space check at registration, imports optuna or knows the CLI.
+
+Operators from other packages: a class may ship its own space file (`SPACE_FILE`), and an installed package
+declares its operators in the entry-point group `tiler.operators`, loaded once with the built-ins
+(`load_plugins`); `tiler.testing.check_operator` is the conformance suite they run (docs/operators.md).
 """
 
 from __future__ import annotations
 
+import logging
+import sys
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from functools import lru_cache
+from importlib.metadata import entry_points
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -79,6 +87,10 @@ class Operator(ABC):
     # compile-time rules of each), and the names `runner()` answers
     TARGETS: ClassVar[dict[str, Target]] = {}
     RUNNERS: ClassVar[tuple[str, ...]] = ()
+    # an operator from another package ships its own search-space TOML (the format of search_spaces/<op>.toml): a
+    # path, absolute or relative to the folder of the module of the class that sets it; None: the built-in
+    # search_spaces/<op>.toml (docs/operators.md, "An operator in another package")
+    SPACE_FILE: ClassVar[str | None] = None
 
     def __init__(self, target: str = ANY) -> None:
         """`target`: restrict the operator to what one export target can express (its rules join RULES, so
@@ -277,20 +289,43 @@ def _builtin_space(op: str, family: str):
 # ------------------------------------------------------------------ registry
 
 _REGISTRY: dict[tuple[str, str], type[Operator]] = {}
+# the entry-point group through which installed packages add operators (docs/operators.md)
+ENTRY_POINT_GROUP = "tiler.operators"
+_log = logging.getLogger("tiler.operator")
+_plugins_loaded = False
 
 
 def register(cls: type[Operator]) -> type[Operator]:
-    """Class decorator: add an operator to the registry after checking its knobs against the shipped space."""
-    from .space import load_space
+    """Class decorator: add an operator to the registry after checking its knobs against its shipped space (its
+    SPACE_FILE, else search_spaces/<op>.toml). An operator with a SPACE_FILE may add an op, or a family to an op,
+    but never replace a registered (op, family), and shares the op's problem class."""
+    from .space import add_space_file, load_space, shipped_space_file
 
     if not cls.OP or not cls.FAMILY:
         raise ConfigError(f"{cls.__name__}: an operator needs OP and FAMILY")
-    space = load_space(cls.OP, cls.FAMILY, builtin=True)
+    key = (cls.OP, cls.FAMILY)
+    own = cls.SPACE_FILE is not None
+    if own:
+        _check_plugin(cls)
+    before = add_space_file(*key, _space_path(cls)) if own else None
+    try:
+        source = str(shipped_space_file(*key)) if own else f"search_spaces/{cls.OP}.toml"
+        _check_knobs(cls, load_space(cls.OP, cls.FAMILY, builtin=True), source)
+    except TilerError:
+        if own:  # a failed registration leaves the space layer as it found it
+            add_space_file(*key, before)
+        raise
+    _REGISTRY[key] = cls
+    return cls
+
+
+def _check_knobs(cls: type[Operator], space, source: str) -> None:
+    """The class's knobs are the space's; its rules and targets read only its knobs."""
     if set(space.names) != set(cls.KNOBS):
         extra = sorted(set(cls.KNOBS) - set(space.names))
         missing = sorted(set(space.names) - set(cls.KNOBS))
         raise ConfigError(
-            f"{cls.__name__}: knobs differ from search_spaces/{cls.OP}.toml [{cls.FAMILY}]: "
+            f"{cls.__name__}: knobs differ from {source} [{cls.FAMILY}]: "
             f"not in the space {extra}, not in the operator {missing}"
         )
     for rule, knobs in cls.RULES.items():
@@ -310,12 +345,79 @@ def register(cls: type[Operator]) -> type[Operator]:
             raise ConfigError(
                 f"{cls.__name__}: target {name!r} rule names clash with the operator's: {clash}"
             )
-    _REGISTRY[(cls.OP, cls.FAMILY)] = cls
-    return cls
+
+
+def _space_path(cls: type[Operator]) -> Path:
+    """An operator's SPACE_FILE as a path: absolute, or relative to the folder of the module of the class that
+    sets it (a subclass elsewhere keeps its parent's file)."""
+    path = Path(str(cls.SPACE_FILE))
+    owner = next(k for k in cls.__mro__ if "SPACE_FILE" in vars(k))
+    module = sys.modules.get(owner.__module__)
+    if not path.is_absolute() and getattr(module, "__file__", None):
+        path = Path(module.__file__).resolve().parent / path
+    if not path.is_file():
+        raise ConfigError(f"{cls.__name__}: SPACE_FILE {path} is not a file")
+    return path
+
+
+def _check_plugin(cls: type[Operator]) -> None:
+    """An operator that ships its own space may not take a registered (op, family) from another class, and must
+    use the problem class the op's other families use (one problem per op: --shape, CSV rows, libraries)."""
+    _load_ops()
+    held = _REGISTRY.get((cls.OP, cls.FAMILY))
+    if held is not None and _qualname(held) != _qualname(cls):
+        raise ConfigError(
+            f"{cls.__name__}: {cls.OP}/{cls.FAMILY} is already registered by {_qualname(held)}; "
+            "an operator may add an op or a family, not replace one"
+        )
+    for (op, family), other in _REGISTRY.items():
+        if op == cls.OP and family != cls.FAMILY and other.PROBLEM is not cls.PROBLEM:
+            raise ConfigError(
+                f"{cls.__name__}: PROBLEM must be {other.PROBLEM.__name__}, the problem of {op}/{family}"
+            )
+
+
+def _qualname(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def _load_ops() -> None:
+    from . import ops  # noqa: F401  (importing the package registers the built-in operators)
 
 
 def _load_builtin() -> None:
-    from . import ops  # noqa: F401  (importing the package registers the built-in operators)
+    """The built-in operators, then (once per process) those of installed packages (`load_plugins`)."""
+    global _plugins_loaded
+    _load_ops()
+    if not _plugins_loaded:
+        _plugins_loaded = True
+        load_plugins()
+
+
+def load_plugins(group: str = ENTRY_POINT_GROUP) -> list[str]:
+    """Load the operators installed packages declare in the entry-point `group` (each entry point names a module
+    whose import registers its operators, or an Operator class to register); returns the names that loaded. A
+    plugin that fails (an import error, a bad space, a clash) is one warning line naming it: tiler keeps working
+    with the others."""
+    loaded = []
+    for ep in entry_points(group=group):
+        try:
+            obj = ep.load()
+            if isinstance(obj, type) and issubclass(obj, Operator):
+                if _REGISTRY.get((obj.OP, obj.FAMILY)) is not obj:
+                    register(obj)
+        except Exception as exc:  # a broken plugin is the plugin's bug, not tiler's: name it and go on
+            why = (str(exc).strip().splitlines() or [""])[0]
+            _log.warning(
+                "tiler: operator plugin %r (%s) is skipped: %s: %s",
+                ep.name,
+                ep.value,
+                type(exc).__name__,
+                why,
+            )
+            continue
+        loaded.append(ep.name)
+    return loaded
 
 
 def get_operator(op: str, family: str, target: str = ANY) -> Operator:
@@ -368,6 +470,7 @@ __all__ = [
     "Operator",
     "get_operator",
     "known_ops",
+    "load_plugins",
     "problem_class",
     "register",
     "tie_preference",

@@ -199,6 +199,26 @@ def _builtin_dir() -> Path:
     return Path(str(resources.files("tiler.data") / "search_spaces"))
 
 
+# Space files shipped outside search_spaces/ by operators from other packages (Operator.SPACE_FILE): (op, family) ->
+# the file. The operator registry adds to it when it registers such an operator (tiler.operator.register); this layer
+# only reads it, so it never imports the operator layer for it.
+_SPACE_FILES: dict[tuple[str, str], Path] = {}
+
+
+def add_space_file(op: str, family: str, path: str | os.PathLike | None) -> Path | None:
+    """Make `path` the shipped space file of (op, family) (None: forget it, back to search_spaces/<op>.toml);
+    returns the file it replaces (None: none), so a registration that fails can put it back."""
+    before = _SPACE_FILES.pop((op, family), None)
+    if path is not None:
+        _SPACE_FILES[(op, family)] = Path(path)
+    return before
+
+
+def shipped_space_file(op: str, family: str) -> Path:
+    """The shipped space file of (op, family): an operator's own SPACE_FILE, else search_spaces/<op>.toml."""
+    return _SPACE_FILES.get((op, family), _builtin_dir() / f"{op}.toml")
+
+
 def spaces_dir(extra: str | os.PathLike | None = None) -> Path:
     for d in (extra, os.environ.get("TILER_SPACES_DIR")):
         if d and Path(d).is_dir():
@@ -313,18 +333,27 @@ def _within(path: Path, family: str, user: dict[str, Knob], shipped: Space) -> d
 
 
 def load_space(op: str, family: str, spaces: str | os.PathLike | None = None, builtin: bool = False) -> Space:
-    """The knobs of `search_spaces/<op>.toml` for one family (`builtin`: the shipped file, not a user folder).
+    """The knobs of `search_spaces/<op>.toml` for one family (`builtin`: the shipped file, not a user folder). An
+    operator from another package ships its own file (`add_space_file`): used where no user folder's <op>.toml has
+    the family.
 
     A file from a user folder is checked against the shipped one (same knobs, values inside their domains, at most
     KNOB_VALUES_MAX values per knob and SPACE_SIZE_MAX candidates); every failure is one ConfigError line."""
     folder = _builtin_dir() if builtin else spaces_dir(spaces)
-    path = folder / f"{op}.toml"
+    path = shipped_space_file(op, family) if builtin else folder / f"{op}.toml"
+    raw = None
+    if not builtin and (op, family) in _SPACE_FILES:
+        # an operator with its own space file: a user folder may still narrow it (<op>.toml with the family)
+        raw = read_toml(path, "search space") if path.is_file() else {}
+        if family not in raw:
+            path, raw = _SPACE_FILES[(op, family)], None
     if path.is_symlink() and not path.exists():
         raise ConfigError(f"{path}: a dangling symbolic link (its target is missing)")
     if not path.exists():
-        have = sorted(p.stem for p in folder.glob("*.toml"))
+        have = sorted({p.stem for p in folder.glob("*.toml")} | {o for o, _ in _SPACE_FILES})
         raise SpaceError(f"op: no search space for {op!r}; {closest(op, have)}")
-    raw = read_toml(path, "search space")
+    if raw is None:
+        raw = read_toml(path, "search space")
     if family not in raw:
         raise SpaceError(f"op: {op} has no knobs for the {family!r} family in {path}")
     if not isinstance(raw[family], dict) or not raw[family]:
@@ -332,7 +361,7 @@ def load_space(op: str, family: str, spaces: str | os.PathLike | None = None, bu
     knobs = {
         name: _parse_knob(f"{path}: [{family}.{name}]", name, spec) for name, spec in raw[family].items()
     }
-    shipped_path = _builtin_dir() / f"{op}.toml"
+    shipped_path = shipped_space_file(op, family)
     if not builtin and shipped_path.is_file() and path.resolve() != shipped_path.resolve():
         try:
             shipped = load_space(op, family, builtin=True)
@@ -346,4 +375,15 @@ def load_space(op: str, family: str, spaces: str | os.PathLike | None = None, bu
     return space
 
 
-__all__ = ["Candidates", "Knob", "Space", "parse_fixes", "length", "load_space", "product", "take"]
+__all__ = [
+    "Candidates",
+    "Knob",
+    "Space",
+    "add_space_file",
+    "length",
+    "load_space",
+    "parse_fixes",
+    "product",
+    "shipped_space_file",
+    "take",
+]
