@@ -25,6 +25,7 @@ WORK_COLUMNS = TILE_TYPES + SUB_TYPES + 1
 # Largest tile walk the L2 simulation runs; bigger walks are simulated on a prefix of whole slices or whole
 # groups of tile rows (the steady state repeats), see panel_hits.
 SIM_TILES = 2048
+SIM_MAX = 1 << 15  # largest prefix of whole groups simulated; beyond, the walk is cut (see _prefix)
 # Largest tile grid (one slice) whose core work is counted on its walk; larger ones are counted in closed form
 # (walk_counts: the same counts, faster beyond this size, and without a table sized by the tiles).
 WALK_TILES = 1 << 14
@@ -575,10 +576,9 @@ def panel_hits_many(
     by_grid: dict[tuple, list] = {}
     for s in todo:
         by_grid.setdefault(_prefix(tm, tn, splits, batch, *s[:2]), []).append(s)
-    for (t_m, t_n, spl, bat), group in by_grid.items():
-        rates = _hit_rates(
-            t_m, t_n, spl * bat, slots, np.array(group), a_panel_bytes, b_panel_bytes, l2_bytes
-        )
+    for (t_m, t_n, spl, bat, *share), group in by_grid.items():
+        l2 = (l2_bytes * share[0], l2_bytes * share[1])
+        rates = _hit_rates(t_m, t_n, spl * bat, slots, np.array(group), a_panel_bytes, b_panel_bytes, l2)
         for s, rate in zip(group, rates, strict=True):
             _HITS[key, s] = rate
     return np.array([_HITS[key, s] for s in settings])
@@ -605,23 +605,37 @@ def panel_hits(
 
 def _prefix(
     tm: int, tn: int, splits: int, batch: int, offset: int, direction: int
-) -> tuple[int, int, int, int]:
-    """The grid the L2 walk simulates: all of it up to SIM_TILES tiles, else whole slices, else whole groups of
-    tile rows (columns for direction 1) of the first slice; the steady state repeats."""
+) -> tuple[int, int, int, int, float, float]:
+    """The grid the L2 walk simulates, and the share of L2 each panel kind (A, B) is compared with there: all of
+    it up to SIM_TILES tiles, else whole slices, else whole groups of tile rows (columns for direction 1) of the
+    first slice (the steady state repeats), at the full L2.
+
+    Where whole groups would pass SIM_MAX tiles (a walk along tens of thousands of tile columns), the walk is cut
+    along its long side: two groups (both serpentine directions) of b' = SIM_TILES / (2 offset) walk columns, and
+    the panels the walk columns are made of (B for direction 0, A for 1) compared with L2 * b' / b: the bytes
+    between a panel's touches in consecutive groups grow with the walk columns, so the cut walk sees the same
+    fraction of them fit (an approximation, docs/model.md)."""
     per = tm * tn
     if per * splits * batch <= SIM_TILES:
-        return tm, tn, splits, batch
+        return tm, tn, splits, batch, 1.0, 1.0
     if per <= SIM_TILES:
-        return tm, tn, max(1, SIM_TILES // per), 1
+        return tm, tn, max(1, SIM_TILES // per), 1, 1.0, 1.0
+    a, b = (tm, tn) if direction == 0 else (tn, tm)
+    off = min(offset, a)
+    rows = min(a, -(-(-(-SIM_TILES // b)) // off) * off)
+    if rows * b > SIM_MAX:
+        cut = max(1, SIM_TILES // (2 * off))
+        rows, b, share = min(a, 2 * off), cut, cut / b
+    else:
+        share = 1.0
     if direction == 0:
-        rows = -(-SIM_TILES // tn)
-        return min(tm, -(-rows // offset) * offset), tn, 1, 1
-    cols = -(-SIM_TILES // tm)
-    return tm, min(tn, -(-cols // offset) * offset), 1, 1
+        return rows, b, 1, 1, 1.0, share
+    return b, rows, 1, 1, share, 1.0
 
 
 def _hit_rates(tm, tn, outer, slots, settings, a_bytes, b_bytes, l2_bytes) -> np.ndarray:
-    """L2 hit rates (S, 2) of A and B panel loads under an LRU-like capacity rule, one row per traversal setting.
+    """L2 hit rates (S, 2) of A and B panel loads under an LRU-like capacity rule, one row per traversal setting;
+    l2_bytes: one capacity, or one for A's and one for B's panels (_prefix's cut walk).
 
     A round is the set of tiles running at once. In a round, each distinct panel is fetched once from HBM unless it
     was touched in an earlier round and the bytes of distinct panels touched since then (the rounds in between plus
@@ -638,10 +652,11 @@ def _hit_rates(tm, tn, outer, slots, settings, a_bytes, b_bytes, l2_bytes) -> np
         [np.zeros((n_set, 1)), np.cumsum(foot, axis=1)], axis=1
     ).ravel()  # bytes of rounds < r
     out = np.empty((n_set, 2))
+    caps = l2_bytes if isinstance(l2_bytes, tuple) else (l2_bytes, l2_bytes)
     for j, (first, hi, lo, which) in enumerate(kinds):
         # bytes touched from the round after the previous touch up to and including this round
         between = cum[hi] - cum[lo]
-        misses = first + np.bincount(which, weights=between > l2_bytes, minlength=n_set)
+        misses = first + np.bincount(which, weights=between > caps[j], minlength=n_set)
         out[:, j] = 1.0 - misses / loads
     return out
 
