@@ -41,7 +41,9 @@ def cells(op: str, sizes: str) -> list[dict]:
         vals = (1, 64, BIG) if quick else (1, 63, 4096, BIG)
         out = []
         for n, c, h, w in itertools.product(vals, repeat=4):
-            if n * c * h * w <= 1 << 44:  # inputs up to 16 T elements: every field large where the others allow
+            if (
+                n * c * h * w <= 1 << 44
+            ):  # inputs up to 16 T elements: every field large where the others allow
                 k = {"kh": 3 if h > 2 else 1, "kw": 3 if w > 2 else 1}
                 out.append({"N": n, "C": c, "H": h, "W": w, **k, "pad": 1 if h > 2 or w > 2 else 0})
         return out
@@ -88,7 +90,9 @@ def run(op: str, chip: str, todo: list[dict], timeout: float) -> list[dict]:
         out, err = (e.stdout or b"").decode(), f"timed out after {timeout:.0f} s"
     recs = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
     if len(recs) < len(todo):
-        recs.append({"fields": todo[len(recs)], "s": float("inf"), "best": err.strip()[-200:], "peak_mb": None})
+        recs.append(
+            {"fields": todo[len(recs)], "s": float("inf"), "best": err.strip()[-200:], "peak_mb": None}
+        )
     return recs
 
 

@@ -622,7 +622,8 @@ def _prefix(
         return tm, tn, max(1, SIM_TILES // per), 1, 1.0, 1.0
     a, b = (tm, tn) if direction == 0 else (tn, tm)
     off = min(offset, a)
-    rows = min(a, -(-(-(-SIM_TILES // b)) // off) * off)
+    need = -(-SIM_TILES // b)  # rows of tiles that reach SIM_TILES, then whole groups of them
+    rows = min(a, -(-need // off) * off)
     if rows * b > SIM_MAX:
         cut = max(1, SIM_TILES // (2 * off))
         rows, b, share = min(a, 2 * off), cut, cut / b
