@@ -130,3 +130,20 @@ def test_l2_walk_of_a_long_grid_is_bounded():
     tracemalloc.stop()
     assert peak < 64 << 20
     assert ((hits >= 0) & (hits <= 1)).all()
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(1, 9), st.integers(1, 90)), min_size=1, max_size=8),
+    st.integers(1, 24),
+)
+def test_deal_of_equal_runs_adds_whole_rounds_exactly(runs, slots):
+    """flash attention's CUDA deal adds whole rounds of a run of equal programs at once: the same counts and
+    finish times as dealing them chunk by chunk."""
+    from tiler.ops.flash_attention.cuda import deal
+
+    durations = np.concatenate([np.full(n, float(d)) for d, n in runs])
+    count, free = deal(durations, slots)
+    want_count, want_free = deal(durations, slots, whole_rounds=False)
+    assert np.array_equal(count, want_count)
+    assert np.array_equal(free, want_free)
