@@ -7,8 +7,8 @@ Each (chip, operator) runs in a fresh subprocess that searches its cells one aft
 `tiler.search.search(..., top=1)`, the exhaustive search with its optimum proven) and reports each cell's wall time
 and the process's peak resident memory so far (resource.getrusage: ru_maxrss). The peak printed for a chip is the
 largest over its subprocesses: it bounds every cell's own peak (imports and the interpreter included). A cell
-the operator refuses (one line, exit 2 in the CLI: e.g. a tensor over the documented limits) is counted as
-refused, not timed. Targets (issue 33): worst cell <= 1 s and peak <= 300 MB on every chip. Exit code 1 when a
+with no feasible tiling or refused as input (one line, exit 2 in the CLI: e.g. a tensor over the documented
+limits) is counted as refused, not timed. Targets (issue 33): worst cell <= 1 s and peak <= 300 MB on every chip. Exit code 1 when a
 chip misses one.
 """
 
@@ -49,10 +49,11 @@ def cells(op: str, sizes: str) -> list[dict]:
         return out
     if op == "flash_attention":
         seqs = (1, 4096, BIG) if quick else (1, 129, 4096, 65536, BIG)
-        heads = ((1, 1), (32, 8)) if quick else ((1, 1), (32, 8), (64, 64))
+        heads = ((32, 8),) if quick else ((1, 1), (32, 8), (64, 64))
+        dims = (128,) if quick else (64, 128)
         out = []
-        for (h, kv), s1, s2, d, b in itertools.product(heads, seqs, seqs, (64, 128), (1, 16)):
-            out.append({"B": b, "heads": h, "kv_heads": kv, "S1": s1, "S2": s2, "D": d})
+        for (h, kv), s1, s2, d, b, causal in itertools.product(heads, seqs, seqs, dims, (1, 16), (0, 1)):
+            out.append({"B": b, "heads": h, "kv_heads": kv, "S1": s1, "S2": s2, "D": d, "causal": causal})
         return out
     raise ValueError(op)
 

@@ -149,15 +149,18 @@ def _kinds(p: FlashAttention, bs1: int, bs2: int, ks: int) -> tuple[np.ndarray, 
     tail = ragged & (a <= nb2 - 1) & (nb2 - 1 < hi)
     tail_m = tail & (nb2 - 1 >= nfull)
     tail_u = tail & ~tail_m
-    rt = ((i == n1 - 1) & edge_rows).astype(np.int64)
     out = np.zeros((i.size, NTYPES))
-    idx = np.arange(i.size)
-    # step type = rows * 4 + keys * 2 + mask
-    out[idx, rt * 4 + 0] = unmasked - tail_u
-    out[idx, rt * 4 + 1] = masked - tail_m
-    out[idx, rt * 4 + 2] = tail_u
-    out[idx, rt * 4 + 3] = tail_m
-    out[idx, STEP_TYPES + rt] = steps > 0
+    # step type = rows * 4 + keys * 2 + mask; the last s1 block's tasks (its ks rows, at the end) have the
+    # last-rows types when its rows are fewer
+    out[:, 0] = unmasked - tail_u
+    out[:, 1] = masked - tail_m
+    out[:, 2] = tail_u
+    out[:, 3] = tail_m
+    out[:, STEP_TYPES] = steps > 0
+    if edge_rows:
+        last = slice(i.size - ks, i.size)
+        out[last, 4:8], out[last, :4] = out[last, :4], 0.0
+        out[last, STEP_TYPES + 1], out[last, STEP_TYPES] = out[last, STEP_TYPES], 0.0
     return out, steps
 
 
