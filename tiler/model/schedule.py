@@ -4,7 +4,8 @@ Shared by every family: Ascend assigns task i to core i mod cores (AscendC block
 program i to whichever SM frees first, which for equal tiles is the same round-robin by waves. The functions here
 work on one tile grid at a time, vectorised over its tiles and over the traversal settings asked for, and cache
 their results per (grid, setting): the operator models group their candidates by schedule, and a search or a sweep
-simulates each distinct schedule once.
+simulates each distinct schedule once. Grids above WALK_TILES are counted in closed form (walk_counts), not
+walked, and the L2 walk is bounded (SIM_TILES, SIM_MAX): no table grows with the tile count.
 """
 
 from __future__ import annotations
