@@ -166,3 +166,26 @@ def test_search_scoring_in_row_chunks_finds_the_same_top(monkeypatch):
     for i in range(3):
         assert cut.tiling(i) == whole.tiling(i)
         assert float(cut.row(i)["time_us"]) == float(whole.row(i)["time_us"])
+
+
+def test_flash_attention_deal_of_many_programs_is_sampled_within_one_program(monkeypatch):
+    """Past DEAL_MAX programs the CUDA flash-attention deal deals a sample of the heads and spreads the rest evenly:
+    every slot's load then stays within one program of what dealing them all gives (the greedy deal keeps the
+    slots within one program of each other, and the total is the same)."""
+    from tiler.ops.flash_attention import cuda
+    from tiler.problem import parse_problem
+
+    p = parse_problem(
+        "flash_attention", dict(B=4, heads=8, kv_heads=8, S1=4096, S2=4096, D=64, causal=1), "fp16"
+    )
+    longest = float(cuda.program_steps(p, 64, 64).max()) + 1.0
+    for order in (0, 1):
+        cuda.slot_profile.cache_clear()
+        full, _ = cuda.slot_profile(p, 64, 64, order, 2, 16)
+        monkeypatch.setattr(cuda, "DEAL_MAX", 256)  # 4 of the 32 heads dealt
+        cuda.slot_profile.cache_clear()
+        sampled, _ = cuda.slot_profile(p, 64, 64, order, 2, 16)
+        monkeypatch.undo()
+        busiest = lambda pairs: float((pairs[:, 0] + pairs[:, 1]).max())  # noqa: E731
+        assert abs(busiest(full) - busiest(sampled)) <= longest
+    cuda.slot_profile.cache_clear()
