@@ -2,6 +2,7 @@
 sizes from tiny to 2^20 per dimension (2^24 rows for softmax); the worst time and the peak memory per chip.
 
     python3 bench/search_scaling.py [--chips a,b] [--ops matmul,softmax] [--sizes quick|full] [--cells]
+                                    [--shape M=65536,N=65536,K=65536 --ops matmul]
 
 Each (chip, operator) runs in a fresh subprocess that searches its cells one after another (imports first, then
 `tiler.search.search(..., top=1)`, the exhaustive search with its optimum proven) and reports each cell's wall time
@@ -105,8 +106,13 @@ def main() -> int:
     ap.add_argument("--sizes", choices=("quick", "full"), default="full")
     ap.add_argument("--timeout", type=float, default=600.0, help="seconds per (chip, operator) subprocess")
     ap.add_argument("--cells", action="store_true", help="print every cell")
+    ap.add_argument("--shape", help="one cell instead of the grid: K=V,... of the (one) operator in --ops")
     args = ap.parse_args()
     ops = args.ops.split(",")
+    if args.shape:
+        one = {k: int(v) for k, v in (kv.split("=") for kv in args.shape.split(","))}
+        global cells
+        cells = lambda op, sizes: [one]  # noqa: E731
     print(
         f"exhaustive proven search, one subprocess per (chip, operator); sizes {args.sizes}: "
         + ", ".join(f"{op} {len(cells(op, args.sizes))} cells" for op in ops)
