@@ -189,3 +189,24 @@ def test_flash_attention_deal_of_many_programs_is_sampled_within_one_program(mon
         busiest = lambda pairs: float((pairs[:, 0] + pairs[:, 1]).max())  # noqa: E731
         assert abs(busiest(full) - busiest(sampled)) <= longest
     cuda.slot_profile.cache_clear()
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.integers(1, 5000),
+    st.integers(1, 5000),
+    st.sampled_from([16, 32, 64, 128]),
+    st.sampled_from([16, 64, 128, 256]),
+    st.integers(1, 8),
+)
+def test_flash_attention_ascend_work_total_without_mask_equals_every_task(s1, s2, bs1, bs2, ks):
+    """Without the mask, the Ascend flash-attention work total is n1 - 1 times one s1 block's tasks plus the last
+    block's: the same as summing every task."""
+    from tiler.ops.flash_attention import ascend
+    from tiler.problem import parse_problem
+
+    p = parse_problem("flash_attention", dict(B=2, heads=8, kv_heads=2, S1=s1, S2=s2, D=64), "fp16")
+    kinds, _ = ascend._kinds(p, bs1, bs2, ks)
+    want = kinds.sum(axis=0) * int(ascend.geometry(p, bs1, bs2, ks)["copies"])
+    ascend.work_total.cache_clear()
+    assert np.array_equal(ascend.work_total(p, bs1, bs2, ks), want)
