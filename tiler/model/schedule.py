@@ -4,7 +4,8 @@ Shared by every family: Ascend assigns task i to core i mod cores (AscendC block
 program i to whichever SM frees first, which for equal tiles is the same round-robin by waves. The functions here
 work on one tile grid at a time, vectorised over its tiles and over the traversal settings asked for, and cache
 their results per (grid, setting): the operator models group their candidates by schedule, and a search or a sweep
-simulates each distinct schedule once.
+simulates each distinct schedule once. Grids above WALK_TILES are counted in closed form (walk_counts), not
+walked, and the L2 walk is bounded (SIM_TILES, SIM_MAX): no table grows with the tile count.
 """
 
 from __future__ import annotations
@@ -25,6 +26,10 @@ WORK_COLUMNS = TILE_TYPES + SUB_TYPES + 1
 # Largest tile walk the L2 simulation runs; bigger walks are simulated on a prefix of whole slices or whole
 # groups of tile rows (the steady state repeats), see panel_hits.
 SIM_TILES = 2048
+SIM_MAX = 1 << 15  # largest prefix of whole groups simulated; beyond, the walk is cut (see _prefix)
+# Largest tile grid (one slice) whose core work is counted on its walk; larger ones are counted in closed form
+# (walk_counts: the same counts, faster beyond this size, and without a table sized by the tiles).
+WALK_TILES = 1 << 14
 
 
 # Caches, each bounded (a long sweep starts them over): walks by (tm, tn, offset, direction, serpentine), core work
@@ -34,7 +39,8 @@ _WALK_ELEMS = 0
 _WALK_ELEMS_MAX = 1 << 23  # tile indices kept before the walk cache starts over (about 64 MB)
 _WORK: dict = {}
 _HITS: dict = {}
-_CACHE_ROWS = 1 << 17  # entries kept in _WORK and _HITS before each starts over
+_CACHE_ROWS = 1 << 17  # entries kept in _WORK, _HITS and _COUNTS before each starts over
+_COUNTS: dict = {}  # walk_counts by walk
 
 
 def walks(tm: int, tn: int, settings: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -126,6 +132,147 @@ def same_walk(gm, gn, tiles, cores, offset, direction, snake, offsets, direction
     return (twin_offset != offset) | (twin_direction != direction) | (twin_snake != snake)
 
 
+def walk_points(
+    tm: int, tn: int, offset: int, direction: int, snake: bool, p
+) -> tuple[np.ndarray, np.ndarray]:
+    """Tile (row, col) at walk positions `p` (an int64 array): one position of `traversal` in closed form, as
+    _compute_walks computes every position, so any position of a walk of billions of tiles costs O(1)."""
+    p = np.asarray(p, dtype=np.int64)
+    a, b = (tm, tn) if direction == 0 else (tn, tm)
+    off = min(offset, a)
+    group = p // (off * b)
+    height = np.minimum(off, a - group * off)
+    q = p - group * off * b
+    col = q // height
+    row = group * off + (q - col * height)
+    if snake:
+        col = np.where(group % 2 == 1, b - 1 - col, col)
+    return (row, col) if direction == 0 else (col, row)
+
+
+def point_types(tm, tn, cores, offset, direction, snake, edge_m, edge_n, p) -> np.ndarray:
+    """The tile type (TILE_TYPES) at walk positions `p` of one slice: edge bits of the tile, plus 4 when the
+    core's previous tile (position p - cores) has the same column (walk_points; no walk)."""
+    p = np.asarray(p, dtype=np.int64)
+    r, c = walk_points(tm, tn, offset, direction, snake, p)
+    out = 2 * ((r == tm - 1) & bool(edge_m)) + ((c == tn - 1) & bool(edge_n))
+    before = p >= cores
+    _, c0 = walk_points(tm, tn, offset, direction, snake, np.where(before, p - cores, 0))
+    return out + 4 * (before & (c0 == c))
+
+
+def _residue_hist(start: int, stride: int, n: int, cores: int) -> np.ndarray:
+    """How many of start + j*stride, j in [0, n), have each residue mod `cores`: the residues repeat every
+    cores / gcd(stride, cores) terms, so one period is counted, times the whole periods, plus the rest."""
+    period = cores // math.gcd(stride % cores, cores) if stride % cores else 1
+    first = (start + stride * np.arange(min(period, n), dtype=np.int64)) % cores
+    whole, rest = divmod(n, period)
+    out = np.bincount(first[:rest], minlength=cores).astype(np.int64)
+    if whole:
+        out += whole * np.bincount(first, minlength=cores)
+    return out
+
+
+def _add_runs(out: np.ndarray, start: int, stride: int, n: int, length: int, cores: int) -> None:
+    """Count, per residue mod `cores`, the positions start + j*stride + [0, length) for j in [0, n) into `out`
+    (cores,): every run covers each residue length // cores times, and the length % cores residues after its
+    start once more (a circular window sum over the starts' residues)."""
+    if n <= 0 or length <= 0:
+        return
+    full, rem = divmod(length, cores)
+    out += full * n
+    if rem:
+        starts = _residue_hist(start, stride, n, cores)
+        cs = np.concatenate([[0], np.cumsum(np.tile(starts, 2))])
+        x = np.arange(cores)
+        out += cs[x + cores + 1] - cs[x + cores + 1 - rem]
+
+
+def _group_counts(tm, tn, cores, offset, direction, snake, edge_m, edge_n, g: int) -> np.ndarray:
+    """Tiles of each type (cores, TILE_TYPES) that group g of the walk gives each core (absolute residues).
+
+    Inside the group the walk runs `b` runs (walk columns) of `h` tiles; a position at least `cores` into the
+    group has its core's previous tile in the same group: for direction 0 in the same run exactly when it is at
+    least `cores` into the run (runs are distinct columns), for direction 1 exactly when h divides cores (the
+    runs are rows, the tile `cores` back is in the same column only at the same place in its run). The first
+    `cores` positions (whose previous tile may lie in earlier groups) are typed one by one (point_types)."""
+    a, b = (tm, tn) if direction == 0 else (tn, tm)
+    off = min(offset, a)
+    h = min(off, a - g * off)
+    start, size = g * off * b, h * b
+    last = g == -(-a // off) - 1
+    col_bit = (int(edge_n), 2 * int(edge_m))[direction]  # the type bit of walk column b - 1
+    row_bit = (2 * int(edge_m), int(edge_n))[direction] if last else 0  # of walk row a - 1 (run place h - 1)
+    out = np.zeros((TILE_TYPES, cores), dtype=np.int64)
+    head = min(cores, size)
+    t = point_types(tm, tn, cores, offset, direction, snake, edge_m, edge_n, start + np.arange(head))
+    np.add.at(out, (t, (start + np.arange(head)) % cores), 1)
+    if size > cores:
+        edge_run = 0 if (snake and g % 2 == 1) else b - 1
+        j0 = cores // h
+        # (first run, runs, first place in the run) of the rest: run j0 from place cores - j0*h, then whole runs
+        pieces = [(j0, 1, cores - j0 * h), (j0 + 1, b - j0 - 1, 0)]
+        cuts = sorted({0, h, *((min(cores, h),) if direction == 0 else ()), *((h - 1,) if row_bit else ())})
+        reuse_all = direction == 1 and cores % h == 0
+        for j, n, lo in pieces:
+            for js, ns in (
+                (j, min(n, max(edge_run - j, 0))),
+                (edge_run, 1),
+                (edge_run + 1, j + n - edge_run - 1),
+            ):
+                js, je = max(js, j), min(js + ns, j + n)
+                if je <= js:
+                    continue
+                kind = col_bit if js == edge_run else 0
+                for e0, e1 in zip(cuts[:-1], cuts[1:], strict=True):
+                    e0 = max(e0, lo)
+                    if e1 <= e0:
+                        continue
+                    reuse = reuse_all or (direction == 0 and e0 >= cores)
+                    ttype = kind + (row_bit if e0 >= h - 1 else 0) + 4 * reuse
+                    _add_runs(out[ttype], start + js * h + e0, h, je - js, e1 - e0, cores)
+    return out.T
+
+
+def walk_counts(tm, tn, cores, offset, direction, snake, edge_m, edge_n) -> np.ndarray:
+    """Tiles of each type (cores, TILE_TYPES) on each core when one slice of the `tm x tn` grid is walked in
+    this traversal and position p runs on core p mod cores: what counting a walk gives, without the walk.
+
+    Every group but the last has `offset` rows, and a group whose first position is at least `cores` into the
+    walk (all its tiles' previous tiles in full groups) gives the same counts as any other of its parity (the
+    serpentine's direction), moved by its start's residue: those are computed once per parity and added for
+    each start residue (_residue_hist), the first few groups and the last one on their own. Time and memory
+    grow with the cores, not with the tiles. Cached per walk (a search meets the same grid at several K steps)."""
+    key = (tm, tn, cores, offset, direction, bool(snake), bool(edge_m), bool(edge_n))
+    out = _COUNTS.get(key)
+    if out is None:
+        if len(_COUNTS) > _CACHE_ROWS:
+            _COUNTS.clear()
+        out = _COUNTS[key] = _walk_counts(*key)
+        out.flags.writeable = False
+    return out
+
+
+def _walk_counts(tm, tn, cores, offset, direction, snake, edge_m, edge_n) -> np.ndarray:
+    """walk_counts, computed."""
+    a, b = (tm, tn) if direction == 0 else (tn, tm)
+    off = min(offset, a)
+    groups, size = -(-a // off), off * b
+    generic = min(
+        -(-cores // size), groups - 1
+    )  # the first group whose previous tiles are all in full groups
+    args = (tm, tn, cores, offset, direction, snake, edge_m, edge_n)
+    out = sum(_group_counts(*args, g) for g in range(generic))
+    out = out + _group_counts(*args, groups - 1)
+    step = 2 if snake else 1
+    shifted = (np.arange(cores)[:, None] - np.arange(cores)[None, :]) % cores
+    for g0 in range(generic, min(generic + step, groups - 1)):
+        rel = np.roll(_group_counts(*args, g0), -(g0 * size % cores), axis=0)
+        hist = _residue_hist(g0 * size, step * size, -(-(groups - 1 - g0) // step), cores)
+        out = out + np.einsum("k,xkt->xt", hist, rel[shifted])
+    return out
+
+
 @dataclass(frozen=True)
 class CoreWork:
     """What each core runs under one schedule, independent of the per-tile pipeline.
@@ -160,6 +307,20 @@ def core_work_many(
     return [_WORK[k] for k in keys]
 
 
+def _walk_types(tm, tn, cores, walk_keys, edge_m, edge_n) -> np.ndarray:
+    """Tile types (TILE_TYPES) by walk position, (W, tm*tn), of each walk (offset, direction, serpentine)."""
+    r, c = walks(tm, tn, walk_keys)
+    etype = np.zeros(r.shape, dtype=r.dtype)  # (W, per)
+    if edge_m:
+        etype += 2 * (r == tm - 1)
+    if edge_n:
+        etype += c == tn - 1
+    reuse = np.zeros_like(etype)
+    if tm * tn > cores:
+        reuse[:, cores:] = c[:, cores:] == c[:, :-cores]
+    return etype + 4 * reuse
+
+
 def _core_work(tm, tn, splits, batch, cores, edge_m, edge_n, settings: np.ndarray) -> list[CoreWork]:
     """Assign `batch*splits*tm*tn` tiles to `cores` in traversal order (tile i -> core i % cores), for every
     row (offset, direction, serpentine, pieces) of `settings`.
@@ -173,26 +334,24 @@ def _core_work(tm, tn, splits, batch, cores, edge_m, edge_n, settings: np.ndarra
     code = (settings[:, 0] * 2 + settings[:, 1]) * 2 + settings[:, 2]  # (offset, direction, serpentine)
     _, first, walk_of = np.unique(code, return_index=True, return_inverse=True)
     walk_keys, walk_of = settings[first, :3], walk_of.ravel()
-    r, c = walks(tm, tn, walk_keys)
-    n_walk, per = r.shape
+    n_walk, per = len(walk_keys), tm * tn
     n_set = len(settings)
     outer = splits * batch
     n = per * outer
-    etype = np.zeros(r.shape, dtype=r.dtype)  # (W, per)
-    if edge_m:
-        etype += 2 * (r == tm - 1)
-    if edge_n:
-        etype += c == tn - 1
-    reuse = np.zeros_like(etype)
-    if per > cores:
-        reuse[:, cores:] = c[:, cores:] == c[:, :-cores]
-    ttype = etype + 4 * reuse
-    # per walk and position residue, then every slice shifted by its starting core:
+    # per walk and position residue, the tiles of each type: counted on the walk for small grids, in closed
+    # form beyond WALK_TILES (walk_counts: the same integers, in time and memory that grow with the cores)
+    if per <= WALK_TILES:
+        ttype = _walk_types(tm, tn, cores, walk_keys, edge_m, edge_n)
+        slot = (np.arange(n_walk)[:, None] * cores + np.arange(per) % cores) * TILE_TYPES + ttype
+        by_residue = np.bincount(slot.ravel(), minlength=n_walk * cores * TILE_TYPES).reshape(
+            n_walk, cores, TILE_TYPES
+        )
+        types_at = lambda w, pos: ttype[w, pos]  # noqa: E731
+    else:
+        by_residue = np.stack([walk_counts(tm, tn, cores, *k, edge_m, edge_n) for k in walk_keys.tolist()])
+        types_at = lambda w, pos: point_types(tm, tn, cores, *walk_keys[w], edge_m, edge_n, pos)  # noqa: E731
+    # every slice shifted by its starting core:
     # counts[x] = sum over starting cores s of starts[s] * by_residue[(x - s) mod cores]
-    slot = (np.arange(n_walk)[:, None] * cores + np.arange(per) % cores) * TILE_TYPES + ttype
-    by_residue = np.bincount(slot.ravel(), minlength=n_walk * cores * TILE_TYPES).reshape(
-        n_walk, cores, TILE_TYPES
-    )
     if outer == 1:
         counts = by_residue[walk_of].astype(np.float64)  # (S, cores, types)
     else:
@@ -205,15 +364,16 @@ def _core_work(tm, tn, splits, batch, cores, edge_m, edge_n, settings: np.ndarra
     rem = n % cores
     for i in np.flatnonzero(settings[:, 3] >= 2) if rem else ():  # the partial last round is re-cut
         pos = np.arange(n - rem, n) % per  # its tiles' positions in the walk; tile k runs on core k
-        w = walk_of[i]
-        np.subtract.at(counts[i], (np.arange(rem), ttype[w, pos]), 1)
-        sub_type = np.repeat(etype[w, pos], settings[i, 3])[:cores]
+        t = types_at(walk_of[i], pos)
+        np.subtract.at(counts[i], (np.arange(rem), t), 1)
+        sub_type = np.repeat(t % 4, settings[i, 3])[:cores]
         subs[i, np.arange(sub_type.size), sub_type] = 1
     has_work = (counts.sum(axis=2) + subs.sum(axis=2)) > 0
     vectors = np.concatenate([counts, subs, has_work[:, :, None]], axis=2)  # (S, cores, WORK_COLUMNS)
     # a core whose counts are all at or below another's never finishes last (costs are non-negative); of equal
     # cores the first is kept
-    small = vectors[:, :, vectors.any(axis=(0, 1))].astype(np.int32)  # the columns in use, exact, compact
+    exact = np.int32 if vectors.max() < 1 << 31 else np.int64  # compact where the counts fit
+    small = vectors[:, :, vectors.any(axis=(0, 1))].astype(exact)  # the columns in use, exact
     ge = (small[:, None, :, :] >= small[:, :, None, :]).all(axis=3)  # ge[s, i, j]: core j covers core i
     equal = ge & ge.transpose(0, 2, 1)
     later = np.arange(cores)[None, :, None] > np.arange(cores)[None, None, :]
@@ -417,10 +577,9 @@ def panel_hits_many(
     by_grid: dict[tuple, list] = {}
     for s in todo:
         by_grid.setdefault(_prefix(tm, tn, splits, batch, *s[:2]), []).append(s)
-    for (t_m, t_n, spl, bat), group in by_grid.items():
-        rates = _hit_rates(
-            t_m, t_n, spl * bat, slots, np.array(group), a_panel_bytes, b_panel_bytes, l2_bytes
-        )
+    for (t_m, t_n, spl, bat, *share), group in by_grid.items():
+        l2 = (l2_bytes * share[0], l2_bytes * share[1])
+        rates = _hit_rates(t_m, t_n, spl * bat, slots, np.array(group), a_panel_bytes, b_panel_bytes, l2)
         for s, rate in zip(group, rates, strict=True):
             _HITS[key, s] = rate
     return np.array([_HITS[key, s] for s in settings])
@@ -447,28 +606,76 @@ def panel_hits(
 
 def _prefix(
     tm: int, tn: int, splits: int, batch: int, offset: int, direction: int
-) -> tuple[int, int, int, int]:
-    """The grid the L2 walk simulates: all of it up to SIM_TILES tiles, else whole slices, else whole groups of
-    tile rows (columns for direction 1) of the first slice; the steady state repeats."""
+) -> tuple[int, int, int, int, float, float]:
+    """The grid the L2 walk simulates, and the share of L2 each panel kind (A, B) is compared with there: all of
+    it up to SIM_TILES tiles, else whole slices, else whole groups of tile rows (columns for direction 1) of the
+    first slice (the steady state repeats), at the full L2.
+
+    Where whole groups would pass SIM_MAX tiles (a walk along tens of thousands of tile columns), the walk is cut
+    along its long side: two groups (both serpentine directions) of b' = SIM_TILES / (2 offset) walk columns, and
+    the panels the walk columns are made of (B for direction 0, A for 1) compared with L2 * b' / b: the bytes
+    between a panel's touches in consecutive groups grow with the walk columns, so the cut walk sees the same
+    fraction of them fit (an approximation, docs/model.md)."""
     per = tm * tn
     if per * splits * batch <= SIM_TILES:
-        return tm, tn, splits, batch
+        return tm, tn, splits, batch, 1.0, 1.0
     if per <= SIM_TILES:
-        return tm, tn, max(1, SIM_TILES // per), 1
+        return tm, tn, max(1, SIM_TILES // per), 1, 1.0, 1.0
+    a, b = (tm, tn) if direction == 0 else (tn, tm)
+    off = min(offset, a)
+    need = -(-SIM_TILES // b)  # rows of tiles that reach SIM_TILES, then whole groups of them
+    rows = min(a, -(-need // off) * off)
+    if rows * b > SIM_MAX:
+        cut = max(1, SIM_TILES // (2 * off))
+        rows, b, share = min(a, 2 * off), cut, cut / b
+    else:
+        share = 1.0
     if direction == 0:
-        rows = -(-SIM_TILES // tn)
-        return min(tm, -(-rows // offset) * offset), tn, 1, 1
-    cols = -(-SIM_TILES // tm)
-    return tm, min(tn, -(-cols // offset) * offset), 1, 1
+        return rows, b, 1, 1, 1.0, share
+    return b, rows, 1, 1, share, 1.0
 
 
 def _hit_rates(tm, tn, outer, slots, settings, a_bytes, b_bytes, l2_bytes) -> np.ndarray:
-    """L2 hit rates (S, 2) of A and B panel loads under an LRU-like capacity rule, one row per traversal setting.
+    """L2 hit rates (S, 2) of A and B panel loads under an LRU-like capacity rule, one row per traversal setting;
+    l2_bytes: one capacity, or one for A's and one for B's panels (_prefix's cut walk).
 
     A round is the set of tiles running at once. In a round, each distinct panel is fetched once from HBM unless it
     was touched in an earlier round and the bytes of distinct panels touched since then (the rounds in between plus
     this one) fit in L2; every other load of it in the round is an L2 hit (a core reads what another just fetched).
+    The touches do not depend on the panels' bytes (_touches, cached): only the footprint sums below do.
     """
+    counts, kinds = _touches(tm, tn, outer, slots, settings)
+    n_set, nr = counts[0].shape
+    loads = tm * tn * outer
+    foot = np.zeros((n_set, nr))
+    for cnt, size in zip(counts, (a_bytes, b_bytes), strict=True):
+        foot += cnt * size
+    cum = np.concatenate(
+        [np.zeros((n_set, 1)), np.cumsum(foot, axis=1)], axis=1
+    ).ravel()  # bytes of rounds < r
+    out = np.empty((n_set, 2))
+    caps = l2_bytes if isinstance(l2_bytes, tuple) else (l2_bytes, l2_bytes)
+    for j, (first, hi, lo, which) in enumerate(kinds):
+        # bytes touched from the round after the previous touch up to and including this round
+        between = cum[hi] - cum[lo]
+        misses = first + np.bincount(which, weights=between > caps[j], minlength=n_set)
+        out[:, j] = 1.0 - misses / loads
+    return out
+
+
+_TOUCHES: dict = {}
+_TOUCH_ELEMS = 0
+
+
+def _touches(tm, tn, outer, slots, settings) -> tuple[tuple, list]:
+    """The panel touches of each setting's walk, by round: per kind (A, B) the distinct panels touched in each
+    round (S, rounds), and of the touches after an earlier one (a repeat touch), the first-touch count per
+    setting and the cum-footprint indices (hi, lo) and setting of each repeat. Cached; bounded by elements."""
+    global _TOUCH_ELEMS
+    key = (tm, tn, outer, slots, np.asarray(settings, dtype=np.int64).tobytes())
+    hit = _TOUCHES.get(key)
+    if hit is not None:
+        return hit
     r, c = walks(tm, tn, settings)
     n_set, per = r.shape
     loads = per * outer
@@ -477,32 +684,34 @@ def _hit_rates(tm, tn, outer, slots, settings, a_bytes, b_bytes, l2_bytes) -> np
     nr = int(rnd[-1]) + 1
     # distinct (setting, panel, round) triples, sorted by setting, panel, then round (the walk visits rounds in
     # order); panels are numbered per slice
-    found = []
+    counts, kinds = [], []
     for ids, width in (
         (slice_ * tm + np.tile(r, outer), tm * outer),
         (slice_ * tn + np.tile(c, outer), tn * outer),
     ):
-        seen = np.zeros(n_set * width * nr, dtype=bool)
-        seen[((np.arange(n_set)[:, None] * width + ids) * nr + rnd).ravel()] = True
-        pid, pr = np.divmod(np.flatnonzero(seen), nr)
-        found.append((pid, pr, pid // width))
-    foot = np.zeros((n_set, nr))
-    for (_, pr, which), size in zip(found, (a_bytes, b_bytes), strict=True):
-        foot += np.bincount(which * nr + pr, minlength=n_set * nr).reshape(n_set, nr) * size
-    cum = np.concatenate(
-        [np.zeros((n_set, 1)), np.cumsum(foot, axis=1)], axis=1
-    ).ravel()  # bytes of rounds < r
-    out = np.empty((n_set, 2))
-    for j, (pid, pr, which) in enumerate(found):
+        code = ((np.arange(n_set)[:, None] * width + ids) * nr + rnd).ravel()
+        if n_set * width * nr <= 16 * code.size:  # a flag per possible triple: no sort
+            seen = np.zeros(n_set * width * nr, dtype=bool)
+            seen[code] = True
+            code = np.flatnonzero(seen)
+        else:  # rounds many and panels many (few slots): sort the triples, memory by the loads
+            code = np.unique(code)
+        pid, pr = np.divmod(code, nr)
+        which = pid // width
+        counts.append(np.bincount(which * nr + pr, minlength=n_set * nr).reshape(n_set, nr))
         same = np.zeros(pr.size, dtype=bool)
         same[1:] = pid[1:] == pid[:-1]
-        prev = np.concatenate([pr[:1], pr[:-1]])  # the previous pair's round (np.roll is slower)
-        base = which * (nr + 1)
-        # bytes touched from the round after the previous touch up to and including this round
-        between = cum[base + pr + 1] - cum[base + np.where(same, prev + 1, pr)]
-        misses = np.bincount(which, weights=~(same & (between <= l2_bytes)), minlength=n_set)
-        out[:, j] = 1.0 - misses / loads
-    return out
+        rep = np.flatnonzero(same)
+        base = which[rep] * (nr + 1)
+        first = np.bincount(which[~same], minlength=n_set).astype(np.float64)
+        kinds.append((first, base + pr[rep] + 1, base + pr[rep - 1] + 1, which[rep]))
+    size = sum(x.size for k in kinds for x in k) + 2 * n_set * nr
+    if _TOUCH_ELEMS + size > _WALK_ELEMS_MAX:
+        _TOUCHES.clear()
+        _TOUCH_ELEMS = 0
+    _TOUCHES[key] = (tuple(counts), kinds)
+    _TOUCH_ELEMS += size
+    return _TOUCHES[key]
 
 
 @lru_cache(maxsize=8192)
@@ -527,6 +736,9 @@ def max_b_reuse(
     if per <= cores:  # a core's previous tile is always in another slice (or there is none)
         return 0
     settings = np.array([(o, d, s) for o in offsets for d in directions for s in snakes], dtype=np.int64)
+    if per > WALK_TILES:  # counted in closed form (walk_counts), not on the walk
+        reuse = [walk_counts(tm, tn, cores, *k, False, False)[:, 4:].sum() for k in settings.tolist()]
+        return int(max(reuse)) * batch * splits
     _, c = walks(tm, tn, settings)
     same = c[:, cores:] == c[:, :-cores]
     return int(same.sum(axis=1).max()) * batch * splits
@@ -645,10 +857,10 @@ def on_clear(fn) -> None:
 
 def clear_caches() -> None:
     """Forget every cached walk and simulation (benchmarks time a search from a cold start with this)."""
-    global _WALK_ELEMS
+    global _WALK_ELEMS, _TOUCH_ELEMS
     max_b_reuse.cache_clear()
-    for cache in (_WALKS, _WORK, _HITS):
+    for cache in (_WALKS, _WORK, _HITS, _TOUCHES, _COUNTS):
         cache.clear()
-    _WALK_ELEMS = 0
+    _WALK_ELEMS = _TOUCH_ELEMS = 0
     for fn in _CLEARERS:
         fn()

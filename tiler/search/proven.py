@@ -18,6 +18,7 @@ from ..space import Candidates, Space, length, product, product_rows, take
 from .result import SearchResult, top_distinct
 
 CHUNK = 1 << 18  # rows per vectorised pass: bounds memory, keeps numpy's per-call overhead small
+ESTIMATE_ROWS = 1 << 14  # candidates per estimate call in the search (its peak memory: about 5 KB a row)
 PREFIX_SEED = 16  # first-level prefixes expanded first (at least; 2% of them if more) to find an incumbent
 PREFIX_BATCH = 256  # prefixes expanded per round after that, the incumbent refreshed between rounds
 BNB_BLOCK = 1024  # rows bounded (bound()) before there is an incumbent
@@ -144,6 +145,19 @@ def _contenders(time_us: np.ndarray, top: int) -> np.ndarray | None:
     return np.flatnonzero(time_us <= fastest[top - 1])
 
 
+def estimate_rows(model, problem, chip, rows: Candidates) -> dict:
+    """model.estimate over `rows`, ESTIMATE_ROWS at a time: the model's per-call work arrays (several KB per
+    row) then stay bounded whatever the batch, and the records are the same row by row."""
+    n = length(rows)
+    if n <= ESTIMATE_ROWS:
+        return model.estimate(problem, chip, rows)
+    parts = [
+        model.estimate(problem, chip, take(rows, slice(lo, lo + ESTIMATE_ROWS)))
+        for lo in range(0, n, ESTIMATE_ROWS)
+    ]
+    return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+
+
 def _incumbent(best_e: dict, top: int) -> float:
     """The time a candidate must beat to enter the top `top` (infinite until `top` are found)."""
     return float(best_e["time_us"][top - 1]) if best_e and length(best_e) >= top else np.inf
@@ -240,7 +254,7 @@ def exhaustive(problem: Problem, chip, space: Space, top: int = 5) -> SearchResu
             )
         else:
             full = rows
-        est = model.estimate(problem, chip, full)
+        est = estimate_rows(model, problem, chip, full)
         evaluated += length(full)
         keep = _contenders(est["time_us"], top)  # only these can enter the top `top`: merge just them
         if keep is not None:

@@ -121,9 +121,10 @@ def geometry(p: FlashAttention, bs1, bs2, ks) -> dict:
     }
 
 
-def _kinds(p: FlashAttention, bs1: int, bs2: int, ks: int) -> tuple[np.ndarray, np.ndarray]:
+def _kinds(p: FlashAttention, bs1: int, bs2: int, ks: int, blocks=None) -> tuple[np.ndarray, np.ndarray]:
     """Per task kind (s1 block i, kv chunk k), i-major: its work columns (NTYPES: steps of each step type, then the
-    task itself by row type) and its weight (valid s2 blocks, what the balanced split sorts by).
+    task itself by row type) and its weight (valid s2 blocks, what the balanced split sorts by). blocks: the s1
+    blocks to list (increasing, the last one last), all by default.
 
     Causal: a block is visited when its first key is visible to the block's last row, and needs the mask pass
     (at full cost) unless every key is visible to the block's first row."""
@@ -131,8 +132,9 @@ def _kinds(p: FlashAttention, bs1: int, bs2: int, ks: int) -> tuple[np.ndarray, 
     n1, nb2, bpc = int(g["n1"]), int(g["nb2"]), int(g["bpc"])
     edge_rows = int(g["rows_last"]) < int(g["rows"])
     ragged = int(g["w_last"]) < bs2
-    i = np.repeat(np.arange(n1, dtype=np.int64), ks)
-    k = np.tile(np.arange(ks, dtype=np.int64), n1)
+    blocks = np.arange(n1, dtype=np.int64) if blocks is None else np.asarray(blocks, dtype=np.int64)
+    i = np.repeat(blocks, ks)
+    k = np.tile(np.arange(ks, dtype=np.int64), blocks.size)
     start = i * bs1
     end = np.minimum(start + bs1, p.S1)
     nvalid = ceil_div(p.visible_keys(end), bs2).astype(np.int64)
@@ -149,15 +151,18 @@ def _kinds(p: FlashAttention, bs1: int, bs2: int, ks: int) -> tuple[np.ndarray, 
     tail = ragged & (a <= nb2 - 1) & (nb2 - 1 < hi)
     tail_m = tail & (nb2 - 1 >= nfull)
     tail_u = tail & ~tail_m
-    rt = ((i == n1 - 1) & edge_rows).astype(np.int64)
     out = np.zeros((i.size, NTYPES))
-    idx = np.arange(i.size)
-    # step type = rows * 4 + keys * 2 + mask
-    out[idx, rt * 4 + 0] = unmasked - tail_u
-    out[idx, rt * 4 + 1] = masked - tail_m
-    out[idx, rt * 4 + 2] = tail_u
-    out[idx, rt * 4 + 3] = tail_m
-    out[idx, STEP_TYPES + rt] = steps > 0
+    # step type = rows * 4 + keys * 2 + mask; the last s1 block's tasks (its ks rows, at the end) have the
+    # last-rows types when its rows are fewer
+    out[:, 0] = unmasked - tail_u
+    out[:, 1] = masked - tail_m
+    out[:, 2] = tail_u
+    out[:, 3] = tail_m
+    out[:, STEP_TYPES] = steps > 0
+    if edge_rows and blocks[-1] == n1 - 1:
+        last = slice(i.size - ks, i.size)
+        out[last, 4:8], out[last, :4] = out[last, :4], 0.0
+        out[last, STEP_TYPES + 1], out[last, STEP_TYPES] = out[last, STEP_TYPES], 0.0
     return out, steps
 
 
@@ -198,9 +203,19 @@ def _deal_snake(kinds: np.ndarray, weight: np.ndarray, copies: int, cores: int) 
 
 @lru_cache(maxsize=1024)
 def work_total(p: FlashAttention, bs1: int, bs2: int, ks: int) -> np.ndarray:
-    """The work columns of every task of one (block_s1, block_s2, kv_split), summed: what the cores share."""
-    kinds, _ = _kinds(p, bs1, bs2, ks)
-    out = kinds.sum(axis=0) * int(geometry(p, bs1, bs2, ks)["copies"])
+    """The work columns of every task of one (block_s1, block_s2, kv_split), summed: what the cores share.
+
+    Without the mask every s1 block but the last has the same tasks (the same keys), so the sum is n1 - 1 times
+    the first block's plus the last's: the same whole counts as summing every task, in time independent of S1."""
+    g = geometry(p, bs1, bs2, ks)
+    n1 = int(g["n1"])
+    if p.causal or n1 <= 2:
+        kinds, _ = _kinds(p, bs1, bs2, ks)
+        total = kinds.sum(axis=0)
+    else:
+        kinds, _ = _kinds(p, bs1, bs2, ks, blocks=[0, n1 - 1])
+        total = kinds[:ks].sum(axis=0) * (n1 - 1) + kinds[ks:].sum(axis=0)
+    out = total * int(g["copies"])
     out.setflags(write=False)
     return out
 

@@ -87,6 +87,9 @@ ROW_LANES = 48.0
 LANES_PER_CYCLE = 128.0  # 4 schedulers x 32 lanes per SM and cycle
 # prepare() keeps this many (programs, steps) pairs per candidate: the slots on the upper hull of all slots' pairs
 HULL = 8
+# Most programs slot_profile deals one chunk at a time (a causal grid of long sequences and many heads holds
+# tens of millions); beyond, a sample of the heads is dealt and the others spread evenly
+DEAL_MAX = 1 << 17
 # residency levels tracked as the grid drains: programs resident on one SM (32 blocks at most, the CUDA limit)
 RMAX = 32
 # registers(): base, per accumulator, score and K/V element per thread (fit to bench/data/h200_fa_registers.csv)
@@ -175,25 +178,41 @@ def program_steps(p: FlashAttention, bm: int, bn: int) -> np.ndarray:
     return -(-keys // bn)
 
 
-def launch_order(p: FlashAttention, steps: np.ndarray, order: int) -> np.ndarray:
+def launch_order(p: FlashAttention, steps: np.ndarray, order: int, heads: int | None = None) -> np.ndarray:
     """Steps of every program in launch order: ORDER 0, grid (query blocks, batch*heads) with the query block
-    fastest; ORDER 1, grid (batch*heads, query blocks) with the heads fastest and the last query block first."""
-    heads = p.B * p.heads
+    fastest; ORDER 1, grid (batch*heads, query blocks) with the heads fastest and the last query block first.
+    heads: the (batch, head) pairs launched, all of them by default."""
+    heads = p.B * p.heads if heads is None else heads
     if order == 0:
         return np.tile(steps, heads)
     return np.repeat(steps[::-1], heads)
 
 
-def deal(durations: np.ndarray, slots: int) -> tuple[np.ndarray, np.ndarray]:
+def deal(durations: np.ndarray, slots: int, whole_rounds: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """Greedy list scheduling of jobs in launch order onto `slots` identical slots: each job goes to the slot that
     frees first (the block scheduler hands the next program of the grid to the first SM slot that frees). Exact:
     the jobs are placed in chunks, each chunk's k-th job to the k-th earliest free slot, a chunk ending before the
     first of its jobs that would start after an earlier job of the chunk has ended (that slot would take it).
-    Returns per slot the jobs it ran and their summed durations."""
+    Returns per slot the jobs it ran and their summed durations.
+
+    A run of equal jobs (duration d) dealt while the slots' free times lie within less than d of each other goes
+    one job to each slot per `slots` jobs, every slot then d later (the spread kept): whole such rounds are
+    added at once, so a long grid of equal programs (no mask, or a query block's heads) costs a few chunks.
+    Durations are whole numbers of steps, so the sums are the same numbers the chunks would add (whole_rounds
+    False: chunks only, the reference the tests compare with)."""
     free = np.zeros(slots)
     count = np.zeros(slots)
     pos = 0
+    # where each run of equal durations ends
+    run_ends = np.append(np.flatnonzero(durations[1:] != durations[:-1]) + 1, durations.size)
     while pos < durations.size:
+        run_end = int(run_ends[np.searchsorted(run_ends, pos, side="right")])
+        rounds = (run_end - pos) // slots
+        if whole_rounds and rounds and free.max() - free.min() < durations[pos]:
+            free += rounds * durations[pos]
+            count += rounds
+            pos += rounds * slots
+            continue
         order = np.argsort(free, kind="stable")
         k = min(slots, durations.size - pos)
         start = free[order[:k]]
@@ -228,8 +247,15 @@ def slot_profile(p: FlashAttention, bm: int, bn: int, order: int, occ: int, sms:
     """The deal of one grid onto `occ` x `sms` slots, as prepare() reads it: the hull of the slots' (programs,
     steps) pairs (HULL, 2) and the drain profile (RMAX,). Cached: the branch and bound scores a grid's candidates
     in several batches, and the deal is most of an estimate's cost on long sequences."""
-    seq = launch_order(p, program_steps(p, bm, bn), order)
-    count, load = deal(seq + 1.0, occ * sms)  # nominal cost: one step per program start
+    steps = program_steps(p, bm, bn)
+    heads = p.B * p.heads
+    dealt = min(heads, max(1, DEAL_MAX // steps.size))  # (batch, head) pairs dealt program by program
+    count, load = deal(launch_order(p, steps, order, dealt) + 1.0, occ * sms)  # one step per program start
+    if dealt < heads:
+        # more programs than DEAL_MAX: the rest of the heads spread evenly over the slots (the greedy deal keeps
+        # every slot within one program of the others), an approximation (docs/model_cuda.md)
+        count = count + (heads - dealt) * steps.size / (occ * sms)
+        load = load + (heads - dealt) * float((steps + 1.0).sum()) / (occ * sms)
     pairs = hull(count, load - count)
     # the drain: a slot is busy from 0 to its finish without a gap (greedy), so while more than (r - 1) * SMs
     # slots are busy the busiest SM holds r or more programs; tail[r - 1] is the time that stops being so

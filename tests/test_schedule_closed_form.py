@@ -1,0 +1,212 @@
+"""The schedule counted without walking the grid (issue 33): walk_counts, point_types and the closed-form path of
+core work and B reuse give what counting the walk gives, and big grids cost memory by the cores, not the tiles."""
+
+from __future__ import annotations
+
+import tracemalloc
+from contextlib import contextmanager
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tiler.model import schedule
+from tiler.model.schedule import (
+    TILE_TYPES,
+    _core_work,
+    max_b_reuse,
+    panel_hits_many,
+    point_types,
+    traversal,
+    walk_counts,
+)
+
+grids = st.integers(1, 48)
+cores = st.sampled_from([1, 2, 3, 4, 5, 7, 8, 20, 24, 30, 32, 40, 64])
+walk = st.tuples(st.sampled_from([1, 2, 3, 4, 5, 8, 16]), st.integers(0, 1), st.booleans())
+
+
+@contextmanager
+def closed_form():
+    """Count every grid in closed form (no grid is small enough to walk)."""
+    keep = schedule.WALK_TILES
+    schedule.WALK_TILES = 0
+    try:
+        yield
+    finally:
+        schedule.WALK_TILES = keep
+
+
+def counted_on_the_walk(tm, tn, k, offset, direction, snake, edge_m, edge_n) -> np.ndarray:
+    """Tiles of each type per core, counted one walk position at a time (position p runs on core p mod k)."""
+    r, c = (x.astype(np.int64) for x in traversal(tm, tn, offset, direction, snake))
+    etype = 2 * ((r == tm - 1) & edge_m) + ((c == tn - 1) & edge_n)
+    reuse = np.zeros(r.size, dtype=np.int64)
+    reuse[k:] = c[k:] == c[:-k]
+    out = np.zeros((k, TILE_TYPES), dtype=np.int64)
+    np.add.at(out, (np.arange(r.size) % k, etype + 4 * reuse), 1)
+    return out
+
+
+@settings(max_examples=400, deadline=None)
+@given(grids, grids, cores, walk, st.booleans(), st.booleans())
+def test_walk_counts_equal_the_walk(tm, tn, k, w, edge_m, edge_n):
+    got = walk_counts(tm, tn, k, *w, edge_m, edge_n)
+    assert np.array_equal(got, counted_on_the_walk(tm, tn, k, *w, edge_m, edge_n))
+
+
+@settings(max_examples=200, deadline=None)
+@given(grids, grids, cores, walk, st.booleans(), st.booleans(), st.data())
+def test_point_types_equal_the_walk(tm, tn, k, w, edge_m, edge_n, data):
+    r, c = (x.astype(np.int64) for x in traversal(tm, tn, *w))
+    pos = np.array(data.draw(st.lists(st.integers(0, tm * tn - 1), min_size=1, max_size=20)))
+    etype = 2 * ((r[pos] == tm - 1) & edge_m) + ((c[pos] == tn - 1) & edge_n)
+    reuse = (pos >= k) & (c[pos] == c[np.maximum(pos - k, 0)])
+    assert np.array_equal(point_types(tm, tn, k, *w, edge_m, edge_n, pos), etype + 4 * reuse)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    grids,
+    grids,
+    cores,
+    st.integers(1, 3),
+    st.integers(1, 2),
+    st.booleans(),
+    st.booleans(),
+    st.lists(st.tuples(walk, st.integers(1, 4)), min_size=1, max_size=4),
+)
+def test_core_work_closed_form_equals_the_walk(tm, tn, k, splits, batch, edge_m, edge_n, sets):
+    setting = np.array([(o, d, int(s), pieces) for (o, d, s), pieces in sets], dtype=np.int64)
+    walked = _core_work(tm, tn, splits, batch, k, edge_m, edge_n, setting)
+    with closed_form():
+        closed = _core_work(tm, tn, splits, batch, k, edge_m, edge_n, setting)
+    for a, b in zip(walked, closed, strict=True):
+        assert np.array_equal(a.vectors, b.vectors)
+        assert np.array_equal(a.total, b.total)
+        assert np.array_equal(a.padded, b.padded)
+        assert a.cores_used == b.cores_used
+
+
+@settings(max_examples=100, deadline=None)
+@given(grids, grids, cores, st.integers(1, 3), st.integers(1, 2))
+def test_max_b_reuse_closed_form_equals_the_walk(tm, tn, k, splits, batch):
+    args = (tm, tn, splits, batch, k, (1, 2, 4, 8), (0, 1), (0, 1))
+    max_b_reuse.cache_clear()
+    walked = max_b_reuse(*args)
+    max_b_reuse.cache_clear()
+    with closed_form():
+        closed = max_b_reuse(*args)
+    max_b_reuse.cache_clear()
+    assert walked == closed
+
+
+def test_a_grid_of_billions_of_tiles_costs_memory_by_the_cores():
+    """65536 x 65536 tiles (2^32: a walk would hold 32 GB of indices) on 20 cores: every tile counted once, each
+    core within one tile of the others, in a few MB."""
+    schedule.clear_caches()
+    tracemalloc.start()
+    work = _core_work(
+        65536, 65536, 1, 1, 20, True, True, np.array([[1, 0, 0, 1], [8, 1, 1, 2], [3, 0, 1, 1]])
+    )
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 16 << 20
+    for w in work:
+        assert w.total[:-1].sum() == 65536 * 65536 or w.total[TILE_TYPES:-1].sum() > 0
+        assert w.total[:TILE_TYPES].sum() <= 65536 * 65536
+    plain = work[0]
+    per_core = plain.vectors[:, :TILE_TYPES].sum(axis=1)
+    assert per_core.max() == -(-(65536 * 65536) // 20)
+
+
+def test_l2_walk_of_a_long_grid_is_bounded():
+    """A walk along 2^16 tile columns on one core: the simulated walk is cut (schedule._prefix), so the L2 hit
+    rates come back in a few MB, and they are rates."""
+    schedule.clear_caches()
+    tracemalloc.start()
+    hits = panel_hits_many(8, 65536, 1, 1, 1, [[1, 0, 0], [8, 0, 1], [2, 1, 1]], 4096.0, 4096.0, 1e6)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 64 << 20
+    assert ((hits >= 0) & (hits <= 1)).all()
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(1, 9), st.integers(1, 90)), min_size=1, max_size=8),
+    st.integers(1, 24),
+)
+def test_deal_of_equal_runs_adds_whole_rounds_exactly(runs, slots):
+    """flash attention's CUDA deal adds whole rounds of a run of equal programs at once: the same counts and
+    finish times as dealing them chunk by chunk."""
+    from tiler.ops.flash_attention.cuda import deal
+
+    durations = np.concatenate([np.full(n, float(d)) for d, n in runs])
+    count, free = deal(durations, slots)
+    want_count, want_free = deal(durations, slots, whole_rounds=False)
+    assert np.array_equal(count, want_count)
+    assert np.array_equal(free, want_free)
+
+
+def test_search_scoring_in_row_chunks_finds_the_same_top(monkeypatch):
+    """The proven search estimates at most ESTIMATE_ROWS candidates per call (bounded memory): cutting every batch
+    into 64-row calls leaves the top tilings and their times unchanged."""
+    from tiler.hardware import load_chip
+    from tiler.problem import parse_problem
+    from tiler.search import proven, search
+    from tiler.space import load_space
+
+    chip = load_chip("ascend910b3")
+    p = parse_problem("matmul", {"M": 300, "N": 700, "K": 500}, "fp16")
+    space = load_space("matmul", chip.family)
+    whole = search(p, chip, space, top=3)
+    monkeypatch.setattr(proven, "ESTIMATE_ROWS", 64)
+    cut = search(p, chip, space, top=3)
+    for i in range(3):
+        assert cut.tiling(i) == whole.tiling(i)
+        assert float(cut.row(i)["time_us"]) == float(whole.row(i)["time_us"])
+
+
+def test_flash_attention_deal_of_many_programs_is_sampled_within_one_program(monkeypatch):
+    """Past DEAL_MAX programs the CUDA flash-attention deal deals a sample of the heads and spreads the rest evenly:
+    every slot's load then stays within one program of what dealing them all gives (the greedy deal keeps the
+    slots within one program of each other, and the total is the same)."""
+    from tiler.ops.flash_attention import cuda
+    from tiler.problem import parse_problem
+
+    p = parse_problem(
+        "flash_attention", dict(B=4, heads=8, kv_heads=8, S1=4096, S2=4096, D=64, causal=1), "fp16"
+    )
+    longest = float(cuda.program_steps(p, 64, 64).max()) + 1.0
+    for order in (0, 1):
+        cuda.slot_profile.cache_clear()
+        full, _ = cuda.slot_profile(p, 64, 64, order, 2, 16)
+        monkeypatch.setattr(cuda, "DEAL_MAX", 256)  # 4 of the 32 heads dealt
+        cuda.slot_profile.cache_clear()
+        sampled, _ = cuda.slot_profile(p, 64, 64, order, 2, 16)
+        monkeypatch.undo()
+        busiest = lambda pairs: float((pairs[:, 0] + pairs[:, 1]).max())  # noqa: E731
+        assert abs(busiest(full) - busiest(sampled)) <= longest
+    cuda.slot_profile.cache_clear()
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.integers(1, 5000),
+    st.integers(1, 5000),
+    st.sampled_from([16, 32, 64, 128]),
+    st.sampled_from([16, 64, 128, 256]),
+    st.integers(1, 8),
+)
+def test_flash_attention_ascend_work_total_without_mask_equals_every_task(s1, s2, bs1, bs2, ks):
+    """Without the mask, the Ascend flash-attention work total is n1 - 1 times one s1 block's tasks plus the last
+    block's: the same as summing every task."""
+    from tiler.ops.flash_attention import ascend
+    from tiler.problem import parse_problem
+
+    p = parse_problem("flash_attention", dict(B=2, heads=8, kv_heads=2, S1=s1, S2=s2, D=64), "fp16")
+    kinds, _ = ascend._kinds(p, bs1, bs2, ks)
+    want = kinds.sum(axis=0) * int(ascend.geometry(p, bs1, bs2, ks)["copies"])
+    ascend.work_total.cache_clear()
+    assert np.array_equal(ascend.work_total(p, bs1, bs2, ks), want)
