@@ -520,9 +520,11 @@ def write_profile(result: CalibrationResult, path: str | Path) -> Path:
     path = Path(path)
     chip = result.chip
     if path.is_file():
+        from .io import read_limited
+
         try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
+            text = read_limited(path).decode("utf-8")  # at most tiler.io.FILE_BYTES_MAX bytes
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
             raise TilerError(f"out: {path}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
         if re.search(rf'^id\s*=\s*"{re.escape(chip.id)}"', text, re.MULTILINE):
             sections = {"efficiency"} | {_section_of(chip, k) for k in result.values}

@@ -317,10 +317,14 @@ def read_sweep(path: Path, hardware_dir=None) -> Report:
     from .model.common import pipes_of_row
 
     if path.suffix.lower() == ".parquet":
+        import io
+
         import pandas as pd
 
+        from .io import read_limited
+
         try:
-            df = pd.read_parquet(path)
+            df = pd.read_parquet(io.BytesIO(read_limited(path)))  # at most tiler.io.FILE_BYTES_MAX bytes
         except Exception as exc:  # noqa: BLE001 -- pyarrow missing, not a Parquet file: one line
             raise TilerError(
                 f"RESULT: {path}: cannot read Parquet: {str(exc).splitlines()[0][:200]}"
