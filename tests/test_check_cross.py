@@ -153,8 +153,8 @@ def _mutations(value, in_tiling: bool) -> list:
     if isinstance(value, bool):
         return [not value, int(value), str(value).lower()]
     if isinstance(value, int):
-        out = [str(value), value + 0.5, float(value), -abs(value) - 1, 10**6 + 7]
-        return out if in_tiling else [*out, value + 1, 0, value * 2 + 3]
+        out = [str(value), value + 0.5, float(value), -abs(value) - 1]
+        return out if in_tiling else [*out, value + 1, 0, value * 2 + 3, 10**6 + 7]
     if isinstance(value, float):
         return [value * 1.5 + 1.0, str(value), -1.0]
     if isinstance(value, str):

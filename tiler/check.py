@@ -57,10 +57,20 @@ def check_document(doc, hardware_dir=None, only: str | None = None) -> tuple[int
         # a problem the chip family cannot run at all (dtype, layout, format) is an input error (exit 2); a view
         # for a chip or problem its target does not run is a finding (exit 1)
         model.check(problem, chip)
-        if only is None:  # the document's own tiling: in the space, feasible, with its launch
+        if only is None and entry.get("runnable"):
+            # the document's own tiling, when the views are of other tilings (a custom kernel): in the space and
+            # feasible under the rules it was searched with (its launch is checked where a view is of it)
+            searched = (entry.get("search") or doc.get("search") or {}).get("target")
             findings += [
                 Finding(prefix.removesuffix("/targets").removesuffix("targets"), "", r)
-                for r in tiling_findings(doc, entry, chip, problem)[0]
+                for r in tiling_findings(
+                    doc,
+                    {"tiling": entry["tiling"]},
+                    chip,
+                    problem,
+                    "",
+                    searched if searched in model.TARGETS else None,
+                )[0]
             ]
         if (
             not entry["targets"] and only is None
