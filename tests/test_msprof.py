@@ -7,14 +7,17 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tiler import msprof
 from tiler.calibrate import calibrate
 from tiler.cli import main
+from tiler.errors import ProblemError, TilerError
 from tiler.hardware import load_chip
 from tiler.operator import get_operator
 from tiler.ops.matmul.problem import Matmul
-from tiler.problem import parse_problem
+from tiler.problem import parse_problem, profiler_dims
 from tiler.search import search
 from tiler.space import load_space
 
@@ -344,3 +347,72 @@ def test_quoted_profiler_file_fits_as_the_plain_one(tmp_path, capsys, rows):
     quoted = [dict(r, **{"Input Shapes": '"' + r["Input Shapes"].replace(";", " ; ") + '"'}) for r in rows]
     code, _, err, fit = _calibrate_rows(tmp_path, capsys, quoted)
     assert code == 0 and fit.read_text() == plain
+
+
+# --- fuzzing: every cell of a profiler file and a manifest (issue 31)
+
+cell_text = st.one_of(
+    st.text(max_size=30),
+    st.from_regex(r'\A"?[ 0-9,;.x\[\]-]{0,30}"?\Z'),
+    st.integers(-(2**70), 2**70).map(str),
+    st.floats(allow_nan=True).map(str),
+)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(dims=st.lists(st.lists(st.integers(1, 2**31 - 1), min_size=1, max_size=4), min_size=1, max_size=3),
+       quoted=st.booleans(), blank=st.sampled_from(["", " ", "  "]))  # fmt: skip
+def test_shape_cells_round_trip_with_quotes_and_blanks(dims, quoted, blank):
+    cell = (";" + blank).join((", " if blank else ",").join(map(str, d)) for d in dims)
+    cell = f'{blank}"{cell}"{blank}' if quoted else cell
+    assert profiler_dims(cell) == dims
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=cell_text)
+def test_any_shape_cell_is_dimensions_or_one_problem_error(text):
+    try:
+        dims = profiler_dims(text)
+    except ProblemError as exc:
+        assert "\n" not in str(exc) and len(str(exc)) < 300
+        return
+    assert all(isinstance(d, int) and 0 <= d <= 2**31 - 1 for part in dims for d in part)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_any_profiler_cell_is_ingested_or_one_error_naming_line_and_column(rows, data):
+    """Any cell of a valid op_summary (shapes, types, formats, duration, pipes, tiling, op name) replaced by any
+    text: ingest returns a table (the row used, or set aside with a reason) or raises one TilerError line that
+    names the file line and a column of the file; never another exception."""
+    df = pd.DataFrame(rows)
+    line = data.draw(st.integers(2, len(df) + 1), label="line")
+    column = data.draw(st.sampled_from(list(df.columns)), label="column")
+    df.loc[line - 2, column] = data.draw(cell_text, label="value")
+    try:
+        got = msprof.ingest(df.astype(str), "matmul", family="ascend", source="op.csv")
+    except TilerError as exc:
+        text = str(exc)
+        assert "\n" not in text and text.startswith("op.csv: ")
+        if "line " in text:
+            assert f"line {line}: column {column!r}" in text, text
+        return
+    used = set(got.table["line"]) | {r for r, _ in got.unmatched}
+    assert used == set(range(2, len(df) + 2))  # every row used or named, none dropped silently
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(column=st.sampled_from(["op_name", "op", "M", "N", "K", "dtype", "tiling"]), value=cell_text)
+def test_any_manifest_cell_is_read_or_one_error(tmp_path_factory, column, value):
+    """A manifest (tiler search --manifest) with any cell replaced: read and used, or one TilerError line."""
+    tmp = tmp_path_factory.mktemp("manifest")
+    tiling = json.dumps({"base_m": 128})
+    good = {"op_name": "tiler_matmul_0", "op": "matmul", "chip": "ascend910b3", "M": "64", "N": "64", "K": "64",
+            "dtype": "fp16", "tiling": tiling}  # fmt: skip
+    path = tmp / "m.csv"
+    pd.DataFrame([{**good, column: value}]).to_csv(path, index=False)
+    prof = pd.DataFrame([{"Op Name": "tiler_matmul_0", "Task Duration(us)": "5"}]).astype(str)
+    try:
+        msprof.ingest(prof, "matmul", msprof.read_manifest(path), family="ascend", source="op.csv")
+    except TilerError as exc:
+        assert "\n" not in str(exc)
