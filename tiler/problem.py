@@ -107,7 +107,12 @@ def profiler_dims(cell: str) -> list[list[int]]:
         for tok in (t.strip() for t in part.split(",")):
             if not tok and not part.strip():
                 continue
-            if not tok.isascii() or not tok.isdigit() or len(tok) > PROFILER_DIM_DIGITS:
+            if (
+                not tok.isascii()
+                or not tok.isdigit()
+                or len(tok) > PROFILER_DIM_DIGITS
+                or int(tok) > FIELD_MAX
+            ):
                 shown = tok if len(tok) <= 24 else tok[:20] + f"... ({len(tok)} characters)"
                 raise ProblemError(
                     f"{shown!r} is not a dimension (whole numbers up to {FIELD_MAX}, the inputs as "
