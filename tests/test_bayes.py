@@ -497,3 +497,38 @@ def test_killed_run_resumes_with_the_same_study_name(b3, space, tmp_path):
     after = [(t.number, t.params) for t in evaluated(url, "k")]
     assert r.evaluated == len(after) and after[: len(before)] == before
     assert any("resumed" in n for n in r.notes)
+
+
+def test_four_processes_on_one_sqlite_study_share_one_budget(tmp_path):
+    """Four `tiler search --strategy tpe` processes on one SQLite study (issue 31): all exit 0 with no traceback,
+    the study holds exactly the requested budget of evaluations, and no tiling is evaluated twice."""
+    import collections
+    import subprocess
+    import sys
+
+    import optuna
+
+    db = tmp_path / "shared.db"
+    argv = [sys.executable, "-m", "tiler", "search", "--chip", "h200", "--op", "matmul",
+            "--shape", "M=1024,N=1024,K=1024", "--strategy", "tpe", "--trials", "25",
+            "--storage", str(db), "--study-name", "shared"]  # fmt: skip
+    procs = [
+        subprocess.Popen([*argv, "--seed", str(i)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for i in range(4)
+    ]
+    outs = [p.communicate(timeout=600) for p in procs]
+    for p, (_out, err) in zip(procs, outs, strict=True):
+        assert p.returncode == 0 and "Traceback" not in err, err[-2000:]
+    study = optuna.load_study(study_name="shared", storage=f"sqlite:///{db}")
+    evaluated = [
+        t
+        for t in study.get_trials(deepcopy=False)
+        if "tiling" in t.user_attrs
+        and "repeat_of" not in t.user_attrs
+        and t.state.name in ("COMPLETE", "FAIL")
+    ]
+    assert len(evaluated) == 25
+    twice = [
+        k for k, n in collections.Counter(str(t.user_attrs["tiling"]) for t in evaluated).items() if n > 1
+    ]
+    assert not twice

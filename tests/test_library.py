@@ -8,7 +8,7 @@ import math
 import pytest
 from conftest import FAST
 
-from tiler.errors import ProblemError, TilerError
+from tiler.errors import LibraryError, ProblemError, TilerError
 from tiler.library import Library, from_document, load
 from tiler.problem import parse_problem
 from tiler.sweep import run_sweep
@@ -100,5 +100,5 @@ def test_bad_queries_and_files_name_the_problem(tmp_path):
     with pytest.raises(TilerError, match="not valid JSON"):
         load(bad)
     bad.write_text(json.dumps({"schema": "tiler.library/v1", "op": "matmul"}))
-    with pytest.raises(TilerError, match="export"):
+    with pytest.raises(LibraryError, match="needs an op \\(text\\) and a chip"):
         load(bad)

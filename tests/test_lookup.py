@@ -5,18 +5,21 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import subprocess
 import sys
 from dataclasses import fields
 
 import pytest
 from conftest import FAST
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import tiler
 import tiler.library as full
 import tiler.lookup as fast
 from tiler.cli import main
-from tiler.errors import ProblemError, TilerError
+from tiler.errors import LibraryError, ProblemError, TilerError
 from tiler.operator import known_ops, problem_class
 from tiler.problem import parse_problem
 
@@ -206,7 +209,7 @@ def test_cli_answers_json_and_bad_inputs_exit_2(swept, tmp_path, capsys):
             args = [*args, "--shape", "M=1,N=1,K=1"]
         rc, out, err = _run(capsys, *args)
         assert rc == 2 and out == "" and err.count("\n") == 1 and msg in err, (args, err)
-    with pytest.raises(TilerError, match="entries/0 needs key"):
+    with pytest.raises(TilerError, match=r"entries/0 \(k\): needs key"):
         fast.from_document({**_doc(), "entries": [{"key": "k"}]})
 
 
@@ -233,3 +236,112 @@ def test_the_fast_path_imports_no_model():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == ""
+
+
+# --- corrupted libraries and unbounded files (issue 31) ---
+
+
+def _corrupt(path, tmp_path, edit) -> str:
+    doc = json.loads(path.read_text())
+    edit(doc)
+    out = tmp_path / "bad.json"
+    out.write_text(json.dumps(doc, allow_nan=True))
+    return str(out)
+
+
+CORRUPTIONS = {
+    "text-entry": (lambda d: d["entries"].__setitem__(0, "hello"), "entries/0: must be an object"),
+    "null-entry": (lambda d: d["entries"].__setitem__(0, None), "got None"),
+    "infinity": (lambda d: d["entries"][0]["estimate"].__setitem__("time_us", math.inf), "Infinity is not"),
+    "nan": (lambda d: d["entries"][0]["estimate"].__setitem__("time_us", math.nan), "NaN is not"),
+    "list-dtype": (
+        lambda d: d["entries"][0]["problem"].__setitem__("dtype", ["fp16"]),
+        "problem/dtype must be",
+    ),
+    "string-time": (lambda d: d["entries"][0]["estimate"].__setitem__("time_us", "fast"), "time_us must be"),
+    "null-field": (lambda d: d["entries"][1]["problem"]["shape"].__setitem__("M", None), "problem/shape/M"),
+    "float-knob": (lambda d: d["entries"][0]["tiling"].__setitem__("base_m", 64.5), "tiling/base_m"),
+    "list-targets": (lambda d: d["entries"][0].__setitem__("targets", []), "targets must be an object"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CORRUPTIONS))
+def test_a_corrupted_entry_is_one_library_error_line(swept, tmp_path, capsys, name):
+    edit, words = CORRUPTIONS[name]
+    bad = _corrupt(swept, tmp_path, edit)
+    for loader in (fast.load, full.load):
+        with pytest.raises(LibraryError, match=re.escape(words)):
+            loader(bad)
+    rc, out, err = _run(capsys, "--library", bad, "--shape", "M=128,N=256,K=256")
+    assert rc == 2 and out == "" and err.count("\n") == 1 and words in err and "Traceback" not in err, err
+
+
+def test_deep_json_and_devices_are_refused_without_reading_on(tmp_path, capsys):
+    deep = tmp_path / "deep.json"
+    deep.write_text('{"schema": "tiler.library/v1", "entries": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    with pytest.raises(LibraryError, match="nested too deep"):
+        fast.load(deep)
+    for device in ("/dev/zero", "/dev/urandom"):
+        rc, out, err = _run(capsys, "--library", device, "--shape", "M=1,N=1,K=1")
+        assert rc == 2 and "not a regular file" in err, err
+        with pytest.raises(LibraryError, match="not a regular file"):
+            full.load(device)
+
+
+def test_a_file_over_the_size_limit_is_refused(swept, tmp_path, capsys, monkeypatch):
+    import shutil
+
+    import tiler.io
+
+    swept = shutil.copy(swept, tmp_path / "lib.json")  # a file no earlier look-up has cached
+    size = swept.stat().st_size
+    monkeypatch.setattr(tiler.io, "FILE_BYTES_MAX", size - 1)
+    with pytest.raises(LibraryError, match=f"{size} bytes; at most {size - 1}"):
+        fast.load(swept)
+    rc, out, err = _run(capsys, "--library", str(swept), "--shape", "M=128,N=256,K=256")
+    assert rc == 2 and "at most" in err
+    csv = tmp_path / "m.csv"
+    csv.write_text("M,N,K\n" + "1,1,1\n" * size)
+    assert main(["calibrate", "--chip", "h200", "--op", "matmul", "--measurements", str(csv),
+                 "--out", str(tmp_path / "o.toml")]) == 2  # fmt: skip
+    assert "at most" in capsys.readouterr().err
+    monkeypatch.setattr(tiler.io, "FILE_BYTES_MAX", size)
+    assert len(fast.load(swept)) == 4
+
+
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=True)
+    | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    max_leaves=6,
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_any_corrupted_field_is_a_library_error_or_an_answer(swept, tmp_path_factory, data):
+    """Any leaf or object of a valid library replaced by any JSON value: both loaders and a look-up end in an
+    answer or a LibraryError / ProblemError / LookupError, never another exception."""
+    doc = json.loads(swept.read_text())
+    entry = data.draw(st.integers(0, len(doc["entries"]) - 1), label="entry")
+    node, path = doc["entries"][entry], []
+    while isinstance(node, dict) and node and data.draw(st.booleans(), label="deeper"):
+        k = data.draw(st.sampled_from(sorted(node)), label="key")
+        path.append(k)
+        parent, node = node, node[k]
+    value = data.draw(json_values, label="value")
+    if path:
+        parent[path[-1]] = value
+    else:
+        doc["entries"][entry] = value
+    bad = tmp_path_factory.mktemp("fuzz") / "lib.json"
+    bad.write_text(json.dumps(doc, allow_nan=True))
+    for loader in (fast.load, full.load):
+        try:
+            lib = loader(bad)
+            lib.lookup("M=128,N=256,K=256")
+        except (LibraryError, ProblemError, LookupError):
+            pass

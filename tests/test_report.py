@@ -429,6 +429,45 @@ def test_hundreds_of_rows_fold_by_family(tmp_path):
     assert page.count('<details class="row"') == 1 + 5
 
 
+def test_a_large_sweep_page_aggregates_families_and_lists_the_slowest_rows(tmp_path, monkeypatch):
+    """Above LARGE_ROWS rows (issue 31): the time chart is one distribution per family (quartiles computed here,
+    matching the rows), the roofline has no per-point text, the table is a summary per family (its counts, fastest
+    and slowest) plus the TABLE_ROWS slowest rows, slowest first; a page below the limit keeps a bar per row."""
+    pytest.importorskip("plotly")
+    import tiler.report as report
+
+    rows = [
+        dict(name=f"layers.{k}.{n}", M=m, N=4096, K=4096, time_us=m * (k + 1) / 10 + (n == "o_proj"))
+        for k in range(20)
+        for n in ("q_proj", "o_proj")
+        for m in (1, 128, 4096)
+    ]
+    src = synthetic_sweep(tmp_path / "big.csv", rows, named=True, targets=False)
+    monkeypatch.setattr(report, "LARGE_ROWS", 100)
+    monkeypatch.setattr(report, "TABLE_ROWS", 7)
+    out = tmp_path / "big.html"
+    assert main(["report", str(src), "--out", str(out)]) == 0
+    page = out.read_text()
+    traces, _ = plots(page)["tiler-times"]
+    assert [t["type"] for t in traces] == ["box"]
+    for fam, want in (("layers.q_proj", [r["time_us"] for r in rows if "q_proj" in r["name"]]),):
+        j = traces[0]["y"].index(f"{fam} (60)")
+        assert traces[0]["lowerfence"][j] == min(want) and traces[0]["upperfence"][j] == max(want)
+    roof, _ = plots(page)["tiler-roofline"]
+    assert all("text" not in t for t in roof if t["type"] == "scattergl")
+    summary = re.findall(r'<tr data-family="([^"]*)"><td>[^<]*</td><td>(\d+)</td>', page)
+    assert sorted(summary) == [("layers.o_proj", "60"), ("layers.q_proj", "60")]
+    listed = table_rows(page)
+    times = sorted((r["time_us"] for r in rows), reverse=True)[:7]
+    assert len(listed) == 7
+    assert [re.search(r'class="t">([^<]+)', h).group(1) for _, _, h in listed] == [
+        report._us(t) for t in times
+    ]
+    monkeypatch.setattr(report, "LARGE_ROWS", 2000)
+    assert main(["report", str(src), "--out", str(out)]) == 0
+    assert {t["type"] for t in plots(out.read_text())["tiler-times"][0]} == {"bar"}
+
+
 def test_name_families():
     from tiler.report import name_family
 

@@ -263,8 +263,8 @@ def test_a_background_child_holding_the_pipes_does_not_hold_the_measurement(tmp_
 
 def test_two_processes_on_one_study_share_the_budget_and_never_remeasure(tmp_path):
     """While A measures its first tiling, B (another study object on the same storage, as another process
-    would be) runs 3 measurements. A then counts them against the study's budget of 5 and never measures a
-    tiling B measured."""
+    would be) asks for a study budget of 3: A's measurement in flight counts (its claim, tiler.search.claims), so B
+    measures 2. A then counts them against the study's budget of 5 and never measures a tiling B measured."""
     db = tmp_path / "shared.db"
     p = parse_problem("matmul", {"M": "256", "N": "256", "K": "256"})
     chip, space = load_chip("h200"), load_space("matmul", "cuda")
@@ -289,8 +289,8 @@ def test_two_processes_on_one_study_share_the_budget_and_never_remeasure(tmp_pat
     res = bayes.run(
         p, chip, space, "random", seed=0, trials=5, storage=db, study_name="shared", measure=measure_a
     )
-    assert len(b_seen) == 3
-    assert len(a_seen) == 2  # 5 per study: A's first, B's 3, then one more
+    assert len(b_seen) == 2  # 3 per study: A's in flight, then B's 2
+    assert len(a_seen) == 3  # 5 per study: A's first, B's 2, then two more
     assert not set(a_seen[1:]) & set(b_seen)
     assert res.evaluated == 5
 

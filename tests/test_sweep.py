@@ -7,6 +7,7 @@ runs the real enumeration, model and branch and bound, on a few hundred candidat
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sqlite3
 import subprocess
@@ -274,6 +275,34 @@ def test_ctrl_c_stops_cleanly_prints_resume_and_exits_130(tmp_path):
     assert proc.returncode == 130, err
     assert "--resume" in err and "Traceback" not in err
     assert "tiler sweep" in err and "--jobs 2" in err
+    proc = _start([*args, "--resume"], tmp_path)
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0 and "reused from the journal" in err
+
+
+@pytest.mark.parametrize("group", [False, True], ids=["parent", "process-group"])
+def test_sigterm_stops_as_ctrl_c_does_checkpoints_the_journal_and_exits_143(tmp_path, group):
+    """SIGTERM (kill, timeout, a batch scheduler; to the sweep alone or to its whole process group, workers
+    included) ends the sweep as Ctrl-C does: the resume command, no traceback, the journal closed and
+    checkpointed (no -wal or -shm file left), exit 143; --resume then finishes the rest."""
+    sizes = (128, 256, 512, 1024)
+    shapes = grid(tmp_path / "s.csv", ms=sizes, ns=sizes, ks=sizes)
+    out = tmp_path / "o.csv"
+    args = [shapes, "--op", "matmul", "--chip", "ascend910b3", "--out", out, "--jobs", "2"]
+    cmd = [sys.executable, "-m", "tiler.sweep", *map(str, args)]
+    proc = subprocess.Popen(
+        cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=group
+    )
+    db = journal_path(out)
+    _wait_rows(proc, db, 2)
+    if group:
+        os.killpg(proc.pid, signal.SIGTERM)
+    else:
+        proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err
+    assert "terminated (SIGTERM)" in err and "--resume" in err and "Traceback" not in err
+    assert db.exists() and not Path(f"{db}-wal").exists() and not Path(f"{db}-shm").exists()
     proc = _start([*args, "--resume"], tmp_path)
     _, err = proc.communicate(timeout=300)
     assert proc.returncode == 0 and "reused from the journal" in err

@@ -59,6 +59,8 @@ class Measured:
     pipes: dict = field(default_factory=dict)
     # knobs the table does not give -> the absent defaults they took (tiler.rank.default_rows)
     defaulted: dict = field(default_factory=dict)
+    # rows not fitted: (row or file line, why): a tiling outside the space's domain or breaking a capacity rule
+    dropped: list = field(default_factory=list)
 
     def take(self, keep_shapes) -> Measured:
         idx = [self.shapes.index(s) for s in keep_shapes]
@@ -74,6 +76,7 @@ class Measured:
             self.table[m].reset_index(drop=True),
             {k: v[m] for k, v in self.pipes.items()},
             self.defaulted,
+            self.dropped,
         )
 
 
@@ -97,6 +100,12 @@ class CalibrationResult:
     defaulted: dict = field(default_factory=dict)  # knobs the measurements lack -> the defaults they took
     # with fit_shapes: the file's other shapes, never fitted (not in any fold either): agreement "before"/"after"
     outside: dict[str, Agreement] = field(default_factory=dict)
+    dropped: list = field(default_factory=list)  # rows not used: (row or file line, why); see unused_text()
+    lines: bool = False  # `dropped` names file lines (an op_summary), not table rows
+
+    def unused_text(self) -> str:
+        """One line counting and naming the rows that were not fitted (empty when every row was)."""
+        return unused_line(self.dropped, "line" if self.lines else "row")
 
     def summary(self) -> str:
         """What was fitted, and how well it predicts shapes it did not see (the k-fold)."""
@@ -158,6 +167,17 @@ class CalibrationResult:
     __str__ = summary
 
 
+def unused_line(dropped: list, unit: str = "row") -> str:
+    """`N row(s) not used (rows 3, 7, ...): reason; reason`: the rows a reader or the fit set aside, with why."""
+    if not dropped:
+        return ""
+    nums = sorted(int(r) for r, _ in dropped)
+    shown = ", ".join(map(str, nums[:8])) + (" ..." if len(nums) > 8 else "")
+    reasons = sorted({why for _, why in dropped})
+    more = f" (and {len(reasons) - 6} other reasons)" if len(reasons) > 6 else ""
+    return f"{len(nums)} row(s) not used ({unit}s {shown}): {'; '.join(reasons[:6])}{more}"
+
+
 def _operator(op: str, family: str) -> Operator:
     """The operator, which must declare fittable constants."""
     model = get_operator(op, family)
@@ -193,27 +213,41 @@ def load_measurements(chip: Chip, op: str, df: pd.DataFrame) -> Measured:
     shapes, problems, cand_list, shape_of, secs, parts, rows = [], [], [], [], [], [], []
     defaulted: dict[str, list[str]] = {}
     pipe_secs: dict[str, list] = {pp: [] for pp in pipe_cols}
-    for vals, _ in base.groupby(keys, sort=True, dropna=False):
+    unit = "line" if "line" in df.columns else "row"  # tiler.msprof's tables carry the profiler file's lines
+    label = df["line"].to_numpy() if unit == "line" else np.arange(1, len(df) + 1)
+    dropped: list[tuple[int, str]] = []
+    for vals, idx in base.groupby(keys, sort=True, dropna=False).groups.items():
         fields = dict(zip(keys, vals if isinstance(vals, tuple) else (vals,), strict=True))
-        p = parse_problem(
-            op,
-            {k: v for k, v in fields.items() if k != "dtype"},
-            dtype=str(fields["dtype"]) if dtype_col else None,
-            strict=False,
-        )
+        try:
+            p = parse_problem(
+                op,
+                {k: v for k, v in fields.items() if k != "dtype"},
+                dtype=str(fields["dtype"]) if dtype_col else None,
+                strict=False,
+            )
+        except TilerError as exc:
+            first = int(label[df.index.get_loc(idx[0])])
+            raise TilerError(f"measurements: {unit} {first}: {exc}") from None
         sel = select_rows(p, df, model.IMPLS).reset_index(drop=True)
+        if unit == "line":
+            sel["row"] = label[sel["row"].to_numpy() - 1]
         sel, took = default_rows(p, space, sel, "--measurements")  # knobs the user's kernel does not have
         for k, vals in took.items():
             defaulted.setdefault(k, []).extend(v for v in vals if v not in defaulted.get(k, []))
-        cands, ok, _ = parse_knobs(sel, space, "--measurements")
-        for m in model.feasible(p, chip, cands).values():
+        cands, ok, why = parse_knobs(sel, space, "--measurements")
+        why = np.array(why, dtype=object)
+        for rule, m in model.feasible(p, chip, cands).items():
+            why[ok & ~m] = f"{rule}: {model.RULE_TEXT.get(rule, rule)}"
             ok &= m
+        dropped += [
+            (int(r), f"{p.label()}: {w}") for r, w in zip(sel["row"].to_numpy()[~ok], why[~ok], strict=True)
+        ]
         t = numeric(sel[tcol]) * scale
         bad = ~np.isfinite(t) | (t <= 0) | (t > TIME_MAX_S)
         if (bad & ok).any():
             r = int(sel["row"].to_numpy()[np.nonzero(bad & ok)[0][0]])
             raise TilerError(
-                f"measurements: row {r}: column {tcol!r} must be a positive number of at most "
+                f"measurements: {unit} {r}: column {tcol!r} must be a positive number of at most "
                 f"{TIME_MAX_S / scale:g} (one hour)"
             )
         if not ok.any():
@@ -231,7 +265,10 @@ def load_measurements(chip: Chip, op: str, df: pd.DataFrame) -> Measured:
             measured = (vals > 0) & (vals <= TIME_MAX_S)  # 0, inf, > an hour: not a measurement
             pipe_secs[pp].append(np.where(measured, vals, np.nan))
     if not shapes:
-        raise TilerError(f"measurements: no feasible rows of {', '.join(model.IMPLS) or 'the kernel'} to fit")
+        raise TilerError(
+            f"measurements: no feasible rows of {', '.join(model.IMPLS) or 'the kernel'} to fit"
+            + (f"; {unused_line(dropped, unit)}" if dropped else "")
+        )
     return Measured(
         shapes,
         problems,
@@ -242,6 +279,7 @@ def load_measurements(chip: Chip, op: str, df: pd.DataFrame) -> Measured:
         pd.concat(rows, ignore_index=True),
         {pp: np.concatenate(v) for pp, v in pipe_secs.items() if np.isfinite(np.concatenate(v)).any()},
         defaulted,
+        dropped,
     )
 
 
@@ -386,6 +424,7 @@ def calibrate(
     date: str | None = None,
     note: str = "",
     prior_sigma: float = PRIOR_SIGMA,
+    unused: list | None = None,
 ) -> CalibrationResult:
     """Fit `chip`'s efficiency constants for `op` to `measurements` (columns as shared/data/h200_matmul_cal.csv).
 
@@ -400,6 +439,8 @@ def calibrate(
         prior_sigma: the spread of each constant's log-normal prior around its value before the fit, in log
             units (PRIOR_SIGMA: a factor e), each shape then weighing as one observation; math.inf fits with
             neither (every row alike).
+        unused: rows the reader set aside, (row or line, why) (tiler.msprof's `unmatched`): counted with the rows
+            the fit sets aside in the result's one `unused_text()` line.
     """
     t0 = time.perf_counter()
     model = _operator(op, chip.family)
@@ -508,6 +549,8 @@ def calibrate(
         {k: combine(v) for k, v in agree.items()} if agree["after"] else {},
         data.defaulted,
         beyond,
+        [*(unused or []), *data.dropped],
+        "line" in measurements.columns,
     )
 
 
@@ -525,9 +568,11 @@ def write_profile(result: CalibrationResult, path: str | Path) -> Path:
     path = Path(path)
     chip = result.chip
     if path.is_file():
+        from .io import read_limited
+
         try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
+            text = read_limited(path).decode("utf-8")  # at most tiler.io.FILE_BYTES_MAX bytes
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
             raise TilerError(f"out: {path}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
         if re.search(rf'^id\s*=\s*"{re.escape(chip.id)}"', text, re.MULTILINE):
             sections = {"efficiency"} | {_section_of(chip, k) for k in result.values}

@@ -672,11 +672,17 @@ def calibrate(obj, chip_id, op, measurements, out_path, folds, seed, fit_shapes,
     chip = _chip(chip_id, obj["hardware_dir"])
     shapes = [s.strip() for s in fit_shapes.split(";") if s.strip()] if fit_shapes else None
     raw = msprof.read_table(measurements)
+    unused = []
     if msprof.is_op_summary(raw):
-        got = msprof.ingest(raw, op, msprof.read_manifest(manifest) if manifest else None)
-        if got.unmatched:
-            click.echo(got.report(), err=True)
-        data = got.table
+        got = msprof.ingest(
+            raw,
+            op,
+            msprof.read_manifest(manifest) if manifest else None,
+            family=chip.family,
+            source=str(measurements),
+            manifest_source=f"--manifest {manifest}",
+        )
+        data, unused = got.table, got.unmatched
     elif manifest:
         raise TilerError(
             "--manifest: only an msprof op_summary (with 'Op Name', 'Task Duration(us)') uses it"
@@ -694,8 +700,11 @@ def calibrate(obj, chip_id, op, measurements, out_path, folds, seed, fit_shapes,
         fit_shapes=shapes,
         data_name=Path(measurements).name,
         note=note,
+        unused=unused,
     )
     write_profile(result, out_path)
+    if result.dropped:
+        click.echo(f"{measurements}: {result.unused_text()}", err=True)
     click.echo(result.summary())
     click.echo(f"wrote {out_path}", err=True)
 

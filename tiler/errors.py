@@ -19,6 +19,11 @@ class SpaceError(TilerError, ValueError):
     """A knob is unknown, a pinned value is outside its domain, or a tiling is malformed."""
 
 
+class LibraryError(TilerError, ValueError):
+    """A library file (`tiler.library/v1`) cannot be used: unreadable, larger than tiler.io.FILE_BYTES_MAX, not
+    JSON, or an entry whose fields are not what a look-up reads (names the file, the entry and the field)."""
+
+
 class InfeasibleError(TilerError):
     """No tiling satisfies the capacity rules; the message names the rule that rejected the most."""
 

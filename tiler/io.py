@@ -1,4 +1,8 @@
-"""Writing files: every output of tiler (`--export`, `--out`, `--library`, `calibrate --out`, `--manifest`) goes
+"""Reading and writing files. Every file tiler reads (profiles, spaces, CSV tables, profiler files, manifests,
+exports, libraries) goes through `read_limited`: a regular file of at most FILE_BYTES_MAX bytes (a device such as
+/dev/zero, a pipe or a larger file is refused with one line before it is read past the limit).
+
+Writing: every output of tiler (`--export`, `--out`, `--library`, `calibrate --out`, `--manifest`) goes
 through `write_text` / `write_bytes`.
 
 The rules, the same for every flag:
@@ -24,7 +28,30 @@ from pathlib import Path
 
 from .errors import TilerError
 
-__all__ = ["check_writable", "write_bytes", "write_text"]
+__all__ = ["FILE_BYTES_MAX", "check_writable", "read_limited", "write_bytes", "write_text"]
+
+# The largest file tiler reads: a library of 10,000 sweep rows is about 50 MB; 256 MiB of JSON or CSV becomes well
+# over the 1 GB a command may use once parsed, so a larger file is refused before it is read (README, "Limits").
+FILE_BYTES_MAX = 256 * 2**20
+
+
+def read_limited(path: str | os.PathLike, limit: int | None = None) -> bytes:
+    """The bytes of a regular file of at most `limit` bytes. Raises OSError for a missing or unreadable file and
+    ValueError (its text the reason, one line) for a device, a pipe or a folder, or a file larger than `limit`
+    (read no further than limit + 1 bytes, so a file that grows while read is caught too)."""
+    limit = FILE_BYTES_MAX if limit is None else limit
+    with open(path, "rb") as f:
+        st = os.fstat(f.fileno())
+        if stat.S_ISDIR(st.st_mode):
+            raise ValueError("it is a folder, not a file")
+        if not stat.S_ISREG(st.st_mode):  # /dev/zero, a pipe: reading would never end
+            raise ValueError("not a regular file")
+        if st.st_size > limit:
+            raise ValueError(f"{st.st_size} bytes; at most {limit} ({limit // 2**20} MiB)")
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise ValueError(f"more than {limit} bytes ({limit // 2**20} MiB)")
+    return data
 
 
 def _prefix(what: str | None, path) -> str:

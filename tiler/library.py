@@ -36,8 +36,8 @@ from pathlib import Path
 from typing import Any
 
 from . import lookup as _fast
-from .errors import ProblemError, TilerError
-from .export import LIBRARY_SCHEMA, validate
+from .errors import LibraryError, ProblemError, TilerError
+from .export import validate
 from .operator import problem_class
 from .problem import Problem, parse_problem, parse_shape_text
 
@@ -122,31 +122,22 @@ class Library:
 
 
 def from_document(doc: dict, path: str = "") -> Library:
-    """A Library from a parsed `tiler.library/v1` object (validated against the shipped schema)."""
-    if doc.get("schema") != LIBRARY_SCHEMA:
-        raise TilerError(
-            f"library: {path or 'document'}: schema must be {LIBRARY_SCHEMA}, got {doc.get('schema')!r}"
-        )
-    validate(doc)
+    """A Library from a parsed `tiler.library/v1` object: the structure a look-up reads checked entry by entry
+    (tiler.lookup.check_document), then the shipped JSON Schema. Errors: LibraryError (tiler.errors), one line."""
+    _fast.check_document(doc, path)
+    try:
+        validate(doc)
+    except LibraryError:
+        raise
+    except TilerError as exc:
+        raise LibraryError(f"library: {path or 'document'}: {exc}") from None
     return Library(doc["op"], doc["chip"], doc["entries"], path, doc.get("tool", {}))
 
 
 def load(path: str | os.PathLike) -> Library:
-    """Read and validate a library file written by `tiler sweep --library`."""
-    from .space import read_text_file
-
-    p = Path(path)
-    try:
-        doc = json.loads(read_text_file(p, "the library"))
-    except TilerError as exc:  # missing, a folder, a device, binary: one line naming it
-        raise TilerError(f"library: {exc}") from None
-    except json.JSONDecodeError as exc:
-        raise TilerError(f"library: {p} is not valid JSON ({exc.msg} at line {exc.lineno})") from None
-    except (RecursionError, ValueError):  # nested too deep; an integer of more than 4300 digits
-        raise TilerError(f"library: {p} is not valid JSON (nested too deep or a number too long)") from None
-    if not isinstance(doc, dict):
-        raise TilerError(f"library: {p} must hold a JSON object")
-    return from_document(doc, str(p))
+    """Read and validate a library file written by `tiler sweep --library` (at most tiler.io.FILE_BYTES_MAX bytes;
+    every failure a LibraryError line naming the file, the entry and the field)."""
+    return from_document(_fast.read_document(path), str(Path(path)))
 
 
 __all__ = ["Library", "from_document", "load"]

@@ -50,7 +50,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import ProblemError, TilerError
+from .errors import LibraryError, ProblemError, TilerError
 from .problem import DTYPES, _as_choice, _as_int, parse_shape_text
 
 LIBRARY_SCHEMA = "tiler.library/v1"  # = tiler.export.LIBRARY_SCHEMA (not imported: export imports the models)
@@ -390,23 +390,99 @@ class Library:
 
 
 def check_document(doc, path: str = "") -> None:
-    """The structure the look-up reads (not the JSON Schema): raise TilerError naming the first problem."""
+    """The structure the look-up reads (not the JSON Schema): raise LibraryError naming the first problem (the
+    entry by index and key, and the field): every entry an object with a text key, a problem whose shape holds
+    integers or words and whose dtype is one of tiler's, a tiling of integers and words, an estimate whose time_us
+    (when given) is a finite number, and targets / runnable (when given) objects."""
     where = f"library: {path or 'document'}"
     if not isinstance(doc, dict):
-        raise TilerError(f"{where} must hold a JSON object")
+        raise LibraryError(f"{where} must hold a JSON object")
     if doc.get("schema") != LIBRARY_SCHEMA:
-        raise TilerError(f"{where}: schema must be {LIBRARY_SCHEMA}, got {doc.get('schema')!r}")
+        raise LibraryError(f"{where}: schema must be {LIBRARY_SCHEMA}, got {_shown(doc.get('schema'))}")
     if not isinstance(doc.get("op"), str) or not isinstance(doc.get("chip"), dict):
-        raise TilerError(f"{where}: needs an op (text) and a chip (object)")
+        raise LibraryError(f"{where}: needs an op (text) and a chip (object)")
     entries = doc.get("entries")
     if not isinstance(entries, list):
-        raise TilerError(f"{where}: entries must be a list")
+        raise LibraryError(f"{where}: entries must be a list")
     for i, e in enumerate(entries):
-        ok = isinstance(e, dict) and isinstance(e.get("key"), str) and isinstance(e.get("tiling"), dict)
-        prob = e.get("problem") if isinstance(e, dict) else None
-        ok = ok and isinstance(prob, dict) and isinstance(prob.get("shape"), dict) and "dtype" in prob
-        if not (ok and isinstance(e.get("estimate"), dict)):
-            raise TilerError(f"{where}: entries/{i} needs key, problem (shape, dtype), tiling and estimate")
+        why = _entry_problem(e)
+        if why:
+            key = f" ({e['key']})" if isinstance(e, dict) and isinstance(e.get("key"), str) else ""
+            raise LibraryError(f"{where}: entries/{i}{key}: {why}")
+
+
+def _shown(v) -> str:
+    text = repr(v)
+    return text if len(text) <= 40 else text[:36] + "..."
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _entry_problem(e) -> str:
+    """Why one library entry cannot be looked up ("" when it can)."""
+    if not isinstance(e, dict):
+        return f"must be an object with key, problem, tiling and estimate, got {_shown(e)}"
+    missing = [k for k in ("key", "problem", "tiling", "estimate") if k not in e]
+    if missing:
+        return f"needs key, problem (shape, dtype), tiling and estimate; it has no {', '.join(missing)}"
+    if not isinstance(e["key"], str):
+        return f"key must be text, got {_shown(e['key'])}"
+    prob = e["problem"]
+    if not isinstance(prob, dict) or not isinstance(prob.get("shape"), dict):
+        return f"problem must be an object with a shape object, got {_shown(prob)}"
+    for k, v in prob["shape"].items():
+        if not (_is_int(v) or isinstance(v, str)):
+            return f"problem/shape/{k} must be an integer or a word, got {_shown(v)}"
+    if prob.get("dtype") not in DTYPES:
+        return f"problem/dtype must be one of {', '.join(DTYPES)}, got {_shown(prob.get('dtype'))}"
+    if not isinstance(e["tiling"], dict):
+        return f"tiling must be an object of knob -> value, got {_shown(e['tiling'])}"
+    for k, v in e["tiling"].items():
+        if not (_is_int(v) or isinstance(v, str)):
+            return f"tiling/{k} must be an integer or a word, got {_shown(v)}"
+    est = e["estimate"]
+    if not isinstance(est, dict):
+        return f"estimate must be an object, got {_shown(est)}"
+    t = est.get("time_us")
+    if t is not None and not (
+        isinstance(t, int | float) and not isinstance(t, bool) and math.isfinite(t) and t > 0
+    ):
+        return f"estimate/time_us must be a positive number, got {_shown(t)}"
+    for k in ("targets", "runnable", "launch", "search"):
+        if k in e and not isinstance(e[k], dict):
+            return f"{k} must be an object, got {_shown(e[k])}"
+    return ""
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def read_document(path: str | os.PathLike):
+    """The parsed JSON of a library file: at most tiler.io.FILE_BYTES_MAX bytes of UTF-8 JSON (no NaN or Infinity,
+    no nesting deeper than Python's parser takes, no integer of more than 4300 digits); any failure is one
+    LibraryError line naming the file."""
+    from .io import read_limited
+
+    p = Path(path)
+    try:
+        data = read_limited(p)
+    except OSError as exc:
+        raise LibraryError(f"library: cannot read {p}: {exc.strerror or exc}") from None
+    except ValueError as exc:  # a device, a pipe, a folder, too large; a NUL in the name
+        raise LibraryError(f"library: cannot read {p}: {exc}") from None
+    try:
+        return json.loads(data.decode("utf-8"), parse_constant=_no_constant)
+    except UnicodeDecodeError:
+        raise LibraryError(f"library: {p} is not valid JSON (not UTF-8)") from None
+    except json.JSONDecodeError as exc:
+        raise LibraryError(f"library: {p} is not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    except RecursionError:
+        raise LibraryError(f"library: {p} is not valid JSON (nested too deep)") from None
+    except ValueError as exc:  # NaN / Infinity; an integer of more than 4300 digits
+        raise LibraryError(f"library: {p} is not valid JSON ({str(exc).splitlines()[0][:80]})") from None
 
 
 def from_document(doc: dict, path: str = "") -> Library:
@@ -417,15 +493,7 @@ def from_document(doc: dict, path: str = "") -> Library:
 
 def load(path: str | os.PathLike) -> Library:
     """Read a library file written by `tiler sweep --library` (once; keep the object to answer many)."""
-    p = Path(path)
-    try:
-        doc = json.loads(p.read_text())
-    except OSError as exc:
-        raise TilerError(f"library: cannot read {p}: {exc.strerror or exc}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        why = f"{exc.msg} at line {exc.lineno}" if isinstance(exc, json.JSONDecodeError) else "not UTF-8"
-        raise TilerError(f"library: {p} is not valid JSON ({why})") from None
-    return from_document(doc, str(p))
+    return from_document(read_document(path), str(Path(path)))
 
 
 _LOADED: dict[str, tuple[tuple, Library]] = {}

@@ -72,7 +72,8 @@ def is_op_summary(df: pd.DataFrame) -> bool:
     """Whether a table is a profiler export (an Op Name, OP Type or duration column) rather than tiler's own
     format; ingest() then names what it lacks."""
     cols = [str(c) for c in df.columns]
-    return NAME in cols or TYPE in cols or any("duration" in c.lower() for c in cols)
+    # a header in another script (a localised profiler's): not tiler's format, so ingest names what it lacks
+    return NAME in cols or TYPE in cols or any("duration" in c.lower() or not c.isascii() for c in cols)
 
 
 def read_table(path: str | Path) -> pd.DataFrame:
@@ -126,88 +127,194 @@ def append_manifest(path: str | Path, row: dict) -> None:
     write_text(path, new.to_csv(index=False), "--manifest")  # atomic; missing folders are created (tiler.io)
 
 
-def _number(cell: str, row: int, column: str) -> float:
+TILING_CHARS_MAX = 10_000  # a tiling cell is a few hundred characters; a longer one is not a tiling
+# keys a tiling may not hold: the problem comes from `Input Shapes` (or the manifest), the rest are columns ingest sets
+RESERVED = ("dtype", "row", "line", "time_us", "defaulted", "impl")
+
+
+def _where(source: str, line: int, column: str) -> str:
+    return f"{source}: line {line}: column {column!r}"
+
+
+def _number(cell: str, where: str) -> float:
+    """A time cell in microseconds: a positive finite number of at most an hour (tiler.calibrate.TIME_MAX_S)."""
+    from .calibrate import TIME_MAX_S
+
+    text = str(cell).strip()
     try:
-        v = float(cell)
+        v = float(text) if len(text) <= 64 else float("nan")
     except (TypeError, ValueError):
-        raise TilerError(f"op_summary: row {row}: column {column!r} must be a number, got {cell!r}") from None
-    if not math.isfinite(v) or v < 0:
+        v = float("nan")
+    if not math.isfinite(v) or v < 0 or v > TIME_MAX_S * 1e6:
+        shown = text if len(text) <= 24 else text[:20] + f"... ({len(text)} characters)"
         raise TilerError(
-            f"op_summary: row {row}: column {column!r} must be a finite number >= 0, got {cell!r}"
+            f"{where}: must be a number of microseconds in 0..{TIME_MAX_S * 1e6:g}, got {shown!r}"
         )
     return v
 
 
-def ingest(df: pd.DataFrame, op: str, manifest: pd.DataFrame | None = None) -> Ingested:
-    """The measurement table of an op_summary for `op` (see the module docstring)."""
+def parse_tiling(text: str, where: str, reserved) -> dict:
+    """A `tiling` cell (an export's tiling object as JSON): knob -> integer or label. Not JSON, nested, too long,
+    a value that is not an integer (of at most 18 digits) or a short label, or a key naming a problem field or a
+    column tiler sets (`reserved`): a TilerError naming `where` (the file, line and column)."""
+    if len(text) > TILING_CHARS_MAX:
+        raise TilerError(f"{where}: the tiling is {len(text)} characters; at most {TILING_CHARS_MAX}")
+    try:
+        tiling = json.loads(text)
+    except RecursionError:
+        raise TilerError(f"{where}: the tiling is not JSON (nested too deep)") from None
+    except ValueError as exc:  # JSONDecodeError; an integer of more than 4300 digits
+        raise TilerError(f"{where}: the tiling is not JSON ({str(exc).splitlines()[0][:80]})") from None
+    if not isinstance(tiling, dict):
+        raise TilerError(
+            f"{where}: the tiling must be a JSON object of knob -> value, got {type(tiling).__name__}"
+        )
+    for k, v in tiling.items():
+        if k in reserved:
+            raise TilerError(
+                f"{where}: the tiling sets {k!r}, which is not a knob (the problem comes from the profiler's "
+                "shapes or the manifest)"
+            )
+        ok_int = isinstance(v, int) and not isinstance(v, bool) and abs(v) < 10**18
+        ok_label = isinstance(v, str) and 0 < len(v) <= 64
+        if not (ok_int or ok_label):
+            shown = repr(v) if len(repr(v)) <= 24 else repr(v)[:20] + "..."
+            raise TilerError(f"{where}: knob {k!r} must be an integer or a label, got {shown}")
+    return tiling
+
+
+def ingest(
+    df: pd.DataFrame,
+    op: str,
+    manifest: pd.DataFrame | None = None,
+    family: str | None = None,
+    source: str = "op_summary",
+    manifest_source: str = "--manifest",
+) -> Ingested:
+    """The measurement table of an op_summary for `op` (see the module docstring), with a `line` column: the file
+    line of each row (the header is line 1), which tiler.calibrate's messages name. Malformed cells are a TilerError
+    naming `source`, the line and the column as the file spells it; rows that are not usable measurements of `op`
+    are returned in `unmatched` with the reason. `family`: the chip family, whose knob names a tiling must all give
+    (default: not checked here, tiler.calibrate does)."""
     from .operator import problem_class
     from .problem import parse_problem
 
     if not len(df):
-        raise TilerError("op_summary: no rows")
+        raise TilerError(f"{source}: no rows")
     if NAME not in df.columns:
-        raise TilerError(f"op_summary: missing column {NAME!r} (an msprof op_summary or kernel_details CSV)")
+        foreign = [str(c) for c in df.columns if not str(c).isascii()]
+        hint = (
+            f"; its header has {', '.join(repr(c) for c in foreign[:4])}: tiler reads msprof's English column names"
+            if foreign
+            else " (an msprof op_summary or kernel_details CSV)"
+        )
+        raise TilerError(f"{source}: missing column {NAME!r}{hint}")
     duration = next((c for c in DURATION if c in df.columns), None)
     if duration is None:
-        raise TilerError(f"op_summary: missing column {DURATION[0]!r} (or torch_npu's {DURATION[1]!r})")
+        raise TilerError(f"{source}: missing column {DURATION[0]!r} (or torch_npu's {DURATION[1]!r})")
     if manifest is None and "tiling" not in df.columns:
         raise TilerError(
-            "op_summary: no manifest (--manifest) and no 'tiling' column: rows cannot be matched to tilings"
+            f"{source}: no manifest (--manifest) and no 'tiling' column: rows cannot be matched to tilings"
         )
     cls = problem_class(op)
+    reserved = {*cls.FIELDS, *cls.OPTIONAL, *RESERVED}
     pipe_cols = [c for c in PIPE_COLUMNS if c in df.columns]
+    reserved |= {f"{pp}_us" for pp in PIPE_COLUMNS.values()}
     by_name = {}
     if manifest is not None:
-        by_name = {str(r["op_name"]): r for _, r in manifest.iterrows()}
+        by_name = {str(r["op_name"]): (int(i) + 2, r) for i, r in manifest.iterrows()}
+    knobs, native, words = _knob_names(op, family)
     out, unmatched = [], []
     for i, r in df.iterrows():
-        row = int(i) + 2  # the file's line number (header is line 1)
-        seconds = _number(r[duration], row, duration)
+        line = int(i) + 2  # the file's line number (header is line 1)
+        seconds = _number(r[duration], _where(source, line, duration))
         name = str(r[NAME]).strip()
         if by_name:
-            m = by_name.get(name)
-            if m is None:
-                unmatched.append((row, f"Op Name not in the manifest (e.g. {name!r})"))
+            found = by_name.get(name)
+            if found is None:
+                unmatched.append((line, f"Op Name not in the manifest (e.g. {name[:40]!r})"))
                 continue
+            mline, m = found
             if str(m["op"]) != op:
-                unmatched.append((row, f"manifest op is {m['op']!r}, not {op!r}"))
+                unmatched.append((line, f"manifest op is {str(m['op'])[:20]!r}, not {op!r}"))
                 continue
             fields = {k: m[k] for k in (*cls.FIELDS, *cls.OPTIONAL) if k in m.index and str(m[k]) != ""}
-            dtype, tiling_text = str(m["dtype"]), str(m["tiling"])
+            dtype, tiling_text = str(m["dtype"]), str(m["tiling"]).strip()
+            where_tiling = _where(manifest_source, mline, "tiling")
+            where_problem = f"{manifest_source}: line {mline}"
         else:
             tiling_text = str(r.get("tiling", "")).strip()
             if not tiling_text:
-                unmatched.append((row, "no tiling (another operator's kernel, or not run from an export)"))
+                unmatched.append((line, "no tiling (another operator's kernel, or not run from an export)"))
                 continue
-            found = cls.from_profiler(
-                str(r.get("Input Shapes", "")),
-                str(r.get("Input Data Types", "")),
-                str(r.get("Input Formats", "")),
-            )
-            if found is None:
-                unmatched.append(
-                    (row, f"Input Shapes {str(r.get('Input Shapes', ''))!r} are not a {op} problem")
+            shapes = str(r.get("Input Shapes", ""))
+            try:
+                found = cls.from_profiler(
+                    shapes, str(r.get("Input Data Types", "")), str(r.get("Input Formats", ""))
                 )
+            except TilerError as exc:
+                raise TilerError(f"{_where(source, line, 'Input Shapes')}: {exc}") from None
+            if found is None:
+                unmatched.append((line, f"Input Shapes {shapes[:40]!r} are not a {op} problem"))
+                continue
+            if isinstance(found, str):
+                unmatched.append((line, found))
                 continue
             fields, dtype = found
-        try:
-            tiling = json.loads(tiling_text)
-        except json.JSONDecodeError:
-            raise TilerError(f"op_summary: row {row}: the tiling is not JSON: {tiling_text[:60]!r}") from None
-        if not isinstance(tiling, dict):
-            raise TilerError(f"op_summary: row {row}: the tiling must be a JSON object of knob -> value")
+            where_tiling = _where(source, line, "tiling")
+            where_problem = _where(source, line, "Input Shapes")
+        tiling = parse_tiling(tiling_text, where_tiling, reserved)
+        if knobs is not None and not any(k in native for k in tiling):  # a target's names: read by to_knobs
+            lacking = [k for k in knobs if not any(n in tiling for n in knobs[k])]
+            if lacking:
+                raise TilerError(f"{where_tiling}: the tiling has no {', '.join(map(repr, lacking))}")
+            for k, labels in words.items():
+                v = next((tiling[n] for n in (k, *knobs.get(k, ())) if n in tiling), None)
+                if isinstance(v, str) and v not in labels:
+                    allowed = f"one of {', '.join(labels)}" if labels else "an integer"
+                    raise TilerError(f"{where_tiling}: knob {k!r} must be {allowed}, got {v[:24]!r}")
         try:
             problem = parse_problem(op, fields, dtype, strict=False)
         except TilerError as exc:
-            raise TilerError(f"op_summary: row {row}: {exc}") from None
+            raise TilerError(f"{where_problem}: {exc}") from None
         rec = {**problem.shape(), "dtype": problem.dtype, **tiling}
         rec["time_us"] = seconds
         for col in pipe_cols:
             if str(r[col]).strip() != "":
                 pipe = PIPE_COLUMNS[col]
-                rec[f"{pipe}_us"] = max(rec.get(f"{pipe}_us", 0.0), _number(r[col], row, col))
+                rec[f"{pipe}_us"] = max(
+                    rec.get(f"{pipe}_us", 0.0), _number(r[col], _where(source, line, col))
+                )
+        rec["line"] = line
         out.append(rec)
     if not out:
         reasons = sorted({why for _, why in unmatched})
-        raise TilerError(f"op_summary: no row is a {op} kernel tiler knows: {'; '.join(reasons)}")
-    return Ingested(pd.DataFrame(out), unmatched)
+        raise TilerError(f"{source}: no row is a {op} kernel tiler knows: {'; '.join(reasons)}")
+    table = pd.DataFrame(out)
+    given = [c for c in table.columns if knobs is not None and any(c in names for names in knobs.values())]
+    for c in given:  # a knob some rows give and others do not: name the first row without it
+        if table[c].isna().any():
+            line = int(table["line"][table[c].isna()].iloc[0])
+            where = _where(source, line, "tiling")
+            raise TilerError(f"{where}: the tiling has no {c!r}, which other rows give")
+    return Ingested(table, unmatched)
+
+
+def _knob_names(op: str, family: str | None):
+    """(knob -> the names a tiling may give it under, its own and its aliases, for the knobs without an absent
+    default (Operator.ABSENT_DEFAULTS); the names of the targets' code generators; knob -> its labels, () for a
+    knob that takes integers only); (None, set(), {}) without a family."""
+    if family is None:
+        return None, set(), {}
+    from .operator import get_operator
+    from .space import load_space
+
+    space = load_space(op, family)
+    model = get_operator(op, family, space.target)
+    targets = [model.target] if model.target is not None else list(model.TARGETS.values())
+    native = {n for t in targets for n in t.native_names} - {
+        n for k, kn in space.knobs.items() for n in (k, *kn.aliases)
+    }
+    knobs = {k: (k, *kn.aliases) for k, kn in space.knobs.items() if k not in model.ABSENT_DEFAULTS}
+    words = {k: tuple(kn.labels or ()) for k, kn in space.knobs.items()}
+    return knobs, native, words

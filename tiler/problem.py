@@ -79,14 +79,48 @@ class Problem:
         return text + ("" if self.dtype == "fp16" else f":{self.dtype}")  # type: ignore[attr-defined]
 
     @classmethod
-    def from_profiler(cls, shapes: str, dtypes: str, formats: str = "") -> tuple[dict, str] | None:
+    def from_profiler(cls, shapes: str, dtypes: str, formats: str = "") -> tuple[dict, str] | str | None:
         """(fields, dtype) of the problem a profiler row's `Input Shapes` ("M,K;K,N"), `Input Data Types` and
-        `Input Formats` describe, or None when they are not this operator's (tiler.msprof). Default: None."""
+        `Input Formats` describe; a str saying why this operator's row cannot be fitted (a broadcast operand); None
+        when they are not this operator's (tiler.msprof). A cell that is not a shape list raises ProblemError
+        (profiler_dims). Default: None."""
         return None
 
     def validate(self) -> None:
         """Cross-field checks after each field passed its own (a kernel larger than the padded input, ...);
         raise ProblemError naming the fields. Default: none."""
+
+
+PROFILER_DIM_DIGITS = 10  # FIELD_MAX has 10 digits: a longer dimension is refused before int() reads it
+
+
+def profiler_dims(cell: str) -> list[list[int]]:
+    """A profiler's `Input Shapes` cell as one dimension list per input: "1024,4096;4096,1024" (msprof's form; the
+    cell may keep its literal double quotes, blanks around numbers, an empty part for a scalar input). Anything
+    else (`1024.0`, `[1024,512]`, `1024x512`, a 5,000-digit number) is a ProblemError naming the token."""
+    text = str(cell).strip()
+    if len(text) >= 2 and text[0] == text[-1] == '"':
+        text = text[1:-1]
+    out = []
+    for part in text.split(";"):
+        dims = []
+        for tok in (t.strip() for t in part.split(",")):
+            if not tok and not part.strip():
+                continue
+            if (
+                not tok.isascii()
+                or not tok.isdigit()
+                or len(tok) > PROFILER_DIM_DIGITS
+                or int(tok) > FIELD_MAX
+            ):
+                shown = tok if len(tok) <= 24 else tok[:20] + f"... ({len(tok)} characters)"
+                raise ProblemError(
+                    f"{shown!r} is not a dimension (whole numbers up to {FIELD_MAX}, the inputs as "
+                    '"M,K;K,N": commas between dimensions, ";" between inputs)'
+                )
+            dims.append(int(tok))
+        out.append(dims)
+    return out
 
 
 def parse_shape_text(text: str) -> dict[str, str]:

@@ -257,10 +257,14 @@ def parse_knobs(
         bad = ~np.isfinite(num)
         if bad.any():
             i = int(np.nonzero(bad)[0][0])
+            got = raw.iloc[i]
+            shown = (
+                "an empty cell" if _empty(got) else repr(got.item() if isinstance(got, np.generic) else got)
+            )
             raise TilerError(
                 f"candidates: row {rows[i]}: column {k!r} must be a number"
                 + (f" or one of {', '.join(knob.labels)}" if knob.labels else "")
-                + f", got {raw.iloc[i]!r}"
+                + f", got {shown}"
             )
         whole = num == np.round(num)
         inside = np.isin(num, np.asarray(knob.values, dtype=np.float64)) | (

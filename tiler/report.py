@@ -46,6 +46,12 @@ TRACE_TARGET = "target"  # the time chart's per-target markers are named "target
 DIV_IDS = ("tiler-roofline", "tiler-times", "tiler-pipes")
 SLOWEST = 5  # the sweep rows detailed under the table: the selected one and this many of the slowest
 OPEN_ROWS = 200  # a table of more rows than this starts with every family folded
+# A page of more rows than this aggregates: the time chart draws each shape family's distribution (min, quartiles,
+# max) instead of a bar per row, the roofline draws points without per-point text, and the table lists each
+# family's summary and the TABLE_ROWS slowest rows (every row stays in the sweep's own table). 100,000 rows then
+# make a page of a few MB that a browser opens, not 53 MB of table (bench/report_scale.py measures it).
+LARGE_ROWS = 2000
+TABLE_ROWS = 500
 GAP_TIE = 1 + 1e-9  # a target whose best is within this of the unconstrained best reaches it
 
 
@@ -318,10 +324,14 @@ def read_sweep(path: Path, hardware_dir=None) -> Report:
     from .model.common import pipes_of_row
 
     if path.suffix.lower() == ".parquet":
+        import io
+
         import pandas as pd
 
+        from .io import read_limited
+
         try:
-            df = pd.read_parquet(path)
+            df = pd.read_parquet(io.BytesIO(read_limited(path)))  # at most tiler.io.FILE_BYTES_MAX bytes
         except Exception as exc:  # noqa: BLE001 -- pyarrow missing, not a Parquet file: one line
             raise TilerError(
                 f"RESULT: {path}: cannot read Parquet: {str(exc).splitlines()[0][:200]}"
@@ -344,7 +354,10 @@ def read_sweep(path: Path, hardware_dir=None) -> Report:
     skipped: list[str] = []
     chip_order: dict[str, int] = {}
     op = ""
-    for i, rec in enumerate(df.to_dict("records")):
+    cols = [str(c) for c in df.columns]
+    # one row's dict at a time (a list of 100,000 dicts would hold every cell twice)
+    for i, cells in enumerate(df.itertuples(index=False, name=None)):
+        rec = dict(zip(cols, cells, strict=True))
         where = f"line {i + 2}"
         name = rec.get("name")
         name = "" if _blank(name) else str(name)
@@ -605,9 +618,22 @@ def roofline_figure(rep: Report, colours: dict[str, str]):
     placed = [
         r for r in rep.entries if math.isfinite(r.intensity) and math.isfinite(r.tflops) and r.tflops > 0
     ]
+    large = len(rep.entries) > LARGE_ROWS
     for bound, colour in colours.items():
         rs = [r for r in placed if r.bound == bound]
         if not rs:
+            continue
+        if large:  # WebGL points, no per-point text: the page stays a few MB at 100,000 rows
+            fig.add_trace(
+                go.Scattergl(
+                    x=[round(r.intensity, 4) for r in rs],
+                    y=[round(r.tflops, 4) for r in rs],
+                    mode="markers",
+                    name=f"bound: {bound} ({len(rs)})",
+                    marker=dict(color=colour, size=4),
+                    hovertemplate=f"bound {bound}<br>%{{x:.3g}} FLOP/byte, %{{y:.3g}} TFLOP/s<extra></extra>",
+                )
+            )
             continue
         fig.add_trace(
             go.Scatter(
@@ -653,9 +679,48 @@ def roofline_figure(rep: Report, colours: dict[str, str]):
     return fig
 
 
+def family_times_figure(rep: Report):
+    """A large page's time chart: per shape family, the distribution of its rows' predicted times (min, quartiles,
+    median, max; log axis), from numbers computed here (the page does not carry every row)."""
+    import numpy as np
+
+    go = _plotly()
+    groups = families(rep.entries)
+    names, q = [], []
+    for fam, rs in groups:
+        t = np.array([r.time_us for r in rs])
+        names.append(f"{fam} ({len(rs)})")
+        q.append(np.quantile(t, [0.0, 0.25, 0.5, 0.75, 1.0]))
+    q = np.array(q).T
+    fig = go.Figure(
+        go.Box(
+            y=names,
+            lowerfence=q[0].tolist(),
+            q1=q[1].tolist(),
+            median=q[2].tolist(),
+            q3=q[3].tolist(),
+            upperfence=q[4].tolist(),
+            orientation="h",
+            name="predicted time",
+            hoverinfo="y+x",
+        )
+    )
+    fig.update_yaxes(categoryorder="array", categoryarray=names[::-1], automargin=True)
+    fig.update_xaxes(type="log", title="predicted time (us, log scale)")
+    fig.update_layout(
+        title=f"Predicted time by shape family ({len(groups)}; {len(rep.entries)} rows: min, quartiles, max)",
+        height=max(360, 140 + 22 * len(groups)),
+        showlegend=False,
+    )
+    return fig
+
+
 def times_figure(rep: Report, colours: dict[str, str]):
     """A bar per row on a log time axis, coloured by bound, in the page's order: shape families as alternating
-    shaded bands named on the right; a marker per target at its best predicted time for the row."""
+    shaded bands named on the right; a marker per target at its best predicted time for the row. A page of more
+    than LARGE_ROWS rows draws each family's distribution instead (family_times_figure)."""
+    if len(rep.entries) > LARGE_ROWS:
+        return family_times_figure(rep)
     go = _plotly()
     fig = go.Figure()
     for bound, colour in colours.items():
@@ -848,7 +913,30 @@ def rows_table(rep: Report) -> str:
         f"famil{'ies' if len(groups) != 1 else 'y'})</h2>"
     ]
     opened = " open" if len(rep.entries) <= OPEN_ROWS else ""
-    if not opened:
+    if len(rep.entries) > LARGE_ROWS:  # a summary per family, then the slowest rows only
+        out.append(
+            f"<p>{len(rep.entries)} rows: a summary per family, then the {TABLE_ROWS} slowest rows "
+            f"(every row is in {_esc(Path(rep.source).name)} itself).</p>"
+        )
+        out.append(
+            '<table class="families"><thead><tr><th>family</th><th>rows</th><th>fastest</th><th>median</th>'
+            "<th>slowest</th><th>bounds</th></tr></thead><tbody>"
+        )
+        for fam, rs in groups:
+            ts = sorted(r.time_us for r in rs)
+            bounds: dict[str, int] = {}
+            for r in rs:
+                bounds[r.bound] = bounds.get(r.bound, 0) + 1
+            mix = ", ".join(f"{b} {n}" for b, n in sorted(bounds.items(), key=lambda kv: -kv[1]))
+            out.append(
+                f'<tr data-family="{_esc(fam)}"><td>{_esc(fam)}</td><td>{len(rs)}</td><td>{_us(ts[0])}</td>'
+                f"<td>{_us(ts[len(ts) // 2])}</td><td>{_us(ts[-1])}</td><td>{_esc(mix)}</td></tr>"
+            )
+        out.append("</tbody></table>")
+        slow = sorted(rep.entries, key=lambda r: -r.time_us)[:TABLE_ROWS]
+        groups = [(f"the {TABLE_ROWS} slowest rows", slow)]
+        opened = " open"
+    elif not opened:
         out.append(f"<p>{len(rep.entries)} rows: each family is folded; open one by its name.</p>")
     for fam, rs in groups:
         lo, hi = min(r.time_us for r in rs), max(r.time_us for r in rs)

@@ -245,7 +245,9 @@ def read_text_file(path: str | os.PathLike, what: str) -> str:
         elif path.exists() and not path.is_file():  # /dev/zero, a pipe: reading would never end
             why = "not a regular file"
         else:
-            data = path.read_bytes()
+            from .io import read_limited
+
+            data = read_limited(path)  # at most tiler.io.FILE_BYTES_MAX bytes
             try:
                 return data.decode("utf-8")
             except UnicodeDecodeError as exc:
@@ -253,8 +255,8 @@ def read_text_file(path: str | os.PathLike, what: str) -> str:
                 why = f"not UTF-8 text (byte {exc.start} is {bad!r}: a binary or UTF-16 file?)"
     except OSError as exc:
         why = exc.strerror or str(exc)
-    except ValueError:  # a NUL byte in the name
-        why = "not a valid path"
+    except ValueError as exc:  # a NUL byte in the name; read_limited's refusals (a device, too large)
+        why = "not a valid path" if "null" in str(exc).lower() else str(exc)
     raise ConfigError(f"{path}: cannot read {what}: {why}")
 
 

@@ -20,7 +20,8 @@ How a sweep runs (docs/sweep.md has the user's view):
    the optional tiling library (`tiler.library/v1`, one file per chip), then a summary on stderr.
 
 Exit codes of the command: 0 every row ok; 1 at least one row has status=error (the file is still complete);
-2 bad input (missing file, unknown chip or op, bad option); 130 interrupted (Ctrl-C; rerun with --resume).
+2 bad input (missing file, unknown chip or op, bad option); 130 interrupted (Ctrl-C; rerun with --resume); 143
+terminated by SIGTERM (handled as Ctrl-C: the journal is closed and checkpointed, the resume command printed).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ import shlex
 import signal
 import sqlite3
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -1171,11 +1173,20 @@ def sweep_command(
     """Search every row of a shape CSV on one or more chips; write one table (and a tiling library).
 
     Exit codes: 0 all rows ok; 1 some rows failed (status=error, reason in `error`); 2 bad input; 130 interrupted
-    (finished rows are kept: rerun with --resume).
+    by Ctrl-C, 143 by SIGTERM (finished rows are kept: rerun with --resume).
     """
     if hardware_dir is None and isinstance(ctx.obj, dict):
         hardware_dir = ctx.obj.get("hardware_dir")
     out = out_path or None  # the text as given: Path() would drop a trailing '/' that --out must refuse
+    terminated: list[int] = []
+
+    def on_term(signum, frame):  # SIGTERM (kill, timeout, a scheduler) ends the sweep as Ctrl-C does
+        terminated.append(signum)
+        raise KeyboardInterrupt
+
+    previous = None
+    if threading.current_thread() is threading.main_thread():  # signal handlers belong to the main thread
+        previous = signal.signal(signal.SIGTERM, on_term)
     try:
         report = run_sweep(
             shapes,
@@ -1197,17 +1208,21 @@ def sweep_command(
         )
     except TilerError as exc:
         raise _InputError(str(exc)) from None
-    except WorkerDied as exc:
-        click.echo(f"error: {exc}", err=True)
-        raise SystemExit(1) from None
-    except KeyboardInterrupt:
+    except (WorkerDied, KeyboardInterrupt) as exc:
+        # a SIGTERM to the process group can kill a worker before the parent's own SIGTERM is handled
+        if isinstance(exc, WorkerDied) and not terminated:
+            click.echo(f"error: {exc}", err=True)
+            raise SystemExit(1) from None
         jp = journal_path(out or default_out(op, _split_chips(chip_ids)))
         click.echo(
-            f"\ninterrupted: finished rows are kept in {jp}.\nto continue, run the same command with "
-            f"--resume:\n  {_resume_command(ctx.params)}",
+            f"\n{'terminated (SIGTERM)' if terminated else 'interrupted'}: finished rows are kept in {jp}.\n"
+            f"to continue, run the same command with --resume:\n  {_resume_command(ctx.params)}",
             err=True,
         )
-        raise SystemExit(130) from None
+        raise SystemExit(143 if terminated else 130) from None
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
     for line in report.summary():
         click.echo(line, err=True)
     if report.exit_code:

@@ -36,15 +36,18 @@ tiling with the model's estimate or with a measurement. docs/search.md explains 
   is derived from the chip, op, problem, strategy, seed and a hash of everything that changes the objective, so
   the same command resumes its study and runs only the evaluations still missing. A study is tagged with its op,
   family, chip, problem and space (user attribute "tiler"); one made for another search is refused (TilerError).
-* Several processes on one measured study (SQLite or a server): the budget is per study (each process re-reads
-  the storage's finished trials after every trial) and the repeat cache is refreshed from the storage before
-  each measurement, so a tiling another process finished is never measured again. Not covered: two processes
-  that propose the same tiling while both are still measuring it (RUNNING trials are not claimed), and each
-  process may run one trial past the budget when they finish at the same moment.
+* Several processes on one SQLite study (tiler.search.claims): each tiling is claimed in a small table beside the
+  database before it is evaluated, and trials are asked and told under a file lock, so no tiling is evaluated
+  twice, no two processes take the same enqueued trial, and the study's evaluations, all processes together,
+  stop at the budget (`trials` is per study, not per process). A proposal another process is evaluating is
+  pruned (free). On a server storage (PostgreSQL, MySQL) there is no file to lock: a measured study re-reads the
+  storage's finished trials before each measurement and after each trial, and two processes may still evaluate one
+  tiling that both proposed at the same moment, or run a trial past the budget.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
@@ -373,6 +376,12 @@ class Objective:
         self.evaluated = 0
         self.seen: set[int] = set()  # trial numbers already in the cache (this process's or loaded)
         self.refresh = None  # callable: load what other processes finished in a shared study (set by run)
+        # callable(trial, key) -> None (evaluate it here), a trial number (another process is evaluating it) or
+        # "budget" (the study's budget is spent): the claim on a shared study (set by run)
+        self.claims = None  # tiler.search.claims.Claims of a shared SQLite study (set by run)
+        self.budget = 0  # the evaluations the study may spend, all processes together (set by run)
+        self.claimed: str | None = None  # the claim the running trial holds (finished by optimize)
+        self.budget_spent = False
         self.sampler = None  # a KnobSampler, told each knob's cut set before it is suggested (set by run)
 
     # --- params <-> tiling
@@ -558,7 +567,26 @@ class Objective:
             trial.set_user_attr("infeasible", cut)
             raise optuna.TrialPruned("infeasible: " + ", ".join(cut))
         key = self.key(row)
-        if key not in self.cache and self.measure_fn is not None and self.refresh is not None:
+        self.claimed = None
+        if self.claims is not None and key not in self.cache:  # a shared study: claim the tiling first
+            from .claims import BUDGET, DONE
+
+            text = json.dumps(list(key))
+            verdict = self.claims.claim(text, trial.number, self.budget)
+            if verdict is None:
+                self.claimed = text
+            elif verdict[0] == BUDGET:
+                self.budget_spent = True
+                raise optuna.TrialPruned(
+                    f"the study's budget is spent: {verdict[1]} evaluations by all processes"
+                )
+            else:
+                if verdict[0] == DONE:
+                    self.refresh()  # another process evaluated it: read its result from the study
+                if key not in self.cache:  # still being evaluated (or told a moment from now): free
+                    trial.set_user_attr("repeat_of", verdict[1])
+                    raise optuna.TrialPruned(f"trial {verdict[1]} of another process evaluates this tiling")
+        elif key not in self.cache and self.measure_fn is not None and self.refresh is not None:
             self.refresh()  # another process on this study may have measured it meanwhile
         if key in self.cache:  # a tiling already evaluated: answer from the study, never re-measure
             number, value, error = self.cache[key]
@@ -964,15 +992,25 @@ def run(
                 warnings.simplefilter("ignore")  # experimental in some optuna versions
                 study.set_metric_names([metric])
         obj.load(old)
-        if measured and not isinstance(store, optuna.storages.InMemoryStorage):
-            # a measured study others may share: the budget and the repeat cache follow the storage (re-read
-            # before each measurement and after each trial; a model search, fast per trial, skips the cost)
+        lock = contextlib.nullcontext()
+        if not isinstance(store, optuna.storages.InMemoryStorage):
+            # a study others may share: on SQLite each tiling is claimed before it is evaluated and the budget is
+            # the study's (tiler.search.claims); on a server, a measured study re-reads the storage's finished
+            # trials before each measurement and after each trial (a model search skips the cost)
             from optuna.trial import TrialState
+
+            from .claims import Claims
 
             def refresh() -> None:
                 obj.load(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.FAIL)))
 
-            obj.refresh = refresh
+            expiry = (measure_timeout + 60.0) if measured else 60.0  # a live trial ends well within this
+            obj.claims = Claims.for_storage(store, name, expiry)
+            if obj.claims is not None:
+                obj.refresh, obj.budget, lock = refresh, trials, obj.claims.lock
+                obj.claims.adopt({json.dumps(list(k)): n for k, (n, _, _) in obj.cache.items()})
+            elif measured:
+                obj.refresh = refresh
         resumed = obj.evaluated
         notes: list[str] = []
         if resumed:
@@ -1011,8 +1049,8 @@ def run(
             bar.note(f"best {best[0]:.3f} us")
 
         def stop(st, trial):
-            if obj.refresh is not None:
-                obj.refresh()  # the budget is per study: count what other processes evaluated too
+            if obj.refresh is not None and obj.claims is None:
+                obj.refresh()  # the budget is per study: count what other processes evaluated (claims count it)
             if trial.value is not None and trial.value < best[0]:
                 best[0] = trial.value
                 bar.note(f"best {best[0]:.3f} us")
@@ -1027,19 +1065,18 @@ def run(
                 p = obj.unseen(explore)
                 if p is not None:
                     st.enqueue_trial(p, user_attrs={"source": "explore"})
-            if obj.evaluated >= trials:
-                st.stop()
+            if obj.evaluated >= trials or obj.budget_spent:
+                return True
             elif obj.exhausted():
                 stall["all"] = True  # every feasible point evaluated: nothing left to propose
-                st.stop()
+                return True
             elif stall["since"] >= STALL:  # the sampler only proposes tilings it has seen or infeasible ones
                 stall["hit"] = True
-                st.stop()
+                return True
+            return False
 
         if obj.evaluated < trials and cap > 0:
-            from ..runners.external import MeasureError
-
-            study.optimize(obj, n_trials=cap, n_jobs=1, catch=(MeasureError,), callbacks=[stop])
+            optimize(study, obj, cap, stop, lock)
             if stall.get("all"):
                 notes.append(
                     f"every one of the {len(obj.grid)} feasible points of the sampled knobs was evaluated "
@@ -1049,6 +1086,10 @@ def run(
                 notes.append(
                     f"stopped early: the last {STALL} proposals were all repeats or infeasible "
                     f"(the sampler has converged; {obj.evaluated} of {trials} evaluations used)"
+                )
+            elif obj.budget_spent:
+                notes.append(
+                    f"the study's budget of {trials} evaluations is spent (other processes share it)"
                 )
             elif obj.evaluated < trials:
                 notes.append(f"stopped at the cap of {10 * trials + 100} optuna trials")
@@ -1075,6 +1116,8 @@ def run(
     finally:
         if bar is not None:
             bar.close()
+        if obj.claims is not None:
+            obj.claims.close()
         optuna.logging.set_verbosity(verbosity)
 
     return _result(
@@ -1090,6 +1133,72 @@ def run(
         notes=notes,
         t0=t0,
     )
+
+
+def optimize(study, obj: Objective, cap: int, stop, lock) -> None:
+    """optuna's optimize loop as ask and tell, each under `lock` (a shared study's trials are popped and finished
+    by one process at a time: two processes never take the same enqueued trial), until `stop(study, trial)` says
+    so or `cap` trials ran. A MeasureError fails the trial and the loop goes on; any other exception (Ctrl-C
+    included) fails the trial and ends the loop."""
+
+    # optuna's samplers read the study's trials once per trial inside optimize (a per-trial cache its loop
+    # switches on); this loop is that loop, so it switches the same cache on, or TPE re-reads the storage for
+    # every knob it samples (5x slower on SQLite)
+    local = getattr(study, "_thread_local", None)
+    cached = local is not None and hasattr(local, "in_optimize_loop") and hasattr(local, "cached_all_trials")
+    if cached:
+        local.in_optimize_loop = True
+    try:
+        _loop(study, obj, cap, stop, lock, local if cached else None)
+    finally:
+        if cached:
+            local.in_optimize_loop, local.cached_all_trials = False, None
+
+
+def _loop(study, obj: Objective, cap: int, stop, lock, local) -> None:
+    import optuna
+    from optuna.trial import TrialState
+
+    from ..runners.external import MeasureError
+
+    try:  # optuna's heartbeat (a killed process's RUNNING trial is failed after the grace period): its loop's own
+        from optuna.storages._heartbeat import get_heartbeat_thread, is_heartbeat_enabled
+    except ImportError:  # another optuna: no heartbeat
+        get_heartbeat_thread, is_heartbeat_enabled = None, None
+    beat = is_heartbeat_enabled is not None and is_heartbeat_enabled(study._storage)
+    for _ in range(cap):
+        if local is not None:
+            local.cached_all_trials = None  # as optuna's loop: read afresh once per trial
+        with lock:
+            if beat:
+                with warnings.catch_warnings():
+                    warnings.simplefilter(
+                        "ignore"
+                    )  # experimental in optuna; its own loop calls it the same way
+                    optuna.storages.fail_stale_trials(study)
+            trial = study.ask()
+        value, state, error = None, TrialState.COMPLETE, None
+        try:
+            with get_heartbeat_thread(trial._trial_id, study._storage) if beat else contextlib.nullcontext():
+                value = obj(trial)
+        except optuna.TrialPruned:
+            state = TrialState.PRUNED
+        except MeasureError:
+            state = TrialState.FAIL
+        except BaseException as exc:  # noqa: BLE001 -- recorded as failed, then raised as it came
+            state, error = TrialState.FAIL, exc
+        with lock:
+            frozen = study.tell(trial, value if state == TrialState.COMPLETE else None, state=state)
+            if (
+                obj.claimed is not None
+            ):  # evaluated (or failed to measure): done; pruned or interrupted: released
+                done = state == TrialState.COMPLETE or (state == TrialState.FAIL and error is None)
+                obj.claims.finish(obj.claimed, trial.number, done)
+                obj.claimed = None
+        if error is not None:
+            raise error
+        if stop(study, frozen):
+            return
 
 
 def _result(

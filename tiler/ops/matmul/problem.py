@@ -7,7 +7,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from ...problem import Problem, check_tensor_sizes
+from ...errors import ProblemError
+from ...problem import Problem, check_tensor_sizes, profiler_dims
 
 
 @dataclass(frozen=True)
@@ -60,15 +61,28 @@ class Matmul(Problem):
         return self.layout
 
     @classmethod
-    def from_profiler(cls, shapes: str, dtypes: str, formats: str = "") -> tuple[dict, str] | None:
-        """msprof's `Input Shapes` of a MatMul / BatchMatMul: "M,K;K,N" (A then B, leading dims the batch).
-        B stored N x K (its last dimension is K) reads as layout nt; A stored K x M as tn; a FRACTAL_NZ B as
-        b_format nz. None when the shapes are not two matrices with a common K."""
-        dims = [[int(x) for x in part.split(",") if x.strip()] for part in shapes.split(";") if part.strip()]
+    def from_profiler(cls, shapes: str, dtypes: str, formats: str = "") -> tuple[dict, str] | str | None:
+        """msprof's `Input Shapes` of a MatMul / BatchMatMul: "M,K;K,N" (A then B, then a bias, which is not
+        read; leading dims are the batch and must be the same on A and B). B stored N x K (its last dimension is K)
+        reads as layout nt; A stored K x M as tn; a FRACTAL_NZ B as b_format nz. None when the shapes are not two
+        matrices with a common K; a reason (str) for a broadcast operand, which tiler's matmul does not model."""
+        dims = profiler_dims(shapes)
         if len(dims) < 2 or len(dims[0]) < 2 or len(dims[1]) < 2:
             return None
         a, b = dims[0], dims[1]
-        batch = math.prod(a[:-2]) if len(a) > 2 else 1
+        lead_a, lead_b = list(a[:-2]), list(b[:-2])
+        while lead_a and lead_a[0] == 1:
+            lead_a.pop(0)
+        while lead_b and lead_b[0] == 1:
+            lead_b.pop(0)
+        if lead_a != lead_b:
+            if lead_a and lead_b:
+                raise ProblemError(
+                    f"batch dimensions {a[:-2]} of A and {b[:-2]} of B differ (a batched matmul's are the same)"
+                )
+            one = "B" if lead_a else "A"
+            return f"a broadcast {one} (A {a}, B {b}): tiler's matmul has no broadcast operand"
+        batch = math.prod(lead_a)
         for ta, tb in (("n", "n"), ("n", "t"), ("t", "n"), ("t", "t")):
             M, K = (a[-2], a[-1]) if ta == "n" else (a[-1], a[-2])
             Kb, N = (b[-2], b[-1]) if tb == "n" else (b[-1], b[-2])
@@ -76,7 +90,9 @@ class Matmul(Problem):
                 break
         else:
             return None
-        kinds = [t.strip().upper().removeprefix("DT_") for t in dtypes.split(";") if t.strip()]
+        kinds = [
+            t.strip().upper().removeprefix("DT_") for t in dtypes.strip().strip('"').split(";") if t.strip()
+        ]
         dtype = {
             "FLOAT16": "fp16",
             "BF16": "bf16",
@@ -86,8 +102,8 @@ class Matmul(Problem):
             "INT8": "int8",
         }.get(kinds[0] if kinds else "FLOAT16")
         if dtype is None:
-            return None
-        fmts = [f.strip().upper() for f in formats.split(";")]
+            return f"input data type {kinds[0][:24]!r} is not one of tiler's dtypes (fp16, bf16, fp32, int8)"
+        fmts = [f.strip().upper() for f in formats.strip().strip('"').split(";")]
         nz = len(fmts) > 1 and "NZ" in fmts[1]
         fields = {"M": M, "N": N, "K": K, "batch": batch, "layout": ta + tb, "b_format": "nz" if nz else "nd"}
         return fields, dtype

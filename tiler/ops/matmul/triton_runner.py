@@ -486,15 +486,14 @@ def time_config(
 def _load_doc(path_or_dict) -> dict:
     if isinstance(path_or_dict, dict):
         return path_or_dict
+    from ...space import read_text_file
+
     path = Path(path_or_dict)
-    try:
-        text = path.read_text()
-    except OSError as e:
-        raise TilerError(f"cannot read tiling {path}: {e.strerror or e}") from e
+    text = read_text_file(path, "the tiling")  # at most tiler.io.FILE_BYTES_MAX bytes; one line on failure
     try:
         doc = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise TilerError(f"{path} is not JSON: {e}") from e
+    except (RecursionError, ValueError) as e:  # JSONDecodeError; nested too deep; a number too long
+        raise TilerError(f"{path} is not JSON: {str(e).splitlines()[0][:80] or 'nested too deep'}") from None
     if not isinstance(doc, dict):
         raise TilerError(f"{path}: a tiling document is a JSON object")
     return doc
