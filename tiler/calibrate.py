@@ -90,6 +90,7 @@ class CalibrationResult:
     # the k-fold's held-out agreement (tiler.agreement.combine over the held-out shapes), "before" and "after"
     agreement: dict[str, Agreement] = field(default_factory=dict)
     defaulted: dict = field(default_factory=dict)  # knobs the measurements lack -> the defaults they took
+    notes: list[str] = field(default_factory=list)  # lines about input rows not used (an op_summary's others)
 
     def summary(self) -> str:
         """What was fitted, and how well it predicts shapes it did not see (the k-fold)."""
