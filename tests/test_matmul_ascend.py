@@ -44,9 +44,9 @@ def test_weight_resident_cuts_traffic_when_b_panel_fits_l1(b3):
     resident = score(b3, p, weight_resident=1, **sched)
     assert resident["hbm_bytes"] < reload["hbm_bytes"]
     assert resident["l2_bytes"] < 0.7 * reload["l2_bytes"]  # GM->L1 traffic: B is about half of it
-    # the reload tile is GM-port bound (B's MTE2 + write-out), the resident one compute + serial write-out bound
-    # (two 128x256 fp32 accumulators do not fit L0C); preload hides both tiles' bubbles, so time falls by ~7%
-    assert resident["time_us"] < 0.95 * reload["time_us"]
+    # the reload tile is MTE2 bound (B's reloads; its write-out overlaps the reads on the write channel), the
+    # resident one compute + serial write-out bound (two 128x256 fp32 accumulators do not fit L0C): time falls
+    assert resident["time_us"] < reload["time_us"]
 
 
 def test_double_buffering_beats_single_when_mte2_and_mac_are_close(b3):

@@ -508,7 +508,10 @@ def _per_core(cost: dict, ui: np.ndarray, gi: np.ndarray, work: list, cols: np.n
 FITTABLE = {
     "mac_efficiency": (0.2, 1.0),  # mac: share of the cube's peak the MMADs reach
     "gm_to_l1_bytes_per_cycle": (8.0, 512.0),  # mte2: one core's GM->L1 port
-    "hbm_efficiency": (0.5, 1.0),  # mte2: share of the datasheet HBM bandwidth (sustained streams reach 70-95%)
+    "hbm_efficiency": (
+        0.5,
+        1.0,
+    ),  # mte2: share of the datasheet HBM bandwidth (sustained streams reach 70-95%)
     "l2_efficiency": (0.2, 3.0),  # mte2: share of the profile's L2 bandwidth
     "l1_to_l0a_bytes_per_cycle": (16.0, 2048.0),  # mte1
     "l1_to_l0b_bytes_per_cycle": (16.0, 2048.0),  # mte1
@@ -645,9 +648,11 @@ class MatmulAscend(Operator):
         return dict(WARM_START, swizzle_direction=1 if p.M < p.N else 0)
 
     def advice(self, p: Matmul, chip, c: dict, est: dict, row: int) -> list[str]:
-        """The shared multi-core facts, plus row strides that are not GM-burst aligned (full-rate transfers):
-        A's (K, or M when A is stored transposed) and B's (N, or K when stored transposed; none in NZ)."""
+        """The shared multi-core facts, the fixed costs (the launch head, the split-K reduction pass), plus row
+        strides that are not GM-burst aligned (full-rate transfers): A's (K, or M when A is stored transposed) and
+        B's (N, or K when stored transposed; none in NZ)."""
         out = super().advice(p, chip, c, est, row)
+        out.insert(len(out) - 1 if out else 0, self._fixed_costs(p, chip, c, est, row))
         burst = chip["gm_burst_bytes"]
         rows = [("M", p.M) if p.a_transposed else ("K", p.K)]
         if not p.b_nz:
@@ -662,6 +667,23 @@ class MatmulAscend(Operator):
                     f"padding {name} to {pad} restores full-rate transfers",
                 )
         return out
+
+    def _fixed_costs(self, p: Matmul, chip, c: dict, est: dict, row: int) -> str:
+        """One line: the kernel time's terms that do not scale with the tiles (docs/model.md, "Kernel time")."""
+        used = float(np.asarray(est["cores_used"])[row])
+        head = float(_head_us(chip, used))
+        one = {k: np.asarray(v)[row : row + 1] for k, v in c.items()}
+        red = float(_reduction_us(p, chip, one)[0])
+        text = (
+            f"fixed costs: head {head:.1f} us (launch {chip['head_base_us']:.2f} us + {used:.0f} cores x "
+            f"{chip['head_per_core_us']:.3f} us)"
+        )
+        if red > 0:
+            text += f"; split-K reduction {red:.1f} us (zero the fp32 output, cast pass with its own launch)"
+        return (
+            text
+            + f"; makespan {float(np.asarray(est['core_us'])[row]):.1f} us of {float(np.asarray(est['time_us'])[row]):.1f}"
+        )
 
     def derived(self, p: Matmul, tiling: dict, row: dict) -> dict:
         """The tail re-split's sub-block sizes, when the last round is re-cut."""
