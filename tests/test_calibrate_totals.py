@@ -79,6 +79,8 @@ def test_kfold_holds_every_dtype_of_a_shape_out_together(totals):
 def test_api_dispatches_totals_and_tilings(totals):
     res = api.calibrate("matmul", CHIP, totals, folds=0, params=["head_base_us"], rounds=1)
     assert isinstance(res, TotalsResult) and res.rounds == 1
+    with pytest.raises(Exception, match="starts: hbm_efficiency not fitted"):
+        api.calibrate("matmul", CHIP, totals, params=["head_base_us"], starts=[{"hbm_efficiency": 0.9}])
     with pytest.raises(Exception, match="fit-shapes: not with totals"):
         api.calibrate("matmul", CHIP, totals, fit_shapes=["1024x1024x1024"])
 

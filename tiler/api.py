@@ -398,6 +398,7 @@ def calibrate(
     params: list[str] | None = None,
     manifest: str | os.PathLike | None = None,
     rounds: int | None = None,
+    starts: list[dict] | None = None,
     note: str = "",
     data_name: str | None = None,
     hardware_dir: str | os.PathLike | None = None,
@@ -409,7 +410,7 @@ def calibrate(
     CalibrationResult). Rows that give only a problem and a total time (a library's kernels: a table with no knob
     column, an op_summary with neither manifest nor tiling column) are fitted from totals
     (tiler.calibrate_totals: the model's best tiling stands in for the library's, `rounds` of search <-> fit; a
-    TotalsResult). Either result's `.summary()` says what was fitted and its held-out error; `.notes` lists the
+    TotalsResult; `starts`: its starting points, tiler.calibrate_totals). Either result's `.summary()` says what was fitted and its held-out error; `.notes` lists the
     profiler rows that were not used."""
     from . import msprof
     from .calibrate import calibrate as fit
@@ -452,6 +453,7 @@ def calibrate(
             seed=seed,
             params=params,
             rounds=ROUNDS if rounds is None else rounds,
+            starts=starts,
             data_name=name,
             note=note,
         )

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from .calibrate import TIME_MAX_S, _fit, _folds, _operator, _time_column, load_measurements
+from .calibrate import SOFT_L1, TIME_MAX_S, _fit, _folds, _operator, _time_column, load_measurements
 from .errors import TilerError
 from .hardware import Chip
 from .operator import problem_class
@@ -56,6 +56,9 @@ class TotalsResult:
     seconds: float = 0.0
     fit_shapes: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # lines about input rows not used (an op_summary's others)
+    starts: list[dict] = field(
+        default_factory=list
+    )  # the fit's starting points (values put into the profile's)
 
     def summary(self) -> str:
         """What was fitted, on what stand-in, and how the held-out rows compare with the model's optimum."""
@@ -64,7 +67,9 @@ class TotalsResult:
         lines = [
             f"calibrated {self.chip.id}/{self.op} from totals on {len(self.fit_shapes)} problems in "
             f"{self.seconds:.1f} s: the tilings were not given, so the model's best tiling stood in for the "
-            f"library's ({self.rounds} rounds of search <-> fit; per problem the fastest measured row)",
+            f"library's ({self.rounds} rounds of search <-> fit; per problem the fastest measured row"
+            + (f"; the best of {len(self.starts)} starts: {self.starts}" if len(self.starts) > 1 else "")
+            + ")",
             f"  in-sample: measured/model geomean {s['geomean']:.3f}, {s['in_band']:.0%} of rows in "
             f"[{lo}, {hi}] (before the fit {s['geomean_before']:.3f}, {s['in_band_before']:.0%})",
         ]
@@ -153,6 +158,28 @@ def _fit_rounds(model, chip: Chip, op: str, problems, best_s, names, start, roun
     return e, done
 
 
+def _best_start(model, chip: Chip, op: str, problems, best_s, names, starts, rounds: int) -> tuple[dict, int]:
+    """_fit_rounds from each start (the profile's constants with a start's values put in); the fit whose optimum
+    matches the totals best (the soft-L1 loss of log(optimum / measured), the fit's own robust loss) wins. The
+    optimum jumps between tilings as the constants move, so the loss has local minima: one start can stop in one."""
+    best = None
+    for over in starts:
+        e, done = _fit_rounds(
+            model, chip, op, problems, best_s, names, dict(start_of(model, chip), **over), rounds
+        )
+        _, t, _ = _optimum(op, chip.with_values({k: e[k] for k in names}), problems)
+        r = np.log(t / best_s)
+        loss = float(np.sum(np.sqrt(1.0 + (r / SOFT_L1) ** 2) - 1.0))
+        if best is None or loss < best[0]:
+            best = (loss, e, done)
+    return best[1], best[2]
+
+
+def start_of(model, chip: Chip) -> dict:
+    """The constants a fit starts from: the profile's (the operator's defaults where it has none)."""
+    return model.constants(chip)
+
+
 def _ratios(measured: np.ndarray, model: np.ndarray) -> dict[str, float]:
     r = measured / model
     return {
@@ -170,12 +197,16 @@ def calibrate_totals(
     seed: int = 0,
     params: list[str] | None = None,
     rounds: int = ROUNDS,
+    starts: list[dict] | None = None,
     data_name: str = "measurements",
     date: str | None = None,
     note: str = "",
 ) -> TotalsResult:
     """Fit `chip`'s constants for `op` to measured totals (problem columns, optional dtype, a time column; no knob
-    column), the model's best tiling standing in for the one that ran. See the module docstring."""
+    column), the model's best tiling standing in for the one that ran. See the module docstring.
+
+    starts: the fit's starting points, each a dict of constants put into the profile's (default: the profile's
+    alone); the fit that matches the totals best is kept (_best_start)."""
     t0 = time.perf_counter()
     model = _operator(op, chip.family)
     names = list(params or getattr(model, "FIT_FROM_TOTALS", None) or model.FITTABLE)
@@ -187,7 +218,11 @@ def calibrate_totals(
     df = measurements.reset_index(drop=True)
     problems, of, secs = _problems(op, df)
     best_s = np.array([secs[of == i].min() for i in range(len(problems))])
-    start = model.constants(chip)
+    start = start_of(model, chip)
+    starts = starts or [{}]
+    bad = sorted({k for over in starts for k in over if k not in names})
+    if bad:
+        raise TilerError(f"starts: {', '.join(bad)} not fitted; fitted: {', '.join(names)}")
     shape_of = [
         p.label().split(":")[0] for p in problems
     ]  # the shape without the dtype: folds hold out all dtypes
@@ -202,15 +237,15 @@ def calibrate_totals(
             test = [i for i, s in enumerate(shape_of) if s in held]
             if not train or not test:
                 continue
-            e, _ = _fit_rounds(
-                model, chip, op, [problems[i] for i in train], best_s[train], names, start, rounds
+            e, _ = _best_start(
+                model, chip, op, [problems[i] for i in train], best_s[train], names, starts, rounds
             )
             _, t_s, _ = _optimum(op, chip.with_values({k: e[k] for k in names}), [problems[i] for i in test])
             for i, t in zip(test, t_s, strict=True):
                 cv[of == i] = t
                 cv_fold[of == i] = j
             n_folds += 1
-    fitted, done = _fit_rounds(model, chip, op, problems, best_s, names, start, rounds)
+    fitted, done = _best_start(model, chip, op, problems, best_s, names, starts, rounds)
     values = {k: float(f"{fitted[k]:.5g}") for k in names}
     date = date or _dt.date.today().isoformat()
     source = (
@@ -244,4 +279,5 @@ def calibrate_totals(
         metrics,
         time.perf_counter() - t0,
         [p.label() for p in problems],
+        starts=list(starts),
     )
