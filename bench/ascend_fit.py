@@ -12,7 +12,8 @@ Prints per row: measured, the model's optimum before the fit (the profile as shi
 rows), held out (the k-fold by shape: fitted without the row's shape), the ratios measured / model and the bound;
 then per source and chip the geometric mean of measured / model and the share in [0.8, 1.25], held out and
 in-sample; the squares' worst model / measured (the model's optimum may be at most 5% slower than the library); and
-the bound at 4096^3 fp16. --out writes the fitted profile (tiler.calibrate.write_profile).
+the bound at 4096^3 fp16; CATLASS example 00's rows at that example's own tiling (known from its source). --out
+writes the fitted profile (tiler.calibrate.write_profile).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ if str(ROOT) not in sys.path:
 import tiler.api as api  # noqa: E402
 from tiler.calibrate import write_profile  # noqa: E402
 from tiler.calibrate_totals import BAND  # noqa: E402
+from tiler.ops.matmul.ascend import WARM_START  # noqa: E402
 
 OP = "matmul"
 # The fit's starting points (tiler.calibrate_totals keeps the one that matches best; the optimum jumps between
@@ -129,6 +131,23 @@ def main(argv=None) -> int:
                 f"  squares ({len(sq)} rows): worst model-optimum / measured {worst_in:.3f} in-sample, "
                 f"{worst_out:.3f} held out (the target: <= 1.05)"
             )
+        basic = rows[rows["notes"].astype(str).str.contains("00_basic_matmul")]
+        if len(
+            basic
+        ):  # CATLASS example 00's tiling is in its source: the model at that tiling, not its optimum
+            print(
+                "  CATLASS example 00 at its own tiling (the example's source; tiler's WARM_START), fitted profile:"
+            )
+            for r in basic.itertuples():
+                tiling = dict(WARM_START, swizzle_direction=1 if r.M < r.N else 0, tail_split="off")
+                ex = api.explain(
+                    op=OP, chip=res.chip, shape=f"M={r.M},N={r.N},K={r.K}", tiling=tiling, target="catlass"
+                )
+                t_us = float(ex.row["time_us"])
+                print(
+                    f"    {r.M}x{r.N}x{r.K}: measured {r.time_us:.0f} us, model {t_us:.0f} us, ratio "
+                    f"{r.time_us / t_us:.3f} ({ex.row['bound']}-bound)"
+                )
         kept = rows[(rows["dtype"] != "fp32") & apart]
         if len(kept):
             ev = _evaluate(res.chip, kept)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from conftest import mm, score
 
 from tiler.search import search
@@ -76,11 +77,12 @@ def test_tiny_base_blocks_are_scalar_or_latency_bound(b3):
 
 
 def test_split_k_wins_for_deep_k_small_mn(b3, ascend_space):
-    """M=N=128, K=131072: one output tile, 20 cores; only splitting K puts the other cores to work."""
+    """M=N=128, K=131072: one output tile, 20 cores; only splitting K puts the other cores to work (1.8x faster
+    with the fitted launch head, which split-K's cast kernel pays a second time)."""
     res = search(mm(128, 128, 131072), b3, ascend_space)
     assert res.tiling(0)["split_k"] >= 4
     no_split = search(mm(128, 128, 131072), b3, ascend_space.pin({"split_k": 1}))
-    assert res.row(0)["time_us"] < 0.5 * no_split.row(0)["time_us"]
+    assert res.row(0)["time_us"] < 0.6 * no_split.row(0)["time_us"]
 
 
 def test_cube_bound_large_tiles_near_peak(b3):
@@ -124,7 +126,8 @@ def test_preload_overlaps_next_tile_load_with_compute_when_mte2_bound():
     assert off["bound"] == on["bound"] == "mte2" and off["mte2_us"] > 2 * off["mac_us"]
     assert 1.05 < off["time_us"] / on["time_us"] < 1.35
     one = mm(128, 128 * 20, 512)  # 20 tiles on 24 cores: one tile each
-    assert score(b2, one, preload=1, **knobs)["time_us"] == score(b2, one, preload=0, **knobs)["time_us"]
+    once = score(b2, one, preload=1, **knobs)["time_us"]
+    assert once == pytest.approx(score(b2, one, preload=0, **knobs)["time_us"], rel=1e-9)  # float order only
 
 
 def test_preload_never_adds_time_for_one_edge_tile_per_core(b3):

@@ -426,7 +426,7 @@ def calibrate(
     if isinstance(measurements, str | os.PathLike):
         raw = msprof.read_table(measurements)
         if msprof.is_op_summary(raw):
-            if manifest is None and "tiling" not in raw.columns:
+            if manifest is None and "tiling" not in raw.columns and "Input Shapes" in raw.columns:
                 # totals: every row's problem from its Input Shapes by msprof's own reader (an empty tiling each)
                 raw = raw.assign(tiling="{}")
             got = msprof.ingest(raw, op, msprof.read_manifest(manifest) if manifest else None)

@@ -350,9 +350,12 @@ def tile_cost(p: Matmul, chip, c: dict, mt, nt, kc, hit_a, hit_b, b_resident, ac
     steps = np.maximum(mmads, 1)
     inner = np.where(pp, np.maximum(t_mte1, t_mac) + np.minimum(t_mte1, t_mac) / steps, t_mte1 + t_mac)
     t_comp = inner + np.where(l0c_db, t_fix / np.maximum(blocks, 1), t_fix)
-    # MTE2's reads and the fixpipe's write-backs run on the bus's separate read and write channels (AXI), so they
-    # overlap; the HBM both share is in each side's own cap (hbm_share). The port is busy for the longer of the two.
-    t_gm = np.maximum(t_mte2, t_fix)
+    # MTE2's reads and the fixpipe's write-backs run on the bus's separate read and write channels (S10 gives a read
+    # and a write rate per core), so they overlap; but the HBM serves both: the reads' misses and the writes that
+    # reach it (an output larger than the usable L2, _write_share) share the core's HBM share.
+    hbm_out = np.where(_out_fits(p, chip, split), 0.0, out_bytes)
+    t_hbm = (a_first * (1 - hit_a) + b_first * (1 - hit_b) + hbm_out) / hbm_share
+    t_gm = np.maximum(np.maximum(t_mte2, t_fix), t_hbm)
     # The cube starts once A's first L1 chunk and B's first chunk (unless B is resident) have landed: their bytes
     # over the bandwidth plus their transfers' latency. The pipeline's grain is the finer of the two K extents:
     # the compute of that many K steps is what a later load can hide behind. Both grow with K.
@@ -442,9 +445,21 @@ def _write_share(p: Matmul, chip, r: dict, active, split):
     """The bandwidth one core's write-backs get: L2 is a write-back cache, so while the whole output (fp32 partials
     under split-K) fits its usable part the writes land there at the core's L2 share and reach HBM later, behind
     the reads; a larger output evicts to HBM as it is written, at the core's HBM share."""
+    return np.where(_out_fits(p, chip, split), r["l2"], r["hbm"]) / active
+
+
+def _out_fits(p: Matmul, chip, split):
+    """Whether the whole output (fp32 partials under split-K) fits the usable L2, per candidate."""
     out = float(p.batch * p.M * p.N) * np.where(split, 4, p.out_bytes)
+    return out <= chip["l2_bytes"] * chip["l2_usable_fraction"]
+
+
+def _compulsory_hbm(p: Matmul, chip) -> float:
+    """The roofline's HBM bytes: each input read once, and the output written once unless it stays in the
+    write-back L2 (_write_share: it fits the usable part; the kernel ends before it reaches HBM)."""
+    out = float(p.batch * p.M * p.N * p.out_bytes)
     fits = out <= chip["l2_bytes"] * chip["l2_usable_fraction"]
-    return np.where(fits, r["l2"], r["hbm"]) / active
+    return p.compulsory_bytes - (out if fits else 0.0)
 
 
 def _write_floor(p: Matmul, chip, c: dict, active) -> np.ndarray:
@@ -1313,7 +1328,7 @@ def _record(
         "hbm_bytes": out["hbm_read"] + out_hbm,
         "l2_bytes": l2_read + out_hbm,
         "roofline_us": roofline_us(
-            p.flops, p.compulsory_bytes, chip.peak_tflops(p.dtype) * 1e12, chip["hbm_gbps"] * 1e9, head
+            p.flops, _compulsory_hbm(p, chip), chip.peak_tflops(p.dtype) * 1e12, chip["hbm_gbps"] * 1e9, head
         ),
         "tiles": tiles.astype(np.int64),
         "tail_sub_m": np.where(need_sub, sub_tm, 0).astype(np.int64),
