@@ -45,9 +45,10 @@ def test_weight_resident_cuts_traffic_when_b_panel_fits_l1(b3):
     resident = score(b3, p, weight_resident=1, **sched)
     assert resident["hbm_bytes"] < reload["hbm_bytes"]
     assert resident["l2_bytes"] < 0.7 * reload["l2_bytes"]  # GM->L1 traffic: B is about half of it
-    # the reload tile is MTE2 bound (B's reloads; its write-out overlaps the reads on the write channel), the
-    # resident one compute + serial write-out bound (two 128x256 fp32 accumulators do not fit L0C): time falls
-    assert resident["time_us"] < reload["time_us"]
+    # with the fitted 910B3 (L2 at its ports' sum, write-backs on their own channel) B's reloads are L2 hits that
+    # no longer bind: both tiles are compute + serial write-out bound (two 128x256 fp32 accumulators do not fit
+    # L0C), so residency saves traffic and never costs time
+    assert resident["time_us"] <= reload["time_us"]
 
 
 def test_double_buffering_beats_single_when_mte2_and_mac_are_close(b3):
@@ -127,7 +128,7 @@ def test_preload_overlaps_next_tile_load_with_compute_when_mte2_bound():
     assert 1.05 < off["time_us"] / on["time_us"] < 1.35
     one = mm(128, 128 * 20, 512)  # 20 tiles on 24 cores: one tile each
     once = score(b2, one, preload=1, **knobs)["time_us"]
-    assert once == pytest.approx(score(b2, one, preload=0, **knobs)["time_us"], rel=1e-9)  # float order only
+    assert once == pytest.approx(score(b2, one, preload=0, **knobs)["time_us"], rel=1e-6)  # float32 sums only
 
 
 def test_preload_never_adds_time_for_one_edge_tile_per_core(b3):
