@@ -19,6 +19,14 @@ from tiler.hardware import load_chip
 CHIP = "ascend910b2"
 SHAPES = [(2048, 2048, 2048), (4096, 1024, 2048), (1024, 1024, 1024)]  # two cube-bound, one small
 TRUTH = {"mac_efficiency": 0.6, "head_base_us": 6.0}
+START = {
+    "mac_efficiency": 0.95,
+    "head_base_us": 1.0,
+}  # the fits start here, whatever the shipped profile holds
+
+
+def _start():
+    return load_chip(CHIP).with_values(START, tag="estimated")
 
 
 def _optimum_us(chip, m, n, k, dtype="fp16") -> float:
@@ -37,7 +45,7 @@ def totals() -> pd.DataFrame:
 
 @pytest.fixture(scope="module")
 def fitted(totals) -> TotalsResult:
-    return calibrate_totals(load_chip(CHIP), "matmul", totals, folds=0, params=list(TRUTH))
+    return calibrate_totals(_start(), "matmul", totals, folds=0, params=list(TRUTH))
 
 
 def test_recovers_the_constants_that_made_the_totals(fitted):
@@ -52,9 +60,7 @@ def test_recovers_the_constants_that_made_the_totals(fitted):
 
 def test_the_fastest_kernel_of_a_problem_is_the_one_fitted(totals, fitted):
     slower = totals.iloc[[0]].assign(time_us=totals["time_us"].iloc[0] * 1.7)  # a worse library kernel
-    res = calibrate_totals(
-        load_chip(CHIP), "matmul", pd.concat([totals, slower]), folds=0, params=list(TRUTH)
-    )
+    res = calibrate_totals(_start(), "matmul", pd.concat([totals, slower]), folds=0, params=list(TRUTH))
     assert res.values == pytest.approx(fitted.values, rel=1e-3)
     assert len(res.rows) == len(totals) + 1  # every row reported
     assert res.rows["measured_us"].iloc[-1] / res.rows["model_us"].iloc[-1] == pytest.approx(1.7, rel=0.03)
@@ -65,7 +71,7 @@ def test_kfold_holds_every_dtype_of_a_shape_out_together(totals):
     bf16 = totals.assign(dtype="bf16")
     bf16["time_us"] = [_optimum_us(true_chip, m, n, k, "bf16") for m, n, k in SHAPES]
     res = calibrate_totals(
-        load_chip(CHIP), "matmul", pd.concat([totals.assign(dtype="fp16"), bf16]), folds=3, params=list(TRUTH)
+        _start(), "matmul", pd.concat([totals.assign(dtype="fp16"), bf16]), folds=3, params=list(TRUTH)
     )
     folds = res.rows.groupby(["M", "N", "K"])["cv_fold"].nunique()
     assert (folds == 1).all() and res.rows["cv_fold"].nunique() == 3
@@ -77,7 +83,7 @@ def test_kfold_holds_every_dtype_of_a_shape_out_together(totals):
 
 
 def test_api_dispatches_totals_and_tilings(totals):
-    res = api.calibrate("matmul", CHIP, totals, folds=0, params=["head_base_us"], rounds=1)
+    res = api.calibrate("matmul", _start(), totals, folds=0, params=["head_base_us"], rounds=1)
     assert isinstance(res, TotalsResult) and res.rounds == 1
     with pytest.raises(Exception, match="starts: hbm_efficiency not fitted"):
         api.calibrate("matmul", CHIP, totals, params=["head_base_us"], starts=[{"hbm_efficiency": 0.9}])
@@ -143,7 +149,7 @@ def test_an_op_summary_without_tilings_is_fitted_from_totals(tmp_path, totals):
     rows.append({**rows[0], "Op Name": "Add_9", "OP Type": "Add", "Input Shapes": "8,8"})
     path = tmp_path / "op_summary_0.csv"
     pd.DataFrame(rows).to_csv(path, index=False)
-    res = api.calibrate("matmul", CHIP, path, folds=0, params=list(TRUTH))
+    res = api.calibrate("matmul", _start(), path, folds=0, params=list(TRUTH))
     assert isinstance(res, TotalsResult)
     assert len(res.rows) == len(totals)  # the Add kernel is not a matmul: reported, not fitted
     assert res.notes and "not used" in res.notes[0]
