@@ -769,7 +769,7 @@ def test_emitted_ascendc_forms_fill_the_same_tcube_tiling(cxx, tmp_path, capsys,
 
 ASCENDC_MUTATIONS = {
     # (case, old, new, a line the run must print)
-    "wrong_fix_split": ("910b3-fp16-4096", "api.SetFixSplit(128, ", "api.SetFixSplit(64, ", "differ baseM"),
+    "wrong_fix_split": ("910b3-fp16-4096", "api.SetFixSplit(256, ", "api.SetFixSplit(64, ", "differ baseM"),
     "missing_override": (
         "910b3-fp16-4096",
         "    tiling.set_depthA1(",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from conftest import mm, score
 
 from tiler.search import search
@@ -44,9 +45,10 @@ def test_weight_resident_cuts_traffic_when_b_panel_fits_l1(b3):
     resident = score(b3, p, weight_resident=1, **sched)
     assert resident["hbm_bytes"] < reload["hbm_bytes"]
     assert resident["l2_bytes"] < 0.7 * reload["l2_bytes"]  # GM->L1 traffic: B is about half of it
-    # the reload tile is GM-port bound (B's MTE2 + write-out), the resident one compute + serial write-out bound
-    # (two 128x256 fp32 accumulators do not fit L0C); preload hides both tiles' bubbles, so time falls by ~7%
-    assert resident["time_us"] < 0.95 * reload["time_us"]
+    # with the fitted 910B3 (L2 at its ports' sum, write-backs on their own channel) B's reloads are L2 hits that
+    # no longer bind: both tiles are compute + serial write-out bound (two 128x256 fp32 accumulators do not fit
+    # L0C), so residency saves traffic and never costs time
+    assert resident["time_us"] <= reload["time_us"]
 
 
 def test_double_buffering_beats_single_when_mte2_and_mac_are_close(b3):
@@ -76,11 +78,12 @@ def test_tiny_base_blocks_are_scalar_or_latency_bound(b3):
 
 
 def test_split_k_wins_for_deep_k_small_mn(b3, ascend_space):
-    """M=N=128, K=131072: one output tile, 20 cores; only splitting K puts the other cores to work."""
+    """M=N=128, K=131072: one output tile, 20 cores; only splitting K puts the other cores to work (1.8x faster
+    with the fitted launch head, which split-K's cast kernel pays a second time)."""
     res = search(mm(128, 128, 131072), b3, ascend_space)
     assert res.tiling(0)["split_k"] >= 4
     no_split = search(mm(128, 128, 131072), b3, ascend_space.pin({"split_k": 1}))
-    assert res.row(0)["time_us"] < 0.5 * no_split.row(0)["time_us"]
+    assert res.row(0)["time_us"] < 0.6 * no_split.row(0)["time_us"]
 
 
 def test_cube_bound_large_tiles_near_peak(b3):
@@ -124,7 +127,8 @@ def test_preload_overlaps_next_tile_load_with_compute_when_mte2_bound():
     assert off["bound"] == on["bound"] == "mte2" and off["mte2_us"] > 2 * off["mac_us"]
     assert 1.05 < off["time_us"] / on["time_us"] < 1.35
     one = mm(128, 128 * 20, 512)  # 20 tiles on 24 cores: one tile each
-    assert score(b2, one, preload=1, **knobs)["time_us"] == score(b2, one, preload=0, **knobs)["time_us"]
+    once = score(b2, one, preload=1, **knobs)["time_us"]
+    assert once == pytest.approx(score(b2, one, preload=0, **knobs)["time_us"], rel=1e-6)  # float32 sums only
 
 
 def test_preload_never_adds_time_for_one_edge_tile_per_core(b3):

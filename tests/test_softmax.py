@@ -128,7 +128,9 @@ def test_ascend_bound_follows_the_work_per_byte(b3):
     space = load_space("softmax", "ascend")
     fits = search(sm(16384, 4096), b3, space, top=1).row(0)
     assert fits["bound"] == "mte2" and fits["row_reads"] == 1
-    big = search(sm(256, 262144), b3, space, top=1).row(0)
+    # at the HBM rate this was written for: with issue 29's fitted hbm_efficiency (0.615, carried from the 910B2
+    # matmul fit) the big rows' HBM floor (273 us) ties their vector time (269 us)
+    big = search(sm(256, 262144), b3.with_values({"hbm_efficiency": 0.85}), space, top=1).row(0)
     assert big["bound"] == "vector" and big["row_reads"] >= 2
     assert big["vec_us"] > 2 * big["mte2_us"]
     p = sm(262144, 256)

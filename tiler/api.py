@@ -27,6 +27,7 @@ __all__ = [
     "Explanation",
     "Ranking",
     "Result",
+    "calibrate",
     "emit",
     "explain",
     "lookup",
@@ -419,3 +420,108 @@ def shapes(
     if out is not None:
         write_shapes(frame, out)
     return frame
+
+
+def calibrate(
+    op: str,
+    chip,
+    measurements,
+    folds: int = 4,
+    seed: int = 0,
+    fit_shapes: list[str] | None = None,
+    params: list[str] | None = None,
+    manifest: str | os.PathLike | None = None,
+    rounds: int | None = None,
+    starts: list[dict] | None = None,
+    note: str = "",
+    data_name: str | None = None,
+    hardware_dir: str | os.PathLike | None = None,
+):
+    """`tiler calibrate` without writing the profile (tiler.calibrate.write_profile writes `.chip`).
+
+    measurements: a DataFrame or a CSV path: tiler's table, or an msprof op_summary (with `manifest`, or a
+    `tiling` column). Rows that give their tilings are fitted at them (tiler.calibrate.calibrate: a
+    CalibrationResult). Rows that give only a problem and a total time (a library's kernels: a table with no knob
+    column, an op_summary with neither manifest nor tiling column) are fitted from totals
+    (tiler.calibrate_totals: the model's best tiling stands in for the library's, `rounds` of search <-> fit; a
+    TotalsResult; `starts`: its starting points, tiler.calibrate_totals). Either result's `.summary()` says what was fitted and its held-out error; `.notes` lists the
+    profiler rows that were not used."""
+    from . import msprof
+    from .calibrate import calibrate as fit
+    from .calibrate import unused_line
+    from .calibrate_totals import ROUNDS, calibrate_totals, has_tilings
+    from .errors import TilerError
+    from .rank import read_candidates
+
+    chip = _chip(chip, hardware_dir)
+    notes: list[str] = []
+    name = data_name or (
+        Path(measurements).name if isinstance(measurements, str | os.PathLike) else "measurements"
+    )
+    unused: list = []  # op_summary rows that are not measurements of `op`: (file line, why)
+    if isinstance(measurements, str | os.PathLike):
+        raw = msprof.read_table(measurements)
+        if msprof.is_op_summary(raw):
+            totals = manifest is None and "tiling" not in raw.columns and "Input Shapes" in raw.columns
+            if (
+                totals
+            ):  # every row's problem from its Input Shapes by msprof's own reader (an empty tiling each)
+                raw = raw.assign(tiling="{}")
+            got = msprof.ingest(
+                raw,
+                op,
+                msprof.read_manifest(manifest) if manifest else None,
+                family=None if totals else chip.family,
+                source=str(measurements),
+                manifest_source=f"--manifest {manifest}",
+            )
+            data, unused = got.table.drop(columns="line") if totals else got.table, got.unmatched
+            notes += [f"{measurements}: {unused_line(unused, 'line')}"] if totals and unused else []
+        elif manifest:
+            raise TilerError(
+                "--manifest: only an msprof op_summary (with 'Op Name', 'Task Duration(us)') uses it"
+            )
+        else:
+            data = read_candidates(measurements, "--measurements")
+    else:
+        data = measurements
+    if not has_tilings(op, chip.family, data):
+        if fit_shapes is not None:
+            raise TilerError(
+                "fit-shapes: not with totals (rows without tilings); give the rows to fit instead"
+            )
+        result = calibrate_totals(
+            chip,
+            op,
+            data,
+            folds=folds,
+            seed=seed,
+            params=params,
+            rounds=ROUNDS if rounds is None else rounds,
+            starts=starts,
+            data_name=name,
+            note=note,
+        )
+    else:
+        if rounds is not None:
+            raise TilerError(
+                "rounds: only a fit from totals (rows without tilings) searches and fits in rounds"
+            )
+        result = fit(
+            chip,
+            op,
+            data,
+            folds=folds,
+            seed=seed,
+            fit_shapes=fit_shapes,
+            params=params,
+            data_name=name,
+            note=note,
+            unused=unused,
+        )
+        if result.dropped:
+            notes.append(
+                f"{measurements if isinstance(measurements, str | os.PathLike) else name}: {result.unused_text()}"
+            )
+    result.notes = notes
+    return result

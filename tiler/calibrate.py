@@ -107,6 +107,10 @@ class CalibrationResult:
         """One line counting and naming the rows that were not fitted (empty when every row was)."""
         return unused_line(self.dropped, "line" if self.lines else "row")
 
+    notes: list[str] = field(
+        default_factory=list
+    )  # other lines for stderr (tiler.api.calibrate adds the unused-row line)
+
     def summary(self) -> str:
         """What was fitted, and how well it predicts shapes it did not see (the k-fold)."""
         s = self.metrics

@@ -653,12 +653,18 @@ def rank(obj, op, chip_id, shape, dtype, candidates, fmt, target, top, diverse):
     default=None,
     help="With an msprof op_summary: the manifest of exported tilings (tiler search --manifest) to match Op Name.",
 )
+@click.option(
+    "--rounds",
+    type=int,
+    default=None,
+    help="Rows without tilings (totals): search <-> fit rounds, the model's best standing in (default 3).",
+)
 @click.pass_obj
-def calibrate(obj, chip_id, op, measurements, out_path, folds, seed, fit_shapes, note, manifest):
+def calibrate(obj, chip_id, op, measurements, out_path, folds, seed, fit_shapes, note, manifest, rounds):
     """Fit the profile's constants to measured latencies (tiler's table, or an msprof op_summary whose pipe columns
-    are fitted per pipe); report held-out error per pipe and ranking."""
-    from . import msprof
-    from .calibrate import calibrate as fit
+    are fitted per pipe); report held-out error per pipe and ranking. Rows with only a problem and a total time (a
+    library's kernels) are fitted from totals: the model's best tiling stands in for the library's."""
+    from .api import calibrate as fit
     from .calibrate import write_profile
     from .io import check_writable
 
@@ -671,40 +677,21 @@ def calibrate(obj, chip_id, op, measurements, out_path, folds, seed, fit_shapes,
         raise TilerError(f"--seed: must be an integer in 0..{SEED_MAX}, got {seed}")
     chip = _chip(chip_id, obj["hardware_dir"])
     shapes = [s.strip() for s in fit_shapes.split(";") if s.strip()] if fit_shapes else None
-    raw = msprof.read_table(measurements)
-    unused = []
-    if msprof.is_op_summary(raw):
-        got = msprof.ingest(
-            raw,
-            op,
-            msprof.read_manifest(manifest) if manifest else None,
-            family=chip.family,
-            source=str(measurements),
-            manifest_source=f"--manifest {manifest}",
-        )
-        data, unused = got.table, got.unmatched
-    elif manifest:
-        raise TilerError(
-            "--manifest: only an msprof op_summary (with 'Op Name', 'Task Duration(us)') uses it"
-        )
-    else:
-        from .rank import read_candidates
-
-        data = read_candidates(measurements, "--measurements")
     result = fit(
-        chip,
         op,
-        data,
+        chip,
+        measurements,
         folds=folds,
         seed=seed,
         fit_shapes=shapes,
-        data_name=Path(measurements).name,
+        manifest=manifest,
+        rounds=rounds,
         note=note,
-        unused=unused,
+        data_name=Path(measurements).name,
     )
+    for line in result.notes:
+        click.echo(line, err=True)
     write_profile(result, out_path)
-    if result.dropped:
-        click.echo(f"{measurements}: {result.unused_text()}", err=True)
     click.echo(result.summary())
     click.echo(f"wrote {out_path}", err=True)
 

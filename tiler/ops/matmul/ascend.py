@@ -334,7 +334,9 @@ def tile_cost(p: Matmul, chip, c: dict, mt, nt, kc, hit_a, hit_b, b_resident, ac
     # --- FIXPIPE: L0C -> GM; split-K writes fp32 partials with atomic adds (read-modify-write: twice the bytes)
     split = c["split_k"] > 1
     out_bytes = mt * nt * np.where(split, 8, ob)
-    t_fix = out_bytes / np.minimum(chip["fixpipe_bytes_per_cycle"] * f, hbm_share)
+    t_fix = out_bytes / np.minimum(
+        chip["fixpipe_bytes_per_cycle"] * f, _write_share(p, chip, r, active, split)
+    )
     l0c_db = (
         bm * bn * 4 * 2 <= chip["l0c_bytes"]
     )  # a second L0C buffer lets the write-out overlap the next block
@@ -348,7 +350,12 @@ def tile_cost(p: Matmul, chip, c: dict, mt, nt, kc, hit_a, hit_b, b_resident, ac
     steps = np.maximum(mmads, 1)
     inner = np.where(pp, np.maximum(t_mte1, t_mac) + np.minimum(t_mte1, t_mac) / steps, t_mte1 + t_mac)
     t_comp = inner + np.where(l0c_db, t_fix / np.maximum(blocks, 1), t_fix)
-    t_gm = t_mte2 + t_fix  # reads and write-backs share the core's GM port and the HBM channels
+    # MTE2's reads and the fixpipe's write-backs run on the bus's separate read and write channels (S10 gives a read
+    # and a write rate per core), so they overlap; but the HBM serves both: the reads' misses and the writes that
+    # reach it (an output larger than the usable L2, _write_share) share the core's HBM share.
+    hbm_out = np.where(_out_fits(p, chip, split), 0.0, out_bytes)
+    t_hbm = (a_first * (1 - hit_a) + b_first * (1 - hit_b) + hbm_out) / hbm_share
+    t_gm = np.maximum(np.maximum(t_mte2, t_fix), t_hbm)
     # The cube starts once A's first L1 chunk and B's first chunk (unless B is resident) have landed: their bytes
     # over the bandwidth plus their transfers' latency. The pipeline's grain is the finer of the two K extents:
     # the compute of that many K steps is what a later load can hide behind. Both grow with K.
@@ -434,13 +441,34 @@ def _type_counts(g: dict, batch: int) -> list:
     ]
 
 
+def _write_share(p: Matmul, chip, r: dict, active, split):
+    """The bandwidth one core's write-backs get: L2 is a write-back cache, so while the whole output (fp32 partials
+    under split-K) fits its usable part the writes land there at the core's L2 share and reach HBM later, behind
+    the reads; a larger output evicts to HBM as it is written, at the core's HBM share."""
+    return np.where(_out_fits(p, chip, split), r["l2"], r["hbm"]) / active
+
+
+def _out_fits(p: Matmul, chip, split):
+    """Whether the whole output (fp32 partials under split-K) fits the usable L2, per candidate."""
+    out = float(p.batch * p.M * p.N) * np.where(split, 4, p.out_bytes)
+    return out <= chip["l2_bytes"] * chip["l2_usable_fraction"]
+
+
+def _compulsory_hbm(p: Matmul, chip) -> float:
+    """The roofline's HBM bytes: each input read once, and the output written once unless it stays in the
+    write-back L2 (_write_share: it fits the usable part; the kernel ends before it reaches HBM)."""
+    out = float(p.batch * p.M * p.N * p.out_bytes)
+    fits = out <= chip["l2_bytes"] * chip["l2_usable_fraction"]
+    return p.compulsory_bytes - (out if fits else 0.0)
+
+
 def _write_floor(p: Matmul, chip, c: dict, active) -> np.ndarray:
     """Core-seconds the fixpipe spends writing the output, summed over tiles (every output element once per
-    split-K slice; split-K writes fp32 with atomic adds: 8 B read-modify-write). A core's reads and writes
-    share its GM port (tile_cost: busy >= MTE2 + fixpipe), so this adds to the MTE2 floor."""
+    split-K slice; split-K writes fp32 with atomic adds: 8 B read-modify-write). Reads and writes run on separate
+    channels (tile_cost: busy >= max(MTE2, fixpipe)), so this is a floor beside the MTE2 floor, not added to it."""
     out_bytes = float(p.batch * p.M * p.N) * c["split_k"] * np.where(c["split_k"] > 1, 8, p.out_bytes)
-    hbm = chip["hbm_gbps"] * 1e9 * chip["hbm_efficiency"]
-    return out_bytes / np.minimum(chip["fixpipe_bytes_per_cycle"] * chip.clock_hz, hbm / active)
+    share = _write_share(p, chip, _chip_rates(p, chip), active, c["split_k"] > 1)
+    return out_bytes / np.minimum(chip["fixpipe_bytes_per_cycle"] * chip.clock_hz, share)
 
 
 def _reduction_us(p: Matmul, chip, c: dict) -> np.ndarray:
@@ -495,7 +523,10 @@ def _per_core(cost: dict, ui: np.ndarray, gi: np.ndarray, work: list, cols: np.n
 FITTABLE = {
     "mac_efficiency": (0.2, 1.0),  # mac: share of the cube's peak the MMADs reach
     "gm_to_l1_bytes_per_cycle": (8.0, 512.0),  # mte2: one core's GM->L1 port
-    "hbm_efficiency": (0.2, 1.0),  # mte2: share of the datasheet HBM bandwidth
+    "hbm_efficiency": (
+        0.5,
+        1.0,
+    ),  # mte2: share of the datasheet HBM bandwidth (sustained streams reach 70-95%)
     "l2_efficiency": (0.2, 3.0),  # mte2: share of the profile's L2 bandwidth
     "l1_to_l0a_bytes_per_cycle": (16.0, 2048.0),  # mte1
     "l1_to_l0b_bytes_per_cycle": (16.0, 2048.0),  # mte1
@@ -504,6 +535,9 @@ FITTABLE = {
     "head_base_us": (0.05, 100.0),  # total time: the launch head
     "head_per_core_us": (0.001, 5.0),
 }
+# (head_per_core_us stays out: a library launches every core on all but the smallest problems, so totals cannot
+# separate it from head_base_us; catlass's 7 us / cores is kept)
+FIT_FROM_TOTALS = ("mac_efficiency", "l2_efficiency", "hbm_efficiency", "head_base_us")
 # Used only where a profile lacks the key (every shipped Ascend profile has them all).
 CONSTANTS = {
     "mac_efficiency": 0.95,
@@ -598,6 +632,9 @@ class MatmulAscend(Operator):
     # rates each pipe reads, with boxes of physical values; each msprof pipe column constrains its own
     FITTABLE = FITTABLE
     CONSTANTS = CONSTANTS
+    # what a fit from kernel totals alone (tiler.calibrate_totals: the library's tiling unknown) can pin: the
+    # chip-generic efficiencies and fixed costs; a single pipe's rate needs that pipe's measured time
+    FIT_FROM_TOTALS = FIT_FROM_TOTALS
 
     def prepare(self, p: Matmul, chip, c: dict) -> dict[str, np.ndarray]:
         """The model is re-run whole per fit step (it is fast on a few hundred rows): keep the knob columns and
@@ -628,9 +665,11 @@ class MatmulAscend(Operator):
         return dict(WARM_START, swizzle_direction=1 if p.M < p.N else 0)
 
     def advice(self, p: Matmul, chip, c: dict, est: dict, row: int) -> list[str]:
-        """The shared multi-core facts, plus row strides that are not GM-burst aligned (full-rate transfers):
-        A's (K, or M when A is stored transposed) and B's (N, or K when stored transposed; none in NZ)."""
+        """The shared multi-core facts, the fixed costs (the launch head, the split-K reduction pass), plus row
+        strides that are not GM-burst aligned (full-rate transfers): A's (K, or M when A is stored transposed) and
+        B's (N, or K when stored transposed; none in NZ)."""
         out = super().advice(p, chip, c, est, row)
+        out.insert(len(out) - 1 if out else 0, self._fixed_costs(p, chip, c, est, row))
         burst = chip["gm_burst_bytes"]
         rows = [("M", p.M) if p.a_transposed else ("K", p.K)]
         if not p.b_nz:
@@ -645,6 +684,23 @@ class MatmulAscend(Operator):
                     f"padding {name} to {pad} restores full-rate transfers",
                 )
         return out
+
+    def _fixed_costs(self, p: Matmul, chip, c: dict, est: dict, row: int) -> str:
+        """One line: the kernel time's terms that do not scale with the tiles (docs/model.md, "Kernel time")."""
+        used = float(np.asarray(est["cores_used"])[row])
+        head = float(_head_us(chip, used))
+        one = {k: np.asarray(v)[row : row + 1] for k, v in c.items()}
+        red = float(_reduction_us(p, chip, one)[0])
+        text = (
+            f"fixed costs: head {head:.1f} us (launch {chip['head_base_us']:.2f} us + {used:.0f} cores x "
+            f"{chip['head_per_core_us']:.3f} us)"
+        )
+        if red > 0:
+            text += f"; split-K reduction {red:.1f} us (zero the fp32 output, cast pass with its own launch)"
+        return (
+            text
+            + f"; makespan {float(np.asarray(est['core_us'])[row]):.1f} us of {float(np.asarray(est['time_us'])[row]):.1f}"
+        )
 
     def derived(self, p: Matmul, tiling: dict, row: dict) -> dict:
         """The tail re-split's sub-block sizes, when the last round is re-cut."""
@@ -818,12 +874,14 @@ class MatmulAscend(Operator):
         unless its K slice fits L1, B likewise unless resident: then only its compulsory panel bytes) over the
         best bandwidth one core can reach (port and L2 share, stride and row-segment penalties) plus the
         transfers' latency `l1_stages` at a time; the issued
-        instructions over the scalar rate; the output writes (fixpipe) add to the MTE2 floor, since a core's
-        reads and writes share its GM port. The search runs it first and computes bound() only where it is
+        instructions over the scalar rate; the output writes (fixpipe) over the write channel (a floor beside the
+        MTE2 one: reads and writes overlap on separate channels, tile_cost's t_gm). The search runs it first and computes bound() only where it is
         below the best time found.
         """
         fl = self._floors(p, chip, c)
-        mte2 = np.maximum(fl["bytes"], (fl["latency"] + fl["bytes"]) / c["l1_stages"]) + fl["writes"]
+        mte2 = np.maximum(
+            np.maximum(fl["bytes"], (fl["latency"] + fl["bytes"]) / c["l1_stages"]), fl["writes"]
+        )
         make = (
             np.maximum(np.maximum(fl["mac"], mte2), fl["scalar"]) / chip.cores
         )  # core-seconds over the cores
@@ -880,7 +938,9 @@ class MatmulAscend(Operator):
         )
         mmads = ceil_div(p.M, bm) * ceil_div(p.N, bn) * ceil_div(kc, bk) * s
         scalar = mmads * (3 * chip["scalar_cycles_per_instr"] + chip["scalar_cycles_per_loop"]) / f
-        make = np.maximum(np.maximum(mac, t_bytes + _write_floor(p, chip, c, active)), scalar) / cores
+        make = (
+            np.maximum(np.maximum(mac, np.maximum(t_bytes, _write_floor(p, chip, c, active))), scalar) / cores
+        )
         return make * 1e6 + _head_us(chip, active) + _reduction_us(p, chip, c)
 
     def _fewest_active(self, chip, g: dict, schedules: dict | None = None) -> np.ndarray:
@@ -1270,7 +1330,7 @@ def _record(
         "hbm_bytes": out["hbm_read"] + out_hbm,
         "l2_bytes": l2_read + out_hbm,
         "roofline_us": roofline_us(
-            p.flops, p.compulsory_bytes, chip.peak_tflops(p.dtype) * 1e12, chip["hbm_gbps"] * 1e9, head
+            p.flops, _compulsory_hbm(p, chip), chip.peak_tflops(p.dtype) * 1e12, chip["hbm_gbps"] * 1e9, head
         ),
         "tiles": tiles.astype(np.int64),
         "tail_sub_m": np.where(need_sub, sub_tm, 0).astype(np.int64),
