@@ -74,6 +74,21 @@ def test_check_config_rejects_bad_configs():
         tm.check_config(cfg(num_warps="4"))
 
 
+def test_template_key_is_optional_and_checked():
+    """TEMPLATE may be left out (the pointer kernel) or given as 0..3; TMA templates need 16-byte row strides."""
+    assert "TEMPLATE" not in tm.check_config(cfg())
+    assert tm.check_config(cfg(TEMPLATE=2))["TEMPLATE"] == 2
+    with pytest.raises(SpaceError, match="TEMPLATE must be one of 0 \\(pointer\\)"):
+        tm.check_config(cfg(TEMPLATE=4))
+    from tiler.ops.matmul.triton_tma import tma_ok
+
+    assert tma_ok(
+        3000, 5000, 2000, "nn", 2
+    )  # 4000- and 10000-byte rows: TMA can, Triton cannot prove 16 elements
+    assert not tma_ok(1111, 2222, 3333, "nn", 2)  # A's rows are 6666 bytes apart
+    assert tma_ok(1111, 2224, 3336, "nn", 2) and not tma_ok(1111, 2224, 3336, "tn", 2)  # `t` A: rows M apart
+
+
 def test_tiling_document_is_read():
     M, N, K, dtype, config = tm.tiling_from_doc(EXAMPLE)
     doc = json.loads(EXAMPLE.read_text())
@@ -122,6 +137,38 @@ def test_matmul_matches_torch(torch, M, N, K, dtype, config):
     # and a fresh output (no out=) gives the same numbers for SPLIT_K == 1
     if config["SPLIT_K"] == 1:
         assert torch.equal(tm.matmul(a, b, config), c)
+
+
+TEMPLATE_CASES = [
+    # (M, N, K, layout, dtype, config): TMA needs row strides of 16 bytes (multiples of 8 fp16 elements)
+    (1000, 1000, 1000, "nn", "fp16", cfg(ORDER=1, GROUP_M=8)),
+    (333, 776, 2056, "nt", "bf16", cfg(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, num_warps=8)),
+    (1024, 520, 264, "tn", "fp16", cfg(ORDER=2, GROUP_M=1, BLOCK_N=128)),
+    (136, 4104, 512, "tt", "fp16", cfg(SPLIT_K=3)),
+    (3000, 5000, 2000, "nn", "fp16", cfg(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, num_warps=8, SPLIT_K=2)),
+]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("template", [1, 2, 3])
+@pytest.mark.parametrize("M,N,K,layout,dtype,config", TEMPLATE_CASES)
+def test_tma_templates_match_torch(torch, template, M, N, K, layout, dtype, config):
+    """Every TMA template (tma, persistent, persistent_ws) computes the product for every layout, edges and
+    split-K included, writing every element of a poisoned output."""
+    dt = {"fp16": torch.float16, "bf16": torch.bfloat16}[dtype]
+    g = torch.Generator(device="cuda")
+    g.manual_seed(M + N + K + template)
+    a, b = tm.operands(torch, M, N, K, layout, g, "cuda", dt)
+    out = torch.full((M, N), float("nan"), dtype=dt, device="cuda")
+    try:
+        c = tm.matmul(a, b, dict(config, TEMPLATE=template), out=out)
+    except TilerError as exc:
+        if template == 3 and "cannot run here" in str(exc):
+            pytest.skip(f"warp specialisation not supported by this Triton on this GPU: {exc}"[:200])
+        raise
+    ref = torch.matmul(a.float(), b.float())
+    assert torch.isfinite(c).all()
+    assert (torch.linalg.vector_norm(c.float() - ref) / torch.linalg.vector_norm(ref)).item() < 1e-2
 
 
 @pytest.mark.gpu

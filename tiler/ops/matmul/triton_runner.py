@@ -28,10 +28,13 @@ import sys
 from pathlib import Path
 
 from tiler.errors import SpaceError, TilerError, closest
+from tiler.ops.matmul.triton_tma import TEMPLATES, launcher, tma_ok
 
 MISSING_GPU_STACK = "the Triton runner needs torch and triton: pip install 'tiler[gpu]'"
 
 CONFIG_KEYS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_stages", "num_warps", "GROUP_M", "ORDER", "SPLIT_K")
+# keys a config may leave out, with the value it then takes (TEMPLATE 0: the pointer kernel; triton_tma)
+OPTIONAL_KEYS = {"TEMPLATE": 0}
 DTYPES = {
     "fp16": "float16",
     "float16": "float16",
@@ -168,14 +171,14 @@ def check_config(config) -> dict:
         raise SpaceError(
             f"a Triton config is a dict with keys {', '.join(CONFIG_KEYS)}; got {type(config).__name__}"
         )
-    unknown = [k for k in config if k not in CONFIG_KEYS]
+    unknown = [k for k in config if k not in CONFIG_KEYS and k not in OPTIONAL_KEYS]
     if unknown:
         raise SpaceError(f"unknown Triton config key {unknown[0]!r}: {closest(str(unknown[0]), CONFIG_KEYS)}")
     missing = [k for k in CONFIG_KEYS if k not in config]
     if missing:
         raise SpaceError(f"Triton config lacks {', '.join(missing)}")
     out = {}
-    for k in CONFIG_KEYS:
+    for k in (*CONFIG_KEYS, *(o for o in OPTIONAL_KEYS if o in config)):  # an optional key only when given
         v = config[k]
         if isinstance(v, bool) or not isinstance(v, int):
             if isinstance(v, float) and v.is_integer():
@@ -196,6 +199,9 @@ def check_config(config) -> dict:
         raise SpaceError(f"ORDER must be 0 (row-major), 1 (grouped) or 2 (serpentine), got {out['ORDER']}")
     if out["SPLIT_K"] < 1:
         raise SpaceError(f"SPLIT_K must be >= 1, got {out['SPLIT_K']}")
+    if not 0 <= out.get("TEMPLATE", 0) < len(TEMPLATES):
+        names = ", ".join(f"{i} ({t})" for i, t in enumerate(TEMPLATES))
+        raise SpaceError(f"TEMPLATE must be one of {names}, got {out['TEMPLATE']}")
     return out
 
 
@@ -242,8 +248,37 @@ def _plan(a, b, config, out=None):
     grid = _grid(M, N, cfg)
     kw = _kernel_kwargs(cfg)
     kernel = _gemm_tile_kernel[grid]
+    template = cfg.get("TEMPLATE", 0)
+    if template:
+        lay = ("t" if a.stride(0) == 1 and K > 1 else "n") + ("t" if b.stride(0) == 1 and N > 1 else "n")
+        if not tma_ok(M, N, K, lay, a.element_size()) or a.data_ptr() % 16 or b.data_ptr() % 16:
+            raise TilerError(
+                f"TEMPLATE {template} ({TEMPLATES[template]}) needs TMA: each operand's row stride a "
+                f"multiple of 16 bytes and 16-B aligned data; M={M} N={N} K={K} {lay} is not: use TEMPLATE 0"
+            )
+        sms = torch.cuda.get_device_properties(a.device).multi_processor_count if a.is_cuda else 1
 
-    if cfg["SPLIT_K"] == 1:
+        def tma_kernel(c):
+            return launcher(a, b, c, cfg, sms)
+
+    if template and cfg["SPLIT_K"] == 1:
+        run = tma_kernel(out)
+
+        def fn():
+            run()
+            return out
+
+    elif template:
+        acc = torch.empty((M, N), dtype=torch.float32, device=a.device)
+        run = tma_kernel(acc)
+
+        def fn():
+            acc.zero_()
+            run()
+            out.copy_(acc)
+            return out
+
+    elif cfg["SPLIT_K"] == 1:
 
         def fn():
             kernel(

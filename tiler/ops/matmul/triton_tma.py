@@ -1,0 +1,173 @@
+"""The Hopper templates of the GEMM Triton runner: operands loaded by the tensor memory accelerator (TMA).
+
+`TEMPLATE` (a knob of tiler.ops.matmul.triton_runner's configs) picks the kernel:
+
+* 0 ``pointer``: the pointer kernel of triton_runner (one program per tile, masked pointer loads).
+* 1 ``tma``: one program per tile (and K slice); A and B tiles are loaded through TMA tensor descriptors built on
+  the host. The copy engine computes the addresses, fills out-of-bounds rows and the K tail with zeros (no
+  masks, no wrap-around), and needs only each operand's row stride to be a multiple of 16 bytes (`tma_ok`), where
+  the pointer kernel's 16-byte vectors need Triton to *prove* the stride a multiple of 16 elements.
+* 2 ``persistent``: the `tma` loads in a persistent grid: one program per SM walks the (tile, K slice) work items
+  with a stride of the grid size, so there is one launch wave and the next tile's loads start while the last
+  tile's epilogue runs (`tl.range(..., flatten=True)`).
+* 3 ``persistent_ws``: `persistent` with Triton's warp specialisation (producer warps issue the TMA copies,
+  consumer warps the wgmma), where the installed Triton supports it on the device.
+
+The epilogue stores through pointers (masked at the edges) or, with SPLIT_K > 1, adds into the zeroed fp32
+buffer with atomics, as the pointer kernel does. C = A @ B, fp16/bf16, fp32 accumulation.
+"""
+
+from __future__ import annotations
+
+import math
+
+TEMPLATES = ("pointer", "tma", "persistent", "persistent_ws")
+TMA_ALIGN_BYTES = 16  # cuTensorMapEncodeTiled: every global stride but the innermost a multiple of 16 bytes
+
+
+def tma_ok(M: int, N: int, K: int, layout: str, elem_bytes: int) -> bool:
+    """Whether TMA descriptors can describe A and B of this problem as stored (`layout`, tiler's nn/nt/tn/tt): the
+    row stride of each stored operand (A `n`: K, `t`: M; B `n`: N, `t`: K elements) a multiple of 16 bytes."""
+    row_a = M if layout[0] == "t" else K
+    row_b = K if layout[1] == "t" else N
+    return (row_a * elem_bytes) % TMA_ALIGN_BYTES == 0 and (row_b * elem_bytes) % TMA_ALIGN_BYTES == 0
+
+
+try:  # guarded: the module must import on machines without the GPU stack
+    import triton as _triton
+    import triton.language as tl
+except Exception:
+    _triton = None
+    tl = None
+
+if _triton is not None:
+
+    @_triton.jit
+    def _tile_of(t, tiles_m, tiles_n, GROUP_M: tl.constexpr, ORDER: tl.constexpr):
+        """(tile_m, tile_n) of the t-th tile in launch order (ORDER as triton_runner's kernel)."""
+        if ORDER == 1:
+            group_width = GROUP_M * tiles_n
+            first_row = (t // group_width) * GROUP_M
+            rows_in_group = tl.minimum(tiles_m - first_row, GROUP_M)
+            local = t % group_width
+            tile_m = first_row + local % rows_in_group
+            tile_n = local // rows_in_group
+        else:
+            tile_m = t // tiles_n
+            tile_n = t % tiles_n
+            if ORDER == 2:
+                tile_n = tl.where(tile_m % 2 == 1, tiles_n - 1 - tile_n, tile_n)
+        return tile_m, tile_n
+
+    @_triton.jit
+    def _gemm_tma_kernel(
+        a_desc,
+        b_desc,
+        c_ptr,
+        M,
+        N,
+        K,
+        stride_cm,
+        stride_cn,
+        n_programs,
+        BLOCK_M: tl.constexpr,
+        BLOCK_N: tl.constexpr,
+        BLOCK_K: tl.constexpr,
+        GROUP_M: tl.constexpr,
+        ORDER: tl.constexpr,
+        SPLIT_K: tl.constexpr,
+        A_T: tl.constexpr,
+        B_T: tl.constexpr,
+        PERSISTENT: tl.constexpr,
+        FLATTEN: tl.constexpr,
+        WARP_SPEC: tl.constexpr,
+    ):
+        tiles_m = tl.cdiv(M, BLOCK_M)
+        tiles_n = tl.cdiv(N, BLOCK_N)
+        tiles = tiles_m * tiles_n
+        k_tiles = tl.cdiv(K, BLOCK_K)
+        per_split = tl.cdiv(k_tiles, SPLIT_K)
+        work = tiles * SPLIT_K
+        # one program per work item (the loop runs once), or a persistent grid of n_programs striding the items
+        if PERSISTENT:
+            step = n_programs
+        else:
+            step = work
+        for w in tl.range(tl.program_id(0), work, step, flatten=FLATTEN, warp_specialize=WARP_SPEC):
+            tile_m, tile_n = _tile_of(w % tiles, tiles_m, tiles_n, GROUP_M, ORDER)
+            kt_begin = (w // tiles) * per_split
+            kt_end = tl.minimum(kt_begin + per_split, k_tiles)
+            om = tile_m * BLOCK_M
+            on = tile_n * BLOCK_N
+            acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+            for kt in range(kt_begin, kt_end):
+                k = kt * BLOCK_K
+                if A_T:
+                    a = a_desc.load([k, om]).T
+                else:
+                    a = a_desc.load([om, k])
+                if B_T:
+                    b = b_desc.load([on, k]).T
+                else:
+                    b = b_desc.load([k, on])
+                acc = tl.dot(a, b, acc)
+            rm = om + tl.arange(0, BLOCK_M)
+            rn = on + tl.arange(0, BLOCK_N)
+            c_tile = c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn
+            in_c = (rm[:, None] < M) & (rn[None, :] < N)
+            if SPLIT_K == 1:
+                tl.store(c_tile, acc.to(c_ptr.dtype.element_ty), mask=in_c)
+            else:
+                tl.atomic_add(c_tile, acc, mask=in_c)
+
+else:
+    _gemm_tma_kernel = None
+
+
+def _descriptor(t, block_rows: int, block_cols: int):
+    """A host TMA descriptor over the stored 2-D tensor `t` (stride 1 along its columns), block rows x cols."""
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    return TensorDescriptor(t, list(t.shape), list(t.stride()), [block_rows, block_cols])
+
+
+def programs(M: int, N: int, cfg: dict, sms: int) -> int:
+    """Programs launched: a persistent template runs min(SMs, work items) programs; the others one per item."""
+    work = math.ceil(M / cfg["BLOCK_M"]) * math.ceil(N / cfg["BLOCK_N"]) * cfg["SPLIT_K"]
+    return min(sms, work) if cfg["TEMPLATE"] >= 2 else work
+
+
+def launcher(a, b, c, cfg: dict, sms: int):
+    """fn() that runs the TMA kernel of `cfg` (TEMPLATE 1..3) writing (or adding into) `c`; TilerError-free:
+    the caller checked the operands. A `t` operand is described as stored (its transpose) and transposed in the
+    kernel."""
+    M, K = a.shape
+    N = b.shape[1]
+    a_t = a.stride(0) == 1 and a.stride(1) != 1
+    b_t = b.stride(0) == 1 and b.stride(1) != 1
+    bm, bn, bk = cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"]
+    a_desc = _descriptor(a.T, bk, bm) if a_t else _descriptor(a, bm, bk)
+    b_desc = _descriptor(b.T, bn, bk) if b_t else _descriptor(b, bk, bn)
+    template = cfg["TEMPLATE"]
+    grid = (programs(M, N, cfg, sms),)
+    kw = {
+        "BLOCK_M": bm,
+        "BLOCK_N": bn,
+        "BLOCK_K": bk,
+        "GROUP_M": cfg["GROUP_M"],
+        "ORDER": cfg["ORDER"],
+        "SPLIT_K": cfg["SPLIT_K"],
+        "A_T": a_t,
+        "B_T": b_t,
+        "PERSISTENT": template >= 2,
+        "FLATTEN": template >= 2 and cfg["SPLIT_K"] == 1,
+        "WARP_SPEC": template == 3,
+        "num_warps": cfg["num_warps"],
+        "num_stages": cfg["num_stages"],
+    }
+    kernel = _gemm_tma_kernel[grid]
+
+    def fn():
+        kernel(a_desc, b_desc, c, M, N, K, c.stride(0), c.stride(1), grid[0], **kw)
+
+    return fn
