@@ -80,6 +80,8 @@ def test_template_key_is_optional_and_checked():
     assert tm.check_config(cfg(TEMPLATE=2))["TEMPLATE"] == 2
     with pytest.raises(SpaceError, match="TEMPLATE must be one of 0 \\(pointer\\)"):
         tm.check_config(cfg(TEMPLATE=4))
+    with pytest.raises(SpaceError, match="TEMPLATE 3 \\(persistent_ws\\) needs SPLIT_K 1"):
+        tm.check_config(cfg(TEMPLATE=3, SPLIT_K=2))
     from tiler.ops.matmul.triton_tma import tma_ok
 
     assert tma_ok(
@@ -160,6 +162,10 @@ def test_tma_templates_match_torch(torch, template, M, N, K, layout, dtype, conf
     g.manual_seed(M + N + K + template)
     a, b = tm.operands(torch, M, N, K, layout, g, "cuda", dt)
     out = torch.full((M, N), float("nan"), dtype=dt, device="cuda")
+    if template == 3 and config["SPLIT_K"] > 1:
+        with pytest.raises(SpaceError, match="needs SPLIT_K 1"):
+            tm.matmul(a, b, dict(config, TEMPLATE=template), out=out)
+        return
     try:
         c = tm.matmul(a, b, dict(config, TEMPLATE=template), out=out)
     except TilerError as exc:

@@ -202,6 +202,9 @@ def check_config(config) -> dict:
     if not 0 <= out.get("TEMPLATE", 0) < len(TEMPLATES):
         names = ", ".join(f"{i} ({t})" for i, t in enumerate(TEMPLATES))
         raise SpaceError(f"TEMPLATE must be one of {names}, got {out['TEMPLATE']}")
+    if out.get("TEMPLATE", 0) == 3 and out["SPLIT_K"] > 1:
+        # measured on the H200 with Triton 3.6: the warp-specialised loop's split-K atomics left the output zero
+        raise SpaceError("TEMPLATE 3 (persistent_ws) needs SPLIT_K 1, got SPLIT_K " + str(out["SPLIT_K"]))
     return out
 
 
