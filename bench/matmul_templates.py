@@ -198,8 +198,9 @@ def run(out: Path, jobs: int, budget_s: float, part: str, compile_s: float) -> i
     futures = [pool.submit(_compile, t) for t in tasks]
     cf.wait(futures, timeout=max(1.0, compile_s - (time.perf_counter() - t0)))
     why = [f.result() if f.done() else "not compiled within the compile budget" for f in futures]
+    workers = list((getattr(pool, "_processes", None) or {}).values())
     pool.shutdown(wait=False, cancel_futures=True)
-    for proc in list(getattr(pool, "_processes", {}).values()):  # workers still compiling: stop them
+    for proc in workers:  # workers still compiling: stop them
         proc.kill()
     print(f"[{time.perf_counter() - t0:4.0f}s] compiled; {sum(bool(w) for w in why)} cannot run or not compiled",
           flush=True)  # fmt: skip
