@@ -30,7 +30,20 @@ from ...operator import Operator, register
 from . import views
 from .problem import Matmul
 
-KNOBS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_stages", "num_warps", "GROUP_M", "ORDER", "SPLIT_K")
+KNOBS = (
+    "BLOCK_M",
+    "BLOCK_N",
+    "BLOCK_K",
+    "num_stages",
+    "num_warps",
+    "GROUP_M",
+    "ORDER",
+    "SPLIT_K",
+    "TEMPLATE",
+)
+# TEMPLATE (triton_tma.py): 0 pointer loads, 1 TMA loads, 2 TMA loads in a persistent grid; a table without the
+# knob is the pointer kernel (the user's own kernels, measurements from before the templates)
+POINTER, TMA, PERSISTENT = 0, 1, 2
 # GROUP_M and ORDER only change which SM runs which tile (and so the L2 hits): they are the SCHEDULE_KNOBS, expanded
 # inside the exhaustive search's branch and bound (quick_bound holds for all of them; dominated() drops the
 # duplicates, GROUP_M being moot unless ORDER is grouped, before scoring).
@@ -38,7 +51,7 @@ ORDER_KNOBS = ("GROUP_M", "ORDER")
 SCHEDULE_KNOBS: tuple[str, ...] = ORDER_KNOBS
 # Enumeration levels: the tile grid and K split first (prefix_bound bounds each row over every completion), then
 # the pipelining depth and warps (the capacity rules prune before the schedule knobs multiply the table).
-LEVELS = (("BLOCK_M", "BLOCK_N", "BLOCK_K", "SPLIT_K"), ("num_stages", "num_warps"))
+LEVELS = (("BLOCK_M", "BLOCK_N", "BLOCK_K", "SPLIT_K"), ("num_stages", "num_warps", "TEMPLATE"))
 
 RULES = {
     "pow2": ("BLOCK_M", "BLOCK_N", "BLOCK_K"),
@@ -48,6 +61,7 @@ RULES = {
     "registers": ("BLOCK_M", "BLOCK_N", "num_warps"),
     "occupancy": ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_stages", "num_warps"),
     "dtype": (),
+    "tma": ("TEMPLATE",),
 }
 RULE_TEXT = {
     "pow2": "BLOCK_M, BLOCK_N, BLOCK_K powers of two (tl.arange: 'arange's range must be a power of 2')",
@@ -58,6 +72,8 @@ RULE_TEXT = {
     "(the accumulator itself would spill to local memory)",
     "occupancy": "at least one block fits an SM (shared memory + 1 KB reserved, registers, threads)",
     "dtype": "the chip's tensor cores support the dtype (macs_per_cycle_<dtype> > 0)",
+    "tma": "TEMPLATE tma/persistent: TMA descriptors need each operand's row stride a multiple of 16 bytes "
+    "(cuTensorMapEncodeTiled)",
 }
 
 # The [efficiency] constants the model reads, with the value used when a profile lacks them (uncalibrated).
@@ -85,6 +101,12 @@ DEFAULTS = {
     # fixed cost of one DRAM request, in bytes of transfer time: a tile row shorter than a 128-B line reaches HBM
     # as short requests, which move fewer bytes per activation and command slot (docs/model_cuda.md, "Short rows")
     "dram_request_bytes": 32.0,
+    # the TMA templates (triton_tma.py): a K step's loads are two bulk copies one thread issues, with no address
+    # arithmetic or masks per thread: the step's fixed cost, like step_overhead_cycles (its value until fitted)
+    "tma_step_overhead_cycles": 120.0,
+    # the persistent template: between two tiles of one program, the index math and accumulator reset; the next
+    # tile's first loads were issued during the last one's K loop (flatten), so no load latency (guess until fitted)
+    "persistent_tile_cycles": 300.0,
     # the launch order reported when the model predicts several orders of a tiling exactly equal (tie_rank):
     # 0 = row-major, -1 = serpentine, g > 0 = grouped with GROUP_M = g; one for 16-B aligned (cp.async) loads,
     # one for the synchronous path. Chosen from measurements by `tiler calibrate` (choose_tie_orders), not fitted
@@ -108,6 +130,8 @@ FITTABLE = {
     "unaligned_elems_per_cycle": (0.1, 64.0),
     "spill_cycles_per_reg": (0.1, 1e4),
     "dram_request_bytes": (0.1, 1024.0),
+    "tma_step_overhead_cycles": (1.0, 5000.0),
+    "persistent_tile_cycles": (1.0, 1e5),
 }
 _BASE_REGS = (
     24  # per-thread registers besides accumulator, fragments and load addresses (indices, loop, masks)
@@ -176,6 +200,20 @@ def tie_rank(p: Matmul, chip, c: dict) -> np.ndarray:
 
 def _i(c: dict, k: str) -> np.ndarray:
     return np.asarray(c[k], dtype=np.int64)
+
+
+def _template(c: dict) -> np.ndarray:
+    """Each row's TEMPLATE; POINTER for every row of a table without the knob."""
+    if "TEMPLATE" in c:
+        return _i(c, "TEMPLATE")
+    return np.zeros(np.shape(c["BLOCK_M"]), dtype=np.int64)
+
+
+def tma_ok(p: Matmul) -> bool:
+    """TMA descriptors can describe A and B as stored: each row stride a multiple of 16 bytes (triton_tma)."""
+    from .triton_tma import TMA_ALIGN_BYTES
+
+    return all(n * p.in_bytes % TMA_ALIGN_BYTES == 0 for n in contiguous_lengths(p))
 
 
 def _warps_v3(bm, w):
@@ -251,7 +289,11 @@ def _registers(c: dict, b: int, v3, wm, wn, vec_a: int, vec_b: int, b_rows_along
     staged = (3.0 * la if vec_a == 1 else 0.0) + (lb + 2.0 * rows_b if vec_b == 1 else 0.0)
     # (an A on the synchronous path is already staged above, stages or not)
     one_stage = np.where((_i(c, "num_stages") == 1) & (v3 > 0), la * b / 4.0 if vec_a > 1 else 0.0, 0.0)
-    return acc + frag + addr + staged + one_stage + _BASE_REGS, acc
+    pointer = acc + frag + addr + staged + one_stage + _BASE_REGS
+    # TMA templates: the copy engine computes the addresses and writes shared memory (no address registers, no
+    # staging); A's one-stage fragment as on the aligned path
+    tma_one_stage = np.where((_i(c, "num_stages") == 1) & (v3 > 0), la * b / 4.0, 0.0)
+    return np.where(_template(c) >= TMA, acc + frag + tma_one_stage + _BASE_REGS, pointer), acc
 
 
 def _reg_cap(chip, w):
@@ -285,7 +327,9 @@ def smem_allocated(p: Matmul, chip, c: dict) -> np.ndarray:
     len_a, len_b = contiguous_lengths(p)
     sync_a = _vector_elems(len_a, p.a_transposed or p.K % 16 == 0, b, chip) == 1
     sync_b = _vector_elems(len_b, not p.b_transposed or p.K % 16 == 0, b, chip) == 1
-    return (bm * bk * (1 if sync_a else bufs) + bk * bn * (1 if sync_b else bufs)) * b
+    pointer = (bm * bk * (1 if sync_a else bufs) + bk * bn * (1 if sync_b else bufs)) * b
+    # TMA templates: both operands through the copy engine into `bufs` buffers each
+    return np.where(_template(c) >= TMA, (bm * bk + bk * bn) * bufs * b, pointer)
 
 
 def occupancy(p: Matmul, chip, c: dict, regs) -> np.ndarray:
@@ -456,7 +500,13 @@ def prepare(p: Matmul, chip, c: dict, l2_hits: bool = True) -> dict[str, np.ndar
     vec_b = _vector_elems(len_b, not p.b_transposed or p.K % 16 == 0, b, chip)
     vec_c = _vector_elems(p.N, True, ob, chip)
     cap = _reg_cap(chip, w)
-    occ_eff = np.maximum(occ, 1)
+    tpl = _template(c)
+    tma = (
+        tpl >= TMA
+    )  # TMA loads: full-width bulk copies whatever Triton can prove (the `tma` rule: 16-B rows)
+    persistent = tpl == PERSISTENT
+    # a persistent grid runs one program per SM, walking its tiles one after another (one resident at a time)
+    occ_eff = np.where(persistent, 1, np.maximum(occ, 1))
     # --- the SM-level schedule: programs per SM, rounds of `occ`, the explicit tail round
     n_sm = ceil_div(programs, sms)
     rounds = ceil_div(n_sm, occ_eff)
@@ -522,8 +572,10 @@ def prepare(p: Matmul, chip, c: dict, l2_hits: bool = True) -> dict[str, np.ndar
         "instr_n": f(instr_n),
         "rep": f(rep),
         "smem_traffic": f(smem_traffic),
-        "unal_a": np.full(n, float(vec_a == 1)),
-        "unal_b": np.full(n, float(vec_b == 1)),
+        "unal_a": np.where(tma, 0.0, float(vec_a == 1)),
+        "unal_b": np.where(tma, 0.0, float(vec_b == 1)),
+        "tma": tma.astype(np.float64),
+        "persistent": persistent.astype(np.float64),
         "unal_c": np.full(n, float(vec_c == 1)),
         "out_bytes": np.full(n, float(ob)),
         "regs": f(regs),
@@ -580,7 +632,7 @@ def timing(g: dict, chip, e: dict[str, float]) -> dict[str, np.ndarray]:
     hbm_bw = chip["hbm_gbps"] * 1e9 * min(e["hbm_efficiency"], 1.0)
     l2_bw = chip["l2_gbps"] * 1e9 * e["l2_efficiency"]
     sm_bw = e["sm_load_bytes_per_cycle"] * f
-    ovh = e["step_overhead_cycles"] / f
+    ovh = np.where(g["tma"] > 0, e["tma_step_overhead_cycles"], e["step_overhead_cycles"]) / f
     prog_ovh = e["program_overhead_cycles"] / f
     v3 = g["v3"] > 0
     # tensor cores: one program's K step with the whole SM's tensor cores
@@ -649,9 +701,11 @@ def timing(g: dict, chip, e: dict[str, float]) -> dict[str, np.ndarray]:
     s_last, mac_l, mte1_l, mte2_l, sc_l = step(g["k_last"], g["act_last"])
     epi_f, epi_l = epilogue(g["k_full"], g["act_full"]), epilogue(g["k_last"], g["act_last"])
     fill = lat + prog_ovh
+    # a persistent program starts once; each later tile of it costs the tile's setup, its loads already in flight
+    refill = np.where(g["persistent"] > 0, e["persistent_tile_cycles"] / f, fill)
     r_full = g["rounds"] - 1.0
     steps = g["steps"]
-    main = r_full * (steps * s_full + fill + epi_f) + steps * s_last + fill + epi_l
+    main = r_full * (steps * s_full + refill + epi_f) + steps * s_last + fill + epi_l
     hbm_t = np.maximum(g["a_miss"] / ra + g["b_miss"] / rb + g["out_hbm"] / rc, g["compulsory"]) / hbm_bw
     l2_t = g["l2_total"] / l2_bw
     body = np.maximum(main, np.maximum(hbm_t, l2_t))
@@ -668,7 +722,10 @@ def timing(g: dict, chip, e: dict[str, float]) -> dict[str, np.ndarray]:
     pipes = {
         "tensor": (r_full * steps * mac_f + steps * mac_l) * 1e6,
         "alu": extra * 1e6,
-        "issue": (r_full * steps * sc_f + steps * sc_l + g["rounds"] * prog_ovh) * 1e6,
+        "issue": (
+            r_full * steps * sc_f + steps * sc_l + prog_ovh + r_full * (refill - lat * (refill == fill))
+        )
+        * 1e6,
         "smem": (r_full * steps * mte1_f + steps * mte1_l) * 1e6,
         "load": (r_full * steps * mte2_f + steps * mte2_l) * 1e6,
         "store": (r_full * (epi_f - lat) + epi_l - lat) * 1e6,
@@ -731,7 +788,17 @@ def prefix_bound(p: Matmul, chip, c: dict, domains: dict) -> np.ndarray:
       port) or the atomics (at least hi SMs at once) of the busiest SM's n_sm tiles;
     * rounds at least ceil(n_sm / the most resident programs any completion allows): shared memory with the
       fewest stages, threads with the fewest warps, registers at least accumulator + base (capped) per warp count.
+    TEMPLATE (the last level): the least of the floors of the kinds of template in domains["TEMPLATE"] the problem
+    can run (pointer; TMA loads, which take no synchronous path and no address registers; the persistent grid, one
+    program per SM whose later tiles cost persistent_tile_cycles instead of a fill).
     """
+    templates = [int(t) for t in domains.get("TEMPLATE", (POINTER,)) if int(t) == POINTER or tma_ok(p)]
+    variants = sorted({(t >= TMA, t == PERSISTENT) for t in templates}) or [(False, False)]
+    return np.minimum.reduce([_prefix_floor(p, chip, c, domains, tma, per) for tma, per in variants])
+
+
+def _prefix_floor(p: Matmul, chip, c: dict, domains: dict, tma: bool, persistent: bool) -> np.ndarray:
+    """prefix_bound's floor for one kind of template: TMA loads or pointer loads, persistent grid or not."""
     e = efficiency(chip)
     f, sms = chip.clock_hz, chip.cores
     bm, bn, bk, sk = (_i(c, k).astype(np.float64) for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "SPLIT_K"))
@@ -742,7 +809,7 @@ def prefix_bound(p: Matmul, chip, c: dict, domains: dict) -> np.ndarray:
     hbm_bw = chip["hbm_gbps"] * 1e9 * min(e["hbm_efficiency"], 1.0)
     l2_bw = chip["l2_gbps"] * 1e9 * e["l2_efficiency"]
     sm_bw = e["sm_load_bytes_per_cycle"] * f
-    ovh = e["step_overhead_cycles"] / f
+    ovh = e["tma_step_overhead_cycles" if tma else "step_overhead_cycles"] / f
     prog_ovh = e["program_overhead_cycles"] / f
     # grid (prepare)
     tm, tn = ceil_div(p.M, ibm), ceil_div(p.N, ibn)
@@ -757,8 +824,10 @@ def prefix_bound(p: Matmul, chip, c: dict, domains: dict) -> np.ndarray:
     # st_min - 1 for one on the asynchronous path (mma.sync allocates one buffer fewer than wgmma)
     len_a, len_b = contiguous_lengths(p)
     buf_min = max(st_min - 1, 1)
-    a_buf = 1 if _vector_elems(len_a, p.a_transposed or p.K % 16 == 0, b, chip) == 1 else buf_min
-    b_buf = 1 if _vector_elems(len_b, not p.b_transposed or p.K % 16 == 0, b, chip) == 1 else buf_min
+    a_buf = 1 if not tma and _vector_elems(len_a, p.a_transposed or p.K % 16 == 0, b, chip) == 1 else buf_min
+    b_buf = (
+        1 if not tma and _vector_elems(len_b, not p.b_transposed or p.K % 16 == 0, b, chip) == 1 else buf_min
+    )
     smem = (ibm * ibk * a_buf + ibk * ibn * b_buf) * b + _SMEM_RESERVED
     occ_ub = np.minimum(int(chip["smem_bytes_per_sm"]) // np.maximum(smem, 1), int(chip["max_blocks_per_sm"]))
     occ_ub = np.minimum(occ_ub, int(chip["max_threads_per_sm"]) // (32 * w_dom[0]))
@@ -768,6 +837,8 @@ def prefix_bound(p: Matmul, chip, c: dict, domains: dict) -> np.ndarray:
         alloc = np.minimum(ibm * ibn / (32 * w) + _BASE_REGS, cap)  # regs >= accumulator + base
         by_regs = np.maximum(by_regs, np.floor(int(chip["regs_per_sm"]) / np.maximum(alloc * 32 * w, 1)))
     occ_ub = np.maximum(np.minimum(occ_ub, by_regs.astype(np.int64)), 1)
+    if persistent:  # one program per SM
+        occ_ub = np.ones_like(occ_ub)
     rounds = ceil_div(n_sm, occ_ub).astype(np.float64)
     n_sm = n_sm.astype(np.float64)
     # tensor cores at the best efficiency any completion reaches
@@ -781,8 +852,8 @@ def prefix_bound(p: Matmul, chip, c: dict, domains: dict) -> np.ndarray:
     t_mma = bm * bn * bk / (chip.macs_per_cycle(p.dtype) * f * eff)
     # loads (prepare's alignment and cache lines)
     len_a, len_b = contiguous_lengths(p)
-    unal_a = float(_vector_elems(len_a, p.a_transposed or p.K % 16 == 0, b, chip) == 1)
-    unal_b = float(_vector_elems(len_b, not p.b_transposed or p.K % 16 == 0, b, chip) == 1)
+    unal_a = float(not tma and _vector_elems(len_a, p.a_transposed or p.K % 16 == 0, b, chip) == 1)
+    unal_b = float(not tma and _vector_elems(len_b, not p.b_transposed or p.K % 16 == 0, b, chip) == 1)
     unal_c = _vector_elems(p.N, True, ob, chip) == 1
     a_step, b_step = bm * bk * b, bk * bn * b
     unal_ab = unal_a * a_step + unal_b * b_step
@@ -810,7 +881,11 @@ def prefix_bound(p: Matmul, chip, c: dict, domains: dict) -> np.ndarray:
     store = np.where(unal_c, elems / (e["unaligned_elems_per_cycle"] * f), elems * ob / sm_bw)
     atomic_rate = (e["unaligned_atomic_gelems_per_s"] if unal_c else e["atomic_gelems_per_s"]) * 1e9
     atomic = elems * hi / atomic_rate
-    main = loop + rounds * (2.0 * lat + prog_ovh) + np.where(isk > 1, atomic, store)
+    if persistent:  # one start, then each later tile's setup (timing's refill), an epilogue latency per tile
+        fills = lat + prog_ovh + (rounds - 1.0) * e["persistent_tile_cycles"] / f + rounds * lat
+    else:
+        fills = rounds * (2.0 * lat + prog_ovh)
+    main = loop + fills + np.where(isk > 1, atomic, store)
     # whole-kernel floors (prepare's L2 and HBM bytes, exact or at their minimum)
     mn = float(p.batch * p.M * p.N)
     split = isk > 1
@@ -877,7 +952,12 @@ class MatmulCuda(Operator):
     IMPLS = ("triton",)
     # a Triton kernel without ORDER launches grouped by its GROUP_M (the tutorial's swizzle) or, without GROUP_M,
     # row-major (GROUP_M then moot: 1); without SPLIT_K it does not split K
-    ABSENT_DEFAULTS = {"ORDER": "grouped if GROUP_M else row", "GROUP_M": "1", "SPLIT_K": "1"}
+    ABSENT_DEFAULTS = {
+        "ORDER": "grouped if GROUP_M else row",
+        "GROUP_M": "1",
+        "SPLIT_K": "1",
+        "TEMPLATE": "pointer",
+    }
     TARGETS = {"triton": views.TRITON}
     RUNNERS = ("triton",)
 
@@ -895,6 +975,8 @@ class MatmulCuda(Operator):
         for r in names:
             if r == "dtype":
                 out[r] = np.full(n, chip.macs_per_cycle(p.dtype) > 0)
+            elif r == "tma":
+                out[r] = (_i(c, "TEMPLATE") == POINTER) | tma_ok(p)
             elif r == "pow2":
                 out[r] = np.logical_and.reduce([(_i(c, k) & (_i(c, k) - 1)) == 0 for k in RULES[r]])
             elif r == "dot_min":
@@ -994,7 +1076,8 @@ class MatmulCuda(Operator):
         """Checklist items (MISSION §4/§5) that apply to candidate `row`."""
         out = []
         sms = chip.cores
-        val = {k: int(np.asarray(c[k])[row]) for k in KNOBS}
+        val = {k: int(np.asarray(c[k])[row]) for k in KNOBS if k in c}
+        template = val.get("TEMPLATE", POINTER)
         g = {k: np.asarray(v)[row] for k, v in est.items()}
         bound = str(g["bound"])
         len_a, len_b = contiguous_lengths(p)
@@ -1003,12 +1086,17 @@ class MatmulCuda(Operator):
             bad_rows += [("B (K)", len_b % 16), ("C (N)", p.N % 16)]
         else:
             bad_rows += [("B/C (N)", p.N % 16)]
-        if any(bad for _, bad in bad_rows):
+        if any(bad for _, bad in bad_rows) and template == POINTER:
             which = " and ".join(x for x, bad in bad_rows if bad)
             out.append(
                 f"alignment: row stride of {which} is not a multiple of 16 elements, so Triton cannot prove "
                 "16-B alignment: loads are 1 element wide and synchronous (no cp.async pipelining); "
                 "pad the leading dimension to a multiple of 16"
+                + (
+                    "; or TEMPLATE tma (TMA loads need only 16-byte rows, which these are)"
+                    if tma_ok(p)
+                    else ""
+                )
             )
         if int(g["programs"]) < sms:
             out.append(
