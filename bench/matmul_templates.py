@@ -12,6 +12,17 @@ template and the ratios to cuBLAS, and the geomeans.
     python3 bench/matmul_templates.py plan            # here: writes bench/data/matmul_templates_plan.csv
     python3 bench/matmul_templates.py run --part 1/2 --out $OUT  # GPU machine (torch, triton, an H200); then 2/2
     python3 bench/matmul_templates.py report [CSV]    # default bench/data/h200_matmul_templates.csv
+    python3 bench/matmul_templates.py fit             # the template constants from the 48 measured shapes
+    python3 bench/matmul_templates.py picks-plan      # here: the model's plain and diverse top-4 of the new space
+    python3 bench/matmul_templates.py run --plan bench/data/matmul_template_picks_plan.csv --out $OUT  # GPU
+    python3 bench/matmul_templates.py picks-report [CSV]  # top-1 and best-of-4 against cuBLAS
+
+`fit` fits the template constants of the CUDA matmul model (tma_step_overhead_cycles, persistent_tile_cycles,
+tma_bytes_per_cycle) with tiler.calibrate on the 48 shapes of group `measured` and reports the 16 `new` shapes,
+never fitted, before and after. `picks-plan` takes, per shape, the model's plain top-4 and diverse top-4 of the
+space with TEMPLATE (tiler.search, h200, fp16, nn); `run` times them (their TEMPLATE as planned) beside cuBLAS;
+`picks-report` prints the issue's figures: top-1 and best-of-4 (plain and diverse) against cuBLAS, the shapes where
+the top-1 beats it, and the shapes whose dimensions are not all multiples of 64.
 """
 
 from __future__ import annotations
@@ -25,6 +36,8 @@ from pathlib import Path
 
 DATA = Path(__file__).resolve().parent / "data"
 PLAN = DATA / "matmul_templates_plan.csv"
+PICKS_PLAN = DATA / "matmul_template_picks_plan.csv"
+FIT_PARAMS = ["tma_step_overhead_cycles", "persistent_tile_cycles", "tma_bytes_per_cycle"]
 MEASURED_FILES = (
     "h200_matmul_cal.csv",
     "h200_matmul_new.csv",
@@ -127,6 +140,9 @@ def _tasks(plan_rows) -> list[tuple]:
     for r in plan_rows:
         M, N, K = int(r["M"]), int(r["N"]), int(r["K"])
         cfg = {k: int(r[k]) for k in KNOBS}
+        if r.get("TEMPLATE", "") != "":  # a picks plan: each row under its own template
+            out.append((M, N, K, {**cfg, "TEMPLATE": int(r["TEMPLATE"])}, r["source"], r["group"]))
+            continue
         tiling = tuple(cfg[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_stages", "num_warps"))
         templates = list(TEMPLATES_OF.get(r["source"], ()))
         if r["source"] == "tutorial" and tiling not in TUTORIAL[:2]:
@@ -175,7 +191,7 @@ def _once(p, cfg) -> None:
     torch.cuda.synchronize()
 
 
-def run(out: Path, jobs: int, budget_s: float, part: str, compile_s: float) -> int:
+def run(out: Path, jobs: int, budget_s: float, part: str, compile_s: float, plan_path: Path = PLAN) -> int:
     import concurrent.futures as cf
     import multiprocessing as mp
 
@@ -185,7 +201,7 @@ def run(out: Path, jobs: int, budget_s: float, part: str, compile_s: float) -> i
     from tiler.ops.matmul.triton_runner import Problem
 
     t0 = time.perf_counter()
-    with open(PLAN) as f:
+    with open(plan_path) as f:
         tasks = _tasks(list(csv.DictReader(f)))
     tasks.sort(key=lambda t: (t[0], t[1], t[2]))
     k, n = (int(x) for x in part.split("/"))  # this call's share of the shapes: k of n
@@ -205,7 +221,7 @@ def run(out: Path, jobs: int, budget_s: float, part: str, compile_s: float) -> i
     print(f"[{time.perf_counter() - t0:4.0f}s] compiled; {sum(bool(w) for w in why)} cannot run or not compiled",
           flush=True)  # fmt: skip
     out.mkdir(parents=True, exist_ok=True)
-    path = out / f"h200_matmul_templates_{k}of{n}.csv"
+    path = out / f"h200_{plan_path.stem.replace('_plan', '')}_{k}of{n}.csv"
     rows: list[dict] = []
     shape_of = None
     prob = None
@@ -235,7 +251,85 @@ def run(out: Path, jobs: int, budget_s: float, part: str, compile_s: float) -> i
                 {**rec, "ms": math.nan, "rel_err": math.nan, "fail": f"{type(exc).__name__}: {exc}"[:160]}
             )
     _write(path, rows)
-    return report(path)
+    return picks_report(path) if plan_path != PLAN else report(path)
+
+
+def _measured_rows():
+    import pandas as pd
+
+    df = pd.read_csv(DATA / "h200_matmul_templates.csv")
+    df = df[(df.source != "cublas") & df.ms.notna() & (df.TEMPLATE != 3)].copy()  # 3: not in the space
+    df["impl"] = "triton"
+    for k in (*KNOBS, "TEMPLATE"):
+        df[k] = df[k].astype(int)
+    return df
+
+
+def fit() -> int:
+    from tiler.calibrate import calibrate
+    from tiler.hardware import load_chip
+
+    df = _measured_rows()
+    shapes = [f"{m}x{n}x{k}" for (m, n, k), g in df.groupby(["M", "N", "K"]) if g.group.iloc[0] == "measured"]
+    res = calibrate(load_chip("h200"), "matmul", df, folds=0, fit_shapes=shapes, params=FIT_PARAMS,
+                    data_name="bench/data/h200_matmul_templates.csv")  # fmt: skip
+    print(res.summary())
+    return 0
+
+
+def picks_plan(path: Path) -> int:
+    import tiler
+
+    rows = []
+    shapes = [(s, "measured") for s in measured_shapes()] + [(s, "new") for s in NEW_SHAPES]
+    for (M, N, K), group in shapes:
+        for kind, diverse in (("plain", False), ("diverse", True)):
+            res = tiler.search(op="matmul", chip="h200", shape={"M": M, "N": N, "K": K}, dtype="fp16", top=TOP,
+                               runnable=False, diverse=diverse)  # fmt: skip
+            for i in range(min(TOP, len(res.est["time_us"]))):
+                t = res.tiling(i)
+                cfg = {k: res.space.knobs[k].parse(t[k]) for k in (*KNOBS, "TEMPLATE")}
+                rows.append({"M": M, "N": N, "K": K, "group": group, "source": f"{kind}{i + 1}", **cfg,
+                             "predicted_us": float(res.est["time_us"][i])})  # fmt: skip
+    _write(path, rows)
+    print(f"wrote {path}: {len(rows)} rows over {len(shapes)} shapes")
+    return 0
+
+
+def picks_report(path: Path) -> int:
+    """Top-1 (plain1) and best-of-4 (plain, diverse) against cuBLAS, per group; rows timed twice (a tiling in both
+    lists) count once per list."""
+    import numpy as np
+    import pandas as pd
+
+    df = pd.read_csv(path)
+    out = []
+    for (M, N, K), d in df.groupby(["M", "N", "K"], sort=False):
+        cub = d.loc[d.source == "cublas", "ms"].min()
+        ok = d[d.ms.notna() & (d.source != "cublas")]
+        top1 = ok.loc[ok.source == "plain1", "ms"].min()
+        plain = ok.loc[ok.source.str.startswith("plain"), "ms"].min()
+        div = ok.loc[ok.source.str.startswith("diverse"), "ms"].min()
+        t1 = ok.loc[ok.source == "plain1"]
+        tpl = int(t1.TEMPLATE.iloc[0]) if len(t1) else -1
+        odd = any(x % 64 for x in (M, N, K))
+        out.append({"shape": f"{M}x{N}x{K}", "group": d.group.iloc[0], "odd": odd, "cublas_ms": cub,
+                    "top1": cub / top1, "plain4": cub / plain, "diverse4": cub / div, "top1_template": tpl})  # fmt: skip
+    t = pd.DataFrame(out)
+    with pd.option_context("display.width", 200, "display.max_rows", 200):
+        print(t.to_string(index=False, float_format=lambda x: f"{x:.3f}"))
+
+    def gm(x):
+        x = np.asarray(x, dtype=float)
+        x = x[np.isfinite(x)]
+        return float(np.exp(np.log(x).mean())) if len(x) else float("nan")
+
+    for name, sel in (("all", t.index == t.index), ("measured", t.group == "measured"), ("new", t.group == "new"),
+                      ("not multiples of 64", t.odd)):  # fmt: skip
+        s = t[sel]
+        print(f"{name:>20} ({len(s)} shapes): top-1 {gm(s.top1):.3f}x cuBLAS (beats it on {(s.top1 > 1).sum()}), "
+              f"best of plain top-4 {gm(s.plain4):.3f}, best of diverse top-4 {gm(s.diverse4):.3f}")  # fmt: skip
+    return 0
 
 
 def report(path: Path) -> int:
@@ -288,14 +382,26 @@ def main(argv=None) -> int:
     r.add_argument("--budget-s", type=float, default=520.0)
     r.add_argument("--compile-s", type=float, default=240.0, help="compile pool deadline, from start")
     r.add_argument("--part", default="1/1", help="k/n: time the k-th of n interleaved shares of the shapes")
+    r.add_argument("--plan", type=Path, default=PLAN)
     sub.add_parser("report").add_argument(
         "csv", type=Path, nargs="?", default=DATA / "h200_matmul_templates.csv"
+    )
+    sub.add_parser("fit")
+    sub.add_parser("picks-plan").add_argument("--out", type=Path, default=PICKS_PLAN)
+    sub.add_parser("picks-report").add_argument(
+        "csv", type=Path, nargs="?", default=DATA / "h200_matmul_template_picks.csv"
     )
     a = ap.parse_args(argv)
     if a.cmd == "plan":
         return plan(a.out)
     if a.cmd == "run":
-        return run(a.out, a.jobs, a.budget_s, a.part, a.compile_s)
+        return run(a.out, a.jobs, a.budget_s, a.part, a.compile_s, a.plan)
+    if a.cmd == "fit":
+        return fit()
+    if a.cmd == "picks-plan":
+        return picks_plan(a.out)
+    if a.cmd == "picks-report":
+        return picks_report(a.csv)
     return report(a.csv)
 
 

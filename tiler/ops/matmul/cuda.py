@@ -102,8 +102,12 @@ DEFAULTS = {
     # as short requests, which move fewer bytes per activation and command slot (docs/model_cuda.md, "Short rows")
     "dram_request_bytes": 32.0,
     # the TMA templates (triton_tma.py): a K step's loads are two bulk copies one thread issues, with no address
-    # arithmetic or masks per thread: the step's fixed cost, like step_overhead_cycles (its value until fitted)
+    # arithmetic or masks per thread: the step's fixed cost, like step_overhead_cycles (the profile's value of that
+    # until fitted: efficiency() copies it)
     "tma_step_overhead_cycles": 120.0,
+    # the TMA unit's copy rate into one SM's shared memory, bytes per cycle: bulk boxes, not the L1/TEX path's
+    # line slots (sm_load_bytes_per_cycle); a guess of twice that path until fitted
+    "tma_bytes_per_cycle": 256.0,
     # the persistent template: between two tiles of one program, the index math and accumulator reset; the next
     # tile's first loads were issued during the last one's K loop (flatten), so no load latency (guess until fitted)
     "persistent_tile_cycles": 300.0,
@@ -131,6 +135,7 @@ FITTABLE = {
     "spill_cycles_per_reg": (0.1, 1e4),
     "dram_request_bytes": (0.1, 1024.0),
     "tma_step_overhead_cycles": (1.0, 5000.0),
+    "tma_bytes_per_cycle": (16.0, 2048.0),
     "persistent_tile_cycles": (1.0, 1e5),
 }
 _BASE_REGS = (
@@ -143,6 +148,8 @@ def efficiency(chip) -> dict[str, float]:
     """The model's constants from a profile's [efficiency] section, defaults filled in. The tie orders are
     launch-order codes (0 row-major, -1 serpentine, g > 1 grouped); every other constant is positive."""
     out = {k: float(chip.get(k, v)) for k, v in DEFAULTS.items()}
+    if chip.get("tma_step_overhead_cycles") is None:  # unfitted: a TMA K step costs what a pointer one does
+        out["tma_step_overhead_cycles"] = out["step_overhead_cycles"]
     for k, v in out.items():
         if k in TIE_KEYS and (v != int(v) or v < -1):
             raise ConfigError(
@@ -632,6 +639,7 @@ def timing(g: dict, chip, e: dict[str, float]) -> dict[str, np.ndarray]:
     hbm_bw = chip["hbm_gbps"] * 1e9 * min(e["hbm_efficiency"], 1.0)
     l2_bw = chip["l2_gbps"] * 1e9 * e["l2_efficiency"]
     sm_bw = e["sm_load_bytes_per_cycle"] * f
+    tma_bw = e["tma_bytes_per_cycle"] * f
     ovh = np.where(g["tma"] > 0, e["tma_step_overhead_cycles"], e["step_overhead_cycles"]) / f
     prog_ovh = e["program_overhead_cycles"] / f
     v3 = g["v3"] > 0
@@ -671,7 +679,9 @@ def timing(g: dict, chip, e: dict[str, float]) -> dict[str, np.ndarray]:
         # the SM's fill port, its share of the L2 bandwidth, and its share of HBM for the bytes that miss L2
         # (HBM fills L2 while L2 serves the SMs: the two overlap, the slower one sets the pace)
         per_byte = np.maximum(act / l2_bw, miss * act / hbm_bw)
-        t_x = np.maximum(async_lines * g["line_bytes"] / sm_bw, async_b * per_byte)
+        # the SM's own port: line slots on the L1/TEX path, bytes at the TMA unit's rate for bulk copies
+        port = np.where(g["tma"] > 0, async_b / tma_bw, async_lines * g["line_bytes"] / sm_bw)
+        t_x = np.maximum(port, async_b * per_byte)
         # Little's law: each program keeps (stages - 1) steps of loads in flight, each answered after the latency
         # plus its own transfer; the k programs' loads overlap, and their bandwidth is the k * t_x term (with 1
         # stage a program's load, wait and mma are serial)
@@ -865,7 +875,8 @@ def _prefix_floor(p: Matmul, chip, c: dict, domains: dict, tma: bool, persistent
     b_lines = b_rows * np.maximum(ceil_div(b_len * b, line), 1)
     async_lines = (1.0 - unal_a) * a_lines + (1.0 - unal_b) * b_lines
     t_unal1 = unal_ab / (a_step + b_step) * (bm + bn) * bk / (e["unaligned_elems_per_cycle"] * f)
-    t_x = np.maximum(async_lines * line / sm_bw, async_b * hi / l2_bw)
+    port = async_b / (e["tma_bytes_per_cycle"] * f) if tma else async_lines * line / sm_bw
+    t_x = np.maximum(port, async_b * hi / l2_bw)
     chain = t_mma + ovh + ((lat + t_unal1) if unal_a or unal_b else 0.0)  # timing's sync path
     t_mte1 = 2.0 * (bm + bn) * bk * b / (e["smem_bytes_per_cycle"] * f)
     t_lat = lat / max(max(domains["num_stages"]) - 1, 1)

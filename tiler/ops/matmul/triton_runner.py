@@ -558,7 +558,7 @@ def tiling_from_doc(path_or_dict) -> tuple[int, int, int, str, dict]:
     # the view is {"kwargs": {...}, "num_warps": w, "num_stages": s, "grid": [...]}; a flat dict of the same
     # keys (older exports, hand-written files) reads the same
     flat = {**target.get("kwargs", {}), **{k: v for k, v in target.items() if k not in ("kwargs", "grid")}}
-    config = {k: flat[k] for k in CONFIG_KEYS if k in flat}
+    config = {k: flat[k] for k in (*CONFIG_KEYS, *OPTIONAL_KEYS) if k in flat}
     return M, N, K, dtype, check_config(config)
 
 

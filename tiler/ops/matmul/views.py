@@ -1224,21 +1224,45 @@ def ascendc_native(fields: dict, p: Problem) -> dict:
 TRITON_KWARGS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "ORDER", "SPLIT_K")
 
 
+TRITON_KERNELS = (  # by TEMPLATE (tiler/ops/matmul/triton_tma.py)
+    "tiler.ops.matmul.triton_runner:_gemm_tile_kernel",
+    "tiler.ops.matmul.triton_tma:_gemm_tma_kernel",
+    "tiler.ops.matmul.triton_tma:_gemm_tma_kernel",
+    "tiler.ops.matmul.triton_tma:_gemm_tma_kernel",
+)
+
+
+def _triton_grid(p: Problem, kw: dict, sms: int) -> list[int]:
+    """The launch grid of the view's kernel: the pointer kernel (tiles, SPLIT_K); a TMA template one program per
+    (tile, K slice), the persistent ones min(SMs, that) programs (triton_tma.programs)."""
+    tiles = -(-p.M // kw["BLOCK_M"]) * -(-p.N // kw["BLOCK_N"])
+    template = kw.get("TEMPLATE", 0)
+    if template == 0:
+        return [tiles, kw["SPLIT_K"]]
+    work = tiles * kw["SPLIT_K"]
+    return [min(sms, work) if template >= 2 else work, 1]
+
+
 def triton_view(p: Problem, chip, t: dict, row: dict) -> dict:
-    """The kernel's constexpr arguments, launch options and grid (tiler/ops/matmul/triton_runner.py's kernel)."""
+    """The kernel's constexpr arguments, launch options and grid (tiler/ops/matmul/triton_runner.py's kernel, or
+    triton_tma.py's for a TMA template: then `kwargs` carries TEMPLATE, which the runner's config reads)."""
     kwargs = {k: _knob(t, k, "cuda") for k in TRITON_KWARGS}
-    tiles = -(-p.M // kwargs["BLOCK_M"]) * -(-p.N // kwargs["BLOCK_N"])
+    template = _knob(t, "TEMPLATE", "cuda") if "TEMPLATE" in t else 0
+    if template:
+        kwargs["TEMPLATE"] = template
     return {
-        "kernel": "tiler.ops.matmul.triton_runner:_gemm_tile_kernel",
+        "kernel": TRITON_KERNELS[template],
         "kwargs": kwargs,
         "num_warps": int(t["num_warps"]),
         "num_stages": int(t["num_stages"]),
-        "grid": [tiles, kwargs["SPLIT_K"]],
+        "grid": _triton_grid(p, kwargs, chip.cores),
     }
 
 
 def check_triton(v: dict, chip, p: Problem) -> list[str]:
     """What Triton and the GPU check at compile and launch time, from the view alone."""
+    from .triton_tma import TEMPLATES, tma_ok
+
     kw, bad = v["kwargs"], []
     for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K"):
         if kw[k] < 16 or kw[k] & (kw[k] - 1):
@@ -1252,9 +1276,26 @@ def check_triton(v: dict, chip, p: Problem) -> list[str]:
             f"shared memory {smem} B = (BLOCK_M*BLOCK_K + BLOCK_K*BLOCK_N)*{p.in_bytes}*num_stages > "
             f"{chip['smem_bytes_per_block']} B per block"
         )
-    tiles = -(-p.M // kw["BLOCK_M"]) * -(-p.N // kw["BLOCK_N"])
-    if list(v["grid"]) != [tiles, kw["SPLIT_K"]]:
-        bad.append(f"grid = [ceil(M/BLOCK_M)*ceil(N/BLOCK_N), SPLIT_K] = [{tiles}, {kw['SPLIT_K']}]")
+    template = kw.get("TEMPLATE", 0)
+    if template not in range(len(TEMPLATES)):
+        bad.append(
+            f"TEMPLATE = {template}: one of {', '.join(f'{i} ({n})' for i, n in enumerate(TEMPLATES))}"
+        )
+        return bad
+    if template and not tma_ok(p.M, p.N, p.K, p.layout, p.in_bytes):
+        bad.append(
+            f"TEMPLATE {template} ({TEMPLATES[template]}): TMA needs each operand's row stride a multiple of 16 B"
+        )
+    if template == 3 and kw["SPLIT_K"] > 1:
+        bad.append("TEMPLATE 3 (persistent_ws) needs SPLIT_K 1")
+    want = _triton_grid(p, kw, chip.cores)
+    if list(v["grid"]) != want:
+        bad.append(
+            f"grid = {want}: [ceil(M/BLOCK_M)*ceil(N/BLOCK_N), SPLIT_K] for the pointer kernel, [tiles*SPLIT_K, 1] "
+            "for tma, [min(SMs, tiles*SPLIT_K), 1] for the persistent templates"
+        )
+    if v.get("kernel", TRITON_KERNELS[template]) != TRITON_KERNELS[template]:
+        bad.append(f"kernel = {TRITON_KERNELS[template]} for TEMPLATE {template}")
     if kw["ORDER"] not in (0, 1, 2) or kw["GROUP_M"] < 1 or kw["SPLIT_K"] < 1:
         bad.append("ORDER 0, 1 or 2; GROUP_M >= 1; SPLIT_K >= 1")
     return bad
@@ -1401,7 +1442,11 @@ TRITON_SCHEMA = {
         "kwargs": {
             "type": "object",
             "required": list(TRITON_KWARGS),
-            "properties": {**{k: _INT for k in TRITON_KWARGS}, "ORDER": {"enum": [0, 1, 2]}},
+            "properties": {
+                **{k: _INT for k in TRITON_KWARGS},
+                "ORDER": {"enum": [0, 1, 2]},
+                "TEMPLATE": {"enum": [1, 2, 3]},  # absent: the pointer kernel (0)
+            },
             "additionalProperties": False,
         },
         "num_warps": _INT,
