@@ -72,8 +72,8 @@ RULE_TEXT = {
     "(the accumulator itself would spill to local memory)",
     "occupancy": "at least one block fits an SM (shared memory + 1 KB reserved, registers, threads)",
     "dtype": "the chip's tensor cores support the dtype (macs_per_cycle_<dtype> > 0)",
-    "tma": "TEMPLATE tma/persistent: TMA descriptors need each operand's row stride a multiple of 16 bytes "
-    "(cuTensorMapEncodeTiled)",
+    "tma": "TEMPLATE tma/persistent: a chip with TMA (Hopper: mma_version 3) and each operand's row stride a multiple "
+    "of 16 bytes (cuTensorMapEncodeTiled)",
 }
 
 # The [efficiency] constants the model reads, with the value used when a profile lacks them (uncalibrated).
@@ -221,6 +221,12 @@ def tma_ok(p: Matmul) -> bool:
     from .triton_tma import TMA_ALIGN_BYTES
 
     return all(n * p.in_bytes % TMA_ALIGN_BYTES == 0 for n in contiguous_lengths(p))
+
+
+def tma_runs(p: Matmul, chip) -> bool:
+    """The TMA templates can run this problem on this chip: the chip has the tensor memory accelerator (Hopper,
+    compute capability 9.0, which the profile says as mma_version 3: wgmma came with it) and tma_ok(p)."""
+    return float(chip.get("mma_version", DEFAULTS["mma_version"])) >= 3 and tma_ok(p)
 
 
 def _warps_v3(bm, w):
@@ -802,7 +808,9 @@ def prefix_bound(p: Matmul, chip, c: dict, domains: dict) -> np.ndarray:
     can run (pointer; TMA loads, which take no synchronous path and no address registers; the persistent grid, one
     program per SM whose later tiles cost persistent_tile_cycles instead of a fill).
     """
-    templates = [int(t) for t in domains.get("TEMPLATE", (POINTER,)) if int(t) == POINTER or tma_ok(p)]
+    templates = [
+        int(t) for t in domains.get("TEMPLATE", (POINTER,)) if int(t) == POINTER or tma_runs(p, chip)
+    ]
     variants = sorted({(t >= TMA, t == PERSISTENT) for t in templates}) or [(False, False)]
     return np.minimum.reduce([_prefix_floor(p, chip, c, domains, tma, per) for tma, per in variants])
 
@@ -987,7 +995,7 @@ class MatmulCuda(Operator):
             if r == "dtype":
                 out[r] = np.full(n, chip.macs_per_cycle(p.dtype) > 0)
             elif r == "tma":
-                out[r] = (_i(c, "TEMPLATE") == POINTER) | tma_ok(p)
+                out[r] = (_i(c, "TEMPLATE") == POINTER) | tma_runs(p, chip)
             elif r == "pow2":
                 out[r] = np.logical_and.reduce([(_i(c, k) & (_i(c, k) - 1)) == 0 for k in RULES[r]])
             elif r == "dot_min":
@@ -1105,7 +1113,7 @@ class MatmulCuda(Operator):
                 "pad the leading dimension to a multiple of 16"
                 + (
                     "; or TEMPLATE tma (TMA loads need only 16-byte rows, which these are)"
-                    if tma_ok(p)
+                    if tma_runs(p, chip)
                     else ""
                 )
             )

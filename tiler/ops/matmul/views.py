@@ -1286,6 +1286,10 @@ def check_triton(v: dict, chip, p: Problem) -> list[str]:
         bad.append(
             f"TEMPLATE {template} ({TEMPLATES[template]}): TMA needs each operand's row stride a multiple of 16 B"
         )
+    if template and float(chip.get("mma_version", 3.0)) < 3:
+        bad.append(
+            f"TEMPLATE {template} ({TEMPLATES[template]}): TMA needs a Hopper GPU (compute capability 9.0)"
+        )
     if template == 3 and kw["SPLIT_K"] > 1:
         bad.append("TEMPLATE 3 (persistent_ws) needs SPLIT_K 1")
     want = _triton_grid(p, kw, chip.cores)
