@@ -156,7 +156,9 @@ def _torch_dtype(torch, dtype: str):
     return {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}[dtype]
 
 
-def run(problem: dict, cfg: dict, dtype: str = "fp16", seed: int = 0, rep_ms: int = 100) -> dict:
+def run(
+    problem: dict, cfg: dict, dtype: str = "fp16", seed: int = 0, rep_ms: int = 100, warmup_ms: int = 25
+) -> dict:
     """Check one tiling against torch and time it (triton.testing.do_bench, which flushes L2 between runs):
     {"ms": median, "rel_err": relative L2 error, "gbps": compulsory bytes over the time, "kernel": its name}.
     A wrong result raises AssertionError (the measurement fails)."""
@@ -181,6 +183,6 @@ def run(problem: dict, cfg: dict, dtype: str = "fp16", seed: int = 0, rep_ms: in
         raise AssertionError(
             f"wrong result: relative error {err:.3g} > {REL_ERR_MAX} ({kernel_name(cfg, hidden)})"
         )
-    ms = float(do_bench(lambda: launch(x, w, y, cfg), rep=rep_ms, return_mode="median"))
+    ms = float(do_bench(lambda: launch(x, w, y, cfg), warmup=warmup_ms, rep=rep_ms, return_mode="median"))
     nbytes = x.numel() * x.element_size() * 2 + w.numel() * w.element_size()
     return {"ms": ms, "rel_err": err, "gbps": nbytes / (ms * 1e-3) / 1e9, "kernel": kernel_name(cfg, hidden)}
