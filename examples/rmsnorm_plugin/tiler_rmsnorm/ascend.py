@@ -306,9 +306,13 @@ class RMSNormAscend(Operator):
         }
 
     def tie_rank(self, p: RMSNorm, chip, c: dict) -> np.ndarray:
-        """Among tilings predicted exactly equal (at the memory floor), report first the one whose cores are busy
-        the least (the most slack: one pass, fewer instructions)."""
-        return self.estimate(p, chip, c)["core_us"]
+        """Among tilings predicted exactly equal (at the HBM floor), report first the one with the most slack: the
+        least time its next-busiest resource needs, the cores' own time or the L2 traffic (a second pass, a weight
+        read per task) at L2's rate. That is the time the kernel would take with an infinitely fast HBM."""
+        est = self.estimate(p, chip, c)
+        return np.maximum(
+            est["core_us"], est["l2_bytes"] / (chip["l2_gbps"] * 1e9 * chip["l2_efficiency"]) * 1e6
+        )
 
     def advice(self, p: RMSNorm, chip, c: dict, est: dict, row: int) -> list[str]:
         """Passes over a row, UB use, and the multi-core facts over the vector cores (the base class counts the AI

@@ -19,8 +19,9 @@ registers, and spreads the programs over the SMs:
   min(`rn_port_bytes_per_cycle`, warps x `rn_warp_bytes_per_cycle`) + `rn_reduce_cycles`; an SM runs its programs
   in rounds of the resident count (waves).
 * memory: x, y and the weight once from HBM, plus the two-pass re-read of x where it missed L2 (the rows in flight
-  against `rn_l2_usable` of the L2); L2 traffic adds the weight each program reads. HBM bytes over the profile's
-  HBM rate times `hbm_efficiency`, L2 bytes over L2's rate.
+  against `rn_l2_usable` of the L2); L2 traffic adds the weight each program reads and the spilled registers
+  (stored and loaded once a round). HBM bytes over the profile's HBM rate times `hbm_efficiency`, L2 bytes over
+  L2's rate.
 * the kernel: the larger of the busiest SM's time and the memory time (a streaming kernel overlaps them), plus the
   launch.
 
@@ -215,7 +216,15 @@ class RMSNormCuda(Operator):
         in_flight = np.minimum(g.programs, sms * g.occupancy) * g.rows * p.hidden * p.in_bytes
         hit = np.clip(chip["l2_bytes"] * e["rn_l2_usable"] / np.maximum(in_flight, 1.0), 0.0, 1.0)
         hbm = p.compulsory_bytes + (g.reads - 1) * p.x_bytes * (1 - hit)
-        l2 = g.reads * p.x_bytes + float(p.rows) * p.hidden * p.out_bytes + g.programs * p.weight_bytes
+        # L2 traffic: x (each pass), y, the weight chunk every program reads, and spilled registers (local memory:
+        # each spilled register stored and loaded once a round)
+        spilled = g.programs * g.threads * g.spill * g.rounds * 4 * 2
+        l2 = (
+            g.reads * p.x_bytes
+            + float(p.rows) * p.hidden * p.out_bytes
+            + g.programs * p.weight_bytes
+            + spilled
+        )
         mem_s = self._memory_s(p, chip, hbm, l2)
         launch = chip["launch_us"]
         time_us = np.maximum(sm_s, mem_s) * 1e6 + launch
@@ -252,9 +261,11 @@ class RMSNormCuda(Operator):
         }
 
     def tie_rank(self, p: RMSNorm, chip, c: dict) -> np.ndarray:
-        """Among tilings predicted exactly equal (at the memory floor), report first the one whose cores are busy
-        the least (the most slack: one pass, fewer instructions)."""
-        return self.estimate(p, chip, c)["core_us"]
+        """Among tilings predicted exactly equal (at the HBM floor), report first the one with the most slack: the
+        least time its next-busiest resource needs, the cores' own time or the L2 traffic (a second pass, a weight
+        read per task) at L2's rate. That is the time the kernel would take with an infinitely fast HBM."""
+        est = self.estimate(p, chip, c)
+        return np.maximum(est["core_us"], est["l2_bytes"] / (chip["l2_gbps"] * 1e9) * 1e6)
 
     def advice(self, p: RMSNorm, chip, c: dict, est: dict, row: int) -> list[str]:
         passes = "one pass (rows in registers)" if int(est["row_reads"][row]) == 1 else "two passes"
