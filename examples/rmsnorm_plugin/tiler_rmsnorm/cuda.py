@@ -38,6 +38,7 @@ from tiler.model.common import BOUND_SAFETY, ceil_div, classify_bound, roofline_
 from tiler.operator import Operator, register
 
 from .problem import RMSNorm
+from .views import TRITON
 
 KNOBS = ("BLOCK_N", "ROWS", "num_warps")
 MAX_THREAD_ELEMS = 128  # fp32 elements a thread holds (tile, accumulator, weight) before the tile cannot fit
@@ -153,6 +154,7 @@ class RMSNormCuda(Operator):
         "num_warps": ("latency: warps per program (occupancy vs registers)", (4, 8, 16)),
         "ROWS": ("work per program: rows per program", (1, 2, 4)),
     }
+    TARGETS = {"triton": TRITON}
     RUNNERS = ("triton",)
 
     def check(self, p: RMSNorm, chip) -> None:
