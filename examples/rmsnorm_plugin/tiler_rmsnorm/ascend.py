@@ -96,8 +96,8 @@ def ub_bytes(p: RMSNorm, c: dict) -> np.ndarray:
 
 def _pass(p: RMSNorm, chip, e: dict, q, chunk, steps, ops, weight_elems, writes: bool) -> dict:
     """Seconds one pass of a task keeps each pipe busy: `steps` chunks of `chunk` elements of q rows (hidden
-    elements a row in all) read from GM with `weight_elems` weight elements, the vector ops `ops` (keys of the
-    constants, each once per element), written back when `writes`."""
+    elements a row in all) read from GM with `weight_elems` weight elements (cast to fp32 once for the q rows), the
+    vector ops `ops` (keys of the constants, each once per element of a row), written back when `writes`."""
     f = chip.clock_hz
     whole = steps == 1  # the q rows are whole rows: one contiguous run
     run = np.where(whole, q * p.hidden * p.in_bytes, chunk * p.in_bytes)
@@ -113,7 +113,9 @@ def _pass(p: RMSNorm, chip, e: dict, q, chunk, steps, ops, weight_elems, writes:
     cost = sum(e[k] for k in ops)
     # one instruction per op, row and 255 repeats of a chunk (the scale by 1/rms takes a per-row operand)
     instr = len(ops) * q * steps * ceil_div(chunk * 4, REPEAT)
-    t_vec = (q * p.hidden * cost / lanes + instr * e["rn_vec_issue_cycles"]) / f
+    wcast = e["rn_cast_cycles"] * (p.in_bytes != 4)  # the weight chunk to fp32, shared by the q rows
+    instr = instr + np.where(weight_elems > 0, steps * ceil_div(chunk * 4, REPEAT), 0) * (p.in_bytes != 4)
+    t_vec = ((q * p.hidden * cost + weight_elems * wcast) / lanes + instr * e["rn_vec_issue_cycles"]) / f
     copies = copies_in + steps * writes
     t_scalar = (
         (instr + copies) * chip["scalar_cycles_per_instr"]
@@ -134,14 +136,11 @@ def task_cost(p: RMSNorm, chip, c: dict, q, e: dict) -> dict:
     cin = ("rn_cast_cycles",) if p.in_bytes != 4 else ()
     cout = ("rn_cast_cycles",) if p.out_bytes != 4 else ()
     scale = ("rn_mul_cycles", "rn_mul_cycles")  # by 1/rms, by the weight
-    wcast = (
-        ("rn_cast_cycles",) if p.in_bytes != 4 else ()
-    )  # the weight chunk to fp32 (two-pass form, per task)
     forms = {  # form -> its passes: (vector ops per element, weight elements read, writes)
         "one": [((*cin, "rn_mul_cycles", "rn_reduce_cycles", *scale, *cout), 0, True)],
         "two": [
             ((*cin, "rn_mul_cycles", "rn_add_cycles"), 0, False),
-            ((*cin, *scale, *cout, *wcast), p.hidden, True),
+            ((*cin, *scale, *cout), p.hidden, True),
         ],
     }
     which = {"one": one, "two": ~one}
