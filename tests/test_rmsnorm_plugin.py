@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+import warnings
 from importlib.metadata import EntryPoint
 from pathlib import Path
 
@@ -238,6 +239,45 @@ def test_the_runner_is_declared_and_fails_in_one_line_without_a_gpu_stack(rmsnor
     with pytest.raises(MeasureError) as exc:
         measure(doc)
     assert "\n" not in str(exc.value) and "triton" in str(exc.value)
+
+
+INTERPRETED = """
+import torch
+from tiler_rmsnorm import triton_kernels as km
+
+for dtype in (torch.float16, torch.bfloat16, torch.float32):
+    for cfg in (dict(BLOCK_N=8192, ROWS=2, num_warps=8), dict(BLOCK_N=1024, ROWS=4, num_warps=4)):
+        g = torch.Generator().manual_seed(0)
+        x = torch.randn(37, 5000, generator=g).to(dtype)
+        w = (1 + 0.1 * torch.randn(5000, generator=g)).to(dtype)
+        y = torch.full_like(x, float("nan"))
+        km.launch(x, w, y, cfg)
+        ref = km.reference(x, w)
+        err = float(torch.linalg.vector_norm(y.float() - ref) / torch.linalg.vector_norm(ref))
+        assert err < km.REL_ERR_MAX, (dtype, cfg, err)
+print("ok")
+"""
+
+
+def test_the_kernels_match_torch_in_tritons_interpreter():
+    """Without a GPU: both kernels (one pass; two passes with a partial chunk and a partial last program) run in
+    Triton's CPU interpreter (TRITON_INTERPRET=1, a fresh interpreter) and match torch's RMSNorm on fp16, bf16 and
+    fp32, every element written (the output starts as NaN). Skipped without torch and triton, and with a numpy
+    that Triton's interpreter cannot index a loop bound with (numpy >= 2.4 with Triton 3.6)."""
+    pytest.importorskip("torch")
+    pytest.importorskip("triton")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            int(np.array([1]))
+    except TypeError:
+        pytest.skip(
+            f"numpy {np.__version__}: Triton's interpreter cannot use a 1-element array as a loop bound"
+        )
+    path = os.pathsep.join([str(EXAMPLE), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    env = {**os.environ, "PYTHONPATH": path, "TRITON_INTERPRET": "1"}
+    run = subprocess.run([sys.executable, "-c", INTERPRETED], env=env, capture_output=True, text=True)
+    assert run.returncode == 0 and run.stdout.strip() == "ok", run.stderr[-3000:]
 
 
 @pytest.mark.gpu
