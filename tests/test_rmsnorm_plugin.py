@@ -103,12 +103,15 @@ def test_tiler_search_runs_the_installed_operator(installed, chip, knob):
 
 
 def test_the_installed_operator_passes_the_shipped_conformance_suite(installed):
-    """tiler.testing.check_operator on both families, in the interpreter that found the package by its entry
-    point (and from the install, not the source folder)."""
+    """tiler.testing.check_operator on both families, in an interpreter that found the package by its entry point
+    alone (nothing imports it by name) and loaded it from the install, not the source folder."""
     script = (
-        f"import {PACKAGE}, pathlib, sys\n"
-        f"assert pathlib.Path({PACKAGE}.__file__).resolve().is_relative_to({str(installed.resolve())!r})\n"
+        "import pathlib, sys\n"
+        "from tiler.operator import known_ops\n"
         "from tiler.testing import CHECKS, check_operator\n"
+        "assert {('rmsnorm', 'ascend'), ('rmsnorm', 'cuda')} <= set(known_ops())  # through the entry point\n"
+        f"where = pathlib.Path(sys.modules[{PACKAGE!r}].__file__).resolve()\n"
+        f"assert where.is_relative_to({str(installed.resolve())!r}), where\n"
         "for family in ('ascend', 'cuda'):\n"
         "    check_operator('rmsnorm', family)\n"
         "print('passed', len(CHECKS), 'checks x 2 families')\n"
