@@ -2,8 +2,9 @@
 interpreter with only that install added to the path, `tiler ops` lists rmsnorm, `tiler search --op rmsnorm` runs on
 an Ascend chip and on the H200, and tiler's shipped conformance suite (tiler.testing) passes on both families.
 The model's physics (directions a toy model would get wrong) and the Triton runner's contract are checked in
-process, with the package imported from its source folder and the registry restored afterwards; the kernels
-themselves run only where there is a GPU with torch and triton (marked `gpu`)."""
+process, with the package imported from its source folder and the registry restored afterwards; the kernels run
+against torch in Triton's CPU interpreter where torch and triton are installed, and on a GPU where there is one
+(marked `gpu`)."""
 
 from __future__ import annotations
 
