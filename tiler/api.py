@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from . import lookup as _fast_lookup
 from .search.result import SearchResult
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
     "emit",
     "explain",
     "lookup",
+    "lookup_slowdown",
     "rank",
     "search",
     "shapes",
@@ -39,11 +41,13 @@ __all__ = [
 
 
 def _chip(chip, hardware_dir=None):
+    """A chip id or profile path loaded, its operators' constants checked (a loaded Chip passes through)."""
     from .hardware import load_chip
+    from .operator import check_constants
 
     if hasattr(chip, "family") and hasattr(chip, "cores"):  # a loaded Chip
         return chip
-    return load_chip(str(chip), hardware_dir)
+    return check_constants(load_chip(str(chip), hardware_dir))
 
 
 def _fixes(fix) -> dict[str, str]:
@@ -366,6 +370,33 @@ def lookup(
     return _lookup(library, op, chip, shape, dtype, slowdown=slowdown, hardware_dir=hardware_dir)
 
 
+def lookup_slowdown(lib, out: dict, hardware_dir=None) -> None:
+    """The model's slowdown of reusing the nearest entry `out` of the fast library `lib` (tiler.lookup.Library):
+    best_time_us (an exhaustive search of the query shape for the entry's target), reused_time_us (the entry's
+    tiling explained on the query shape) and slowdown = reused / best; a tiling the query shape does not admit
+    gets slowdown None and reuse_error. `Library.lookup(slowdown=True)` calls this (installed below)."""
+    from .errors import TilerError
+    from .space import load_space
+
+    shape, dtype, _ = lib.parse(out["query"].split(":")[1], out["query"].rsplit(":", 1)[1])
+    target = out.get("search", {}).get("target", "any")
+    chip = lib.chip.get("id", "")
+    best = search(lib.op, chip, shape, dtype, target=target, top=1, hardware_dir=hardware_dir)
+    out["best_time_us"] = float(best.row(0)["time_us"])
+    from .hardware import load_chip
+
+    family = lib.chip.get("family") or load_chip(chip, hardware_dir).family
+    names = set(load_space(lib.op, family).names)
+    tiling = {k: v for k, v in out["tiling"].items() if k in names}
+    try:
+        reused = explain(lib.op, chip, shape, tiling, dtype, target=target, hardware_dir=hardware_dir)
+    except TilerError as exc:
+        out.update(reused_time_us=None, slowdown=None, reuse_error=str(exc))
+        return
+    out["reused_time_us"] = float(reused.row["time_us"])
+    out["slowdown"] = out["reused_time_us"] / out["best_time_us"]
+
+
 def emit(
     library,
     target: str,
@@ -525,3 +556,8 @@ def calibrate(
             )
     result.notes = notes
     return result
+
+
+_fast_lookup.install_slowdown(
+    lookup_slowdown
+)  # Library.lookup(slowdown=True) runs the model through this layer

@@ -18,24 +18,6 @@ from .errors import TilerError
 FORMATS = click.Choice(["table", "json"])
 
 
-def _chip(chip_id: str, hardware_dir):
-    from .hardware import load_chip
-
-    return load_chip(chip_id, hardware_dir)
-
-
-def _setup(op, chip_id, shape, dtype, hardware_dir, fix=(), target="any"):
-    from .operator import get_operator
-    from .problem import parse_problem, parse_shape_text
-    from .space import load_space, parse_fixes
-
-    chip = _chip(chip_id, hardware_dir)
-    problem = parse_problem(op, parse_shape_text(shape), dtype)
-    space = load_space(op, chip.family).pin(parse_fixes(fix)).for_target(target)
-    get_operator(op, chip.family, target).admit(problem, chip)
-    return chip, problem, space
-
-
 def _load_tiling(text: str) -> dict:
     """--tiling: inline JSON, or a path to a JSON file (a bare tiling dict or an exported document)."""
     from .space import read_text_file
@@ -131,11 +113,12 @@ def cli(ctx, debug, hardware_dir):
 @click.pass_obj
 def chips(obj, fmt):
     """List the known chips: cores, clock, fp16 peak, memory."""
+    from . import api
     from .hardware import known_chips
 
     rows = []
     for cid in known_chips(obj["hardware_dir"]):
-        c = _chip(cid, obj["hardware_dir"])
+        c = api._chip(cid, obj["hardware_dir"])
         rows.append(
             {
                 "id": c.id,
@@ -372,7 +355,8 @@ def search(
         raise TilerError(f"--emit: must be the searched target ({target}), got {emit!r}")
     if top < 1:
         raise TilerError(f"--top: must be >= 1, got {top}")
-    from .search.bayes import check_seed, check_timeout
+    from .search import check_seed
+    from .search.bayes import check_timeout
 
     check_timeout(measure_timeout)  # 0, nan, inf: refused (not dropped as falsy, nor crashing later)
     check_seed(seed)
@@ -563,6 +547,7 @@ def rank(obj, op, chip_id, shape, dtype, candidates, fmt, target, top, diverse):
     vendor_us / vendor_ms column), the block says how fast the model's pick and the best row run against it (JSON:
     "vendor"). Its
     missing knob columns take the defaults of a kernel without them, named in a note and the `defaulted` column."""
+    from . import api
     from .operator import get_operator
     from .rank import (
         defaulted_text,
@@ -576,7 +561,7 @@ def rank(obj, op, chip_id, shape, dtype, candidates, fmt, target, top, diverse):
 
     if top is not None and top < 1:
         raise TilerError(f"--top: must be >= 1, got {top}")
-    chip, problem, space = _setup(op, chip_id, shape, dtype, obj["hardware_dir"], target=target)
+    chip, problem, space = api._setup(op, chip_id, shape, dtype, obj["hardware_dir"], target=target)
     df = read_candidates(candidates, "--candidates")
     ranked, rejected = rank_candidates(problem, chip, df, space)
     skipped = len(df) - len(ranked) - len(rejected)  # select_rows: rows for another problem or kernel
@@ -664,18 +649,18 @@ def calibrate(obj, chip_id, op, measurements, out_path, folds, seed, fit_shapes,
     """Fit the profile's constants to measured latencies (tiler's table, or an msprof op_summary whose pipe columns
     are fitted per pipe); report held-out error per pipe and ranking. Rows with only a problem and a total time (a
     library's kernels) are fitted from totals: the model's best tiling stands in for the library's."""
+    from . import api
     from .api import calibrate as fit
     from .calibrate import write_profile
     from .io import check_writable
 
     check_writable(out_path, "--out")  # refused before the fit
-    from .search import SEED_MAX
+    from .search import check_seed
 
     if not 0 <= folds <= 1000:  # k-fold by shape: 0 or 1 is none; more folds than shapes is one per shape
         raise TilerError(f"--folds: must be an integer in 0..1000, got {folds}")
-    if not 0 <= seed <= SEED_MAX:
-        raise TilerError(f"--seed: must be an integer in 0..{SEED_MAX}, got {seed}")
-    chip = _chip(chip_id, obj["hardware_dir"])
+    check_seed(seed, "--seed")
+    chip = api._chip(chip_id, obj["hardware_dir"])
     shapes = [s.strip() for s in fit_shapes.split(";") if s.strip()] if fit_shapes else None
     result = fit(
         op,

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import importlib
 import json
 import math
 import os
@@ -367,26 +368,21 @@ class Library:
             t = out.get("estimate", {}).get("time_us")
             out.update(reused_time_us=t, best_time_us=t, slowdown=1.0)
             return
-        from .api import explain, search
-        from .space import load_space
+        if "model" not in _SLOWDOWN:
+            importlib.import_module(
+                "tiler.api"
+            )  # the lazy path: installs the model's slowdown (install_slowdown)
+        _SLOWDOWN["model"](self, out, hardware_dir)
 
-        shape, dtype, _ = self.parse(out["query"].split(":")[1], out["query"].rsplit(":", 1)[1])
-        target = out.get("search", {}).get("target", "any")
-        chip = self.chip.get("id", "")
-        best = search(self.op, chip, shape, dtype, target=target, top=1, hardware_dir=hardware_dir)
-        out["best_time_us"] = float(best.row(0)["time_us"])
-        from .hardware import load_chip
 
-        family = self.chip.get("family") or load_chip(chip, hardware_dir).family
-        names = set(load_space(self.op, family).names)
-        tiling = {k: v for k, v in out["tiling"].items() if k in names}
-        try:
-            reused = explain(self.op, chip, shape, tiling, dtype, target=target, hardware_dir=hardware_dir)
-        except TilerError as exc:
-            out.update(reused_time_us=None, slowdown=None, reuse_error=str(exc))
-            return
-        out["reused_time_us"] = float(reused.row["time_us"])
-        out["slowdown"] = out["reused_time_us"] / out["best_time_us"]
+# The model's slowdown of reusing a nearest entry (tiler.api.lookup_slowdown): it runs the search and the model, a
+# layer above this module, which installs it here when imported; only slowdown=True loads it.
+_SLOWDOWN: dict[str, Any] = {}
+
+
+def install_slowdown(fn) -> None:
+    """Called by tiler.api: fn(library, hit, hardware_dir) adds reused_time_us, best_time_us and slowdown."""
+    _SLOWDOWN["model"] = fn
 
 
 def check_document(doc, path: str = "") -> None:

@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any, ClassVar
 
 from .errors import ProblemError
+from .registry import problem_class  # filled in by tiler.operator (the registry sits above this module)
 
 DTYPES = ("fp16", "bf16", "fp32", "int8")
 DTYPE_BYTES = {"fp16": 2, "bf16": 2, "fp32": 4, "int8": 1}
@@ -182,8 +183,6 @@ def parse_problem(op: str, fields_: dict[str, Any], dtype: str | None = None, st
         fields_: the problem fields; with `strict`, unknown keys are an error (a CSV row passes strict=False).
         dtype: overrides a `dtype` entry in `fields_`; default fp16.
     """
-    from .operator import problem_class  # the registry; operators import this module, so not at the top
-
     cls = problem_class(op)
     names = {f.name for f in fields(cls)}
     given = {k: v for k, v in fields_.items() if v is not None and v != ""}

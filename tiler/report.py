@@ -234,10 +234,11 @@ def _problem(op: str, key: str):
 
 def _chip(chip_id: str, chips: dict, notes: list[str], hardware_dir=None):
     from .hardware import load_chip
+    from .operator import check_constants
 
     if chip_id not in chips:
         try:
-            chips[chip_id] = load_chip(chip_id, hardware_dir)
+            chips[chip_id] = check_constants(load_chip(chip_id, hardware_dir))
         except TilerError as exc:
             chips[chip_id] = None
             notes.append(f"chip {chip_id}: no profile ({exc}); its roofline is not drawn")

@@ -52,7 +52,6 @@ from .space import parse_fixes
 # (model/common.py record(): msprof's names on Ascend, tensor/load/store... on a GPU; both with chips of both)
 SEARCH_COLUMNS = ("strategy", "seed", "evaluated", "proven_optimal")
 STATUS_COLUMNS = ("chip", "status", "error", "key", "input_row")  # input_row: 1-based data row of the input
-SEED_MAX = 2**32 - 1  # optuna's samplers (numpy RandomState) take seeds in 0..2^32-1
 COUNT_MAX = 2**31 - 1
 JOURNAL_SUFFIX = ".journal.db"
 MAX_CHUNK = 4  # searches per pool task: a few seconds of work at most, so a kill loses little
@@ -870,21 +869,6 @@ def write_libraries(
 # --------------------------------------------------------------------------------------------------- entry
 
 
-def check_seed(seed) -> int:
-    """The sweep's seed as an int in 0..2^32-1 (what optuna's samplers accept), else TilerError."""
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        try:
-            f = float(seed)
-        except (TypeError, ValueError):
-            f = math.nan
-        if not math.isfinite(f) or f != int(f):
-            raise TilerError(f"--seed: must be an integer in 0..{SEED_MAX}, got {seed!r}")
-        seed = int(f)
-    if not 0 <= seed <= SEED_MAX:
-        raise TilerError(f"--seed: must be an integer in 0..{SEED_MAX}, got {seed}")
-    return seed
-
-
 def _split_chips(chips) -> list[str]:
     if isinstance(chips, str):
         chips = chips.split(",")
@@ -943,10 +927,10 @@ def run_sweep(
     keeps every finished search).
     """
     from .hardware import load_chip
-    from .operator import problem_class
+    from .operator import check_constants, problem_class
     from .problem import DTYPES
     from .progress import Progress
-    from .search import STRATEGIES
+    from .search import STRATEGIES, check_seed
     from .space import load_space
 
     t0 = time.perf_counter()
@@ -960,10 +944,10 @@ def run_sweep(
         raise TilerError(f"--trials: must be >= 1, got {trials}")
     if dtype is not None and dtype not in DTYPES:
         raise TilerError(f"--dtype: must be one of {', '.join(DTYPES)}, got {dtype!r}")
-    seed = check_seed(seed)  # once, up front: a bad seed is bad input, not an error on every row
+    seed = check_seed(seed, "--seed", coerce=True)  # once, up front: bad input, not an error on every row
     cfg = SweepConfig(op, strategy, seed, trials, tuple(parse_fixes(fix).items()), target)
     chip_ids = _split_chips(chips)
-    chip_objs = [load_chip(c, hardware_dir) for c in chip_ids]
+    chip_objs = [check_constants(load_chip(c, hardware_dir)) for c in chip_ids]
     spaces = {c.id: _pinned_space(op, c.family, cfg.fix, target) for c in chip_objs}
     unknown = [k for k, _ in cfg.fix if not any(k in sp.knobs for sp in spaces.values())]
     if unknown:  # pinning it on the first chip's space raises the SpaceError that names the known knobs
