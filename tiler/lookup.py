@@ -136,7 +136,7 @@ def spec_for(op: str) -> Spec:
     if op not in _SPECS:
         spec = read_spec(op) if op.isidentifier() else None
         if spec is None:
-            from .operator import problem_class  # the registry: imports every operator model
+            from .registry import problem_class  # the registry: loads every operator model
 
             spec = Spec.of_class(problem_class(op))
         _SPECS[op] = spec
