@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import LibraryError, ProblemError, TilerError
-from .problem import DTYPES, _as_choice, _as_int, parse_shape_text
+from .problem import DTYPES, check_fields, parse_shape_text
 
 LIBRARY_SCHEMA = "tiler.library/v1"  # = tiler.export.LIBRARY_SCHEMA (not imported: export imports the models)
 _SLACK = 1e-9  # the pruning compares log differences; the rank itself uses the documented formula
@@ -195,27 +195,9 @@ class Library:
             )
         if isinstance(query.get("shape"), dict):  # a problem dict as exported
             query = {**query["shape"], "dtype": query.get("dtype")}
-        names = {*s.order, "dtype"}
         given = {k: v for k, v in query.items() if v is not None and v != ""}
-        for k in given:
-            if k not in names and k not in self._extras:
-                raise ProblemError(
-                    f"shape: unknown field {k!r} for {s.op}; allowed: {', '.join(s.required + tuple(s.optional))}"
-                )
-        dt = str(dtype if dtype is not None else given.get("dtype", "fp16")).strip().lower()
-        if dt not in DTYPES:
-            raise ProblemError(f"dtype: must be one of {', '.join(DTYPES)}, got {dt!r}")
-        shape: dict[str, Any] = {}
-        for name in s.required:
-            if name not in given:
-                raise ProblemError(f"{name}: missing; {s.op} needs {', '.join(s.required)}")
-            shape[name] = _as_int(name, given[name], s.minimum.get(name, 1))
-        for name, default in s.optional.items():
-            value = given.get(name, default)
-            if name in s.choices:
-                shape[name] = _as_choice(name, value, tuple(s.choices[name]))
-            else:
-                shape[name] = _as_int(name, value, s.minimum.get(name, 1))
+        known = {*s.order, "dtype", *self._extras}
+        shape, dt = check_fields(s.op, given, dtype, s.required, s.optional, s.choices, s.minimum, known)
         shape = {k: shape[k] for k in s.order if k in shape}
         parts = [f"{k}={v}" for k, v in shape.items() if not (k in s.choices and v == s.optional.get(k))]
         return shape, dt, f"{s.op}:{','.join(parts)}:{dt}"
