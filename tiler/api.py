@@ -29,11 +29,14 @@ __all__ = [
     "Ranking",
     "Result",
     "calibrate",
+    "check",
     "emit",
     "explain",
     "lookup",
     "lookup_slowdown",
     "rank",
+    "rank_table",
+    "report",
     "search",
     "shapes",
     "sweep",
@@ -111,6 +114,14 @@ class Result(SearchResult):
             take(self.cands, slice(i, i + 1)),
             self.runnable if i == 0 else None,
         )
+
+    def advice(self) -> list[str]:
+        """The optimisation checklist items that apply to the best tiling (tiler.advice), one line each."""
+        from .advice import advice
+        from .space import take
+
+        one = slice(0, 1)
+        return advice(self.problem, self.chip, self.space, take(self.cands, one), take(self.est, one))
 
     def write(self, path: str | os.PathLike, i: int = 0) -> None:
         """Validate and write `document(i)` atomically (tiler.io: missing folders are created)."""
@@ -327,21 +338,66 @@ def rank(
     hardware_dir: str | os.PathLike | None = None,
 ) -> Ranking:
     """`tiler rank`: score a table of tilings (a pandas DataFrame, or a CSV path) for one problem."""
+    table = rank_table(op, chip, shape, candidates, dtype, target, hardware_dir)
+    return Ranking(table.ranked, table.rejected)
+
+
+@dataclass
+class RankTable:
+    """What `tiler rank` shows: the ranked rows (after `diverse` and `top`), the rejected ones, how many rows were
+    for another problem, the agreement with measured times and the vendor comparison (None without measured times),
+    and the knobs whose defaults measured rows took."""
+
+    problem: Any
+    chip: Any
+    ranked: Any
+    rejected: Any
+    rows: int  # the rows read
+    skipped: int  # rows for another problem or kernel (select_rows)
+    agreed: Any  # (measured column, tiler.agreement.Agreement) or None
+    vendor: Any
+    defaulted: Any  # tiler.rank.defaults_taken
+
+
+def rank_table(
+    op: str,
+    chip,
+    shape,
+    candidates,
+    dtype: str | None = None,
+    target: str = "any",
+    hardware_dir: str | os.PathLike | None = None,
+    top: int | None = None,
+    diverse: bool = False,
+) -> RankTable:
+    """`tiler rank` in full: `rank` plus the agreement of the model's order with measured times (over every ranked
+    row, before `diverse` and `top`), the vendor comparison, the knobs measured rows left at a default, and the rows
+    ordered as the diverse top-k (`diverse`) and cut to `top`."""
     import pandas as pd
 
-    from .errors import TilerError
-    from .rank import rank_candidates
+    from .operator import get_operator
+    from .rank import (
+        defaults_taken,
+        diverse_rows,
+        measured_agreement,
+        rank_candidates,
+        read_candidates,
+        vendor_of,
+    )
 
     chip, problem, space = _setup(op, chip, shape, dtype, hardware_dir, target=target)
-    if isinstance(candidates, pd.DataFrame):
-        df = candidates
-    else:
-        try:
-            df = pd.read_csv(candidates)
-        except (OSError, ValueError) as exc:
-            raise TilerError(f"candidates: cannot read {candidates}: {exc}") from None
+    df = candidates if isinstance(candidates, pd.DataFrame) else read_candidates(candidates, "candidates")
     ranked, rejected = rank_candidates(problem, chip, df, space)
-    return Ranking(ranked, rejected)
+    skipped = len(df) - len(ranked) - len(rejected)  # select_rows: rows for another problem or kernel
+    agreed = measured_agreement(ranked)  # before top and diverse: every ranked row, in the model's order
+    model = get_operator(problem.OP, chip.family, space.target)
+    vendor = vendor_of(problem, df, ranked, model.IMPLS) if agreed is not None else None
+    took = defaults_taken(ranked, rejected)
+    if diverse:
+        ranked = diverse_rows(ranked, model.SHAPE_KNOBS, model.DEPTH_KNOB)
+    if top is not None:
+        ranked = ranked.head(top)
+    return RankTable(problem, chip, ranked, rejected, len(df), skipped, agreed, vendor, took)
 
 
 def sweep(shapes, op: str, chips, out: str | os.PathLike | None = None, **kw: Any):
@@ -350,6 +406,38 @@ def sweep(shapes, op: str, chips, out: str | os.PathLike | None = None, **kw: An
     from .sweep import run_sweep
 
     return run_sweep(shapes, op, chips, out, **kw)
+
+
+def report(result, out: str | os.PathLike | None = None, row: int | None = None, hardware_dir=None) -> Path:
+    """`tiler report`: draw a sweep table or a search/explain document as one HTML page (tiler.report, needs
+    tiler[report]); returns the path written (default: RESULT with the suffix .html)."""
+    from .report import write_report  # plotly is imported only here
+
+    return write_report(result, out, row, hardware_dir)
+
+
+def check(path: str | os.PathLike, target: str | None = None, hardware_dir=None) -> tuple[int, list]:
+    """`tiler check` of one exported file (tiling or library JSON): (views checked, the rules broken, each a
+    tiler.check.Finding). A file that cannot be read, is not JSON or not a tiler document, or names an unknown chip,
+    operator or target raises TilerError naming the file."""
+    import json
+
+    from .check import check_document
+    from .errors import TilerError
+    from .space import read_text_file
+
+    name = str(path)
+    text = read_text_file(name, "file")  # PATH: cannot read file: WHY (binary, UTF-16, a folder, ...)
+    try:
+        doc = json.loads(text)
+    except (RecursionError, ValueError) as exc:  # JSONDecodeError; too deep; an int of > 4300 digits
+        where = f" at line {exc.lineno} column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else ""
+        why = " (nested too deep)" if isinstance(exc, RecursionError) else ""
+        raise TilerError(f"{name}: not JSON{where}{why}") from None
+    try:
+        return check_document(doc, hardware_dir, target)
+    except TilerError as exc:
+        raise TilerError(f"{name}: {exc}") from None
 
 
 def lookup(

@@ -305,10 +305,8 @@ def search(
     """Find the best tiling for one problem on one chip, and the best each code generator can run; with --space,
     the best configs of a user's Triton kernel space (docs/triton.md)."""
     from . import api
-    from .advice import advice
     from .export import dump_json, emit_code, write_json
     from .io import check_writable
-    from .space import take
 
     # --emit with an explicit --top K prints K configs (a Triton target); without --top, the one best
     many = click.get_current_context().get_parameter_source("top") != click.core.ParameterSource.DEFAULT
@@ -443,7 +441,7 @@ def search(
         ):  # the vendor's time, and the measured best's speed over it (above 1: faster)
             doc["measurement"]["vendor"] = dict(res.vendor)
             doc["measurement"]["vs_vendor"] = res.vendor["us"] / float(measured[0])
-    lines = advice(problem, chip, space, take(res.cands, slice(0, 1)), take(res.est, slice(0, 1)))
+    lines = res.advice()
     if fmt == "json":
         doc["advice"] = lines
         doc["alternatives"] = [
@@ -555,36 +553,24 @@ def rank(obj, op, chip_id, shape, dtype, candidates, fmt, target, top, diverse):
     "vendor"). Its
     missing knob columns take the defaults of a kernel without them, named in a note and the `defaulted` column."""
     from . import api
-    from .operator import get_operator
-    from .rank import (
-        defaulted_text,
-        defaults_taken,
-        diverse_rows,
-        measured_agreement,
-        rank_candidates,
-        read_candidates,
-        vendor_of,
-    )
+    from .rank import defaulted_text
 
     if top is not None and top < 1:
         raise TilerError(f"--top: must be >= 1, got {top}")
-    chip, problem, space = api._setup(op, chip_id, shape, dtype, obj["hardware_dir"], target=target)
-    df = read_candidates(candidates, "--candidates")
-    ranked, rejected = rank_candidates(problem, chip, df, space)
-    skipped = len(df) - len(ranked) - len(rejected)  # select_rows: rows for another problem or kernel
-    agreed = measured_agreement(ranked)  # before --top and --diverse: every ranked row, in the model's order
-    model = get_operator(problem.OP, chip.family, space.target)
-    vendor = vendor_of(problem, df, ranked, model.IMPLS) if agreed is not None else None
-    took = defaults_taken(ranked, rejected)
-    if diverse:
-        ranked = diverse_rows(ranked, model.SHAPE_KNOBS, model.DEPTH_KNOB)
-    if top is not None:
-        ranked = ranked.head(top)
+    table = api.rank_table(op, chip_id, shape, candidates, dtype, target, obj["hardware_dir"], top, diverse)
+    problem, ranked, rejected, agreed, vendor = (
+        table.problem,
+        table.ranked,
+        table.rejected,
+        table.agreed,
+        table.vendor,
+    )
+    skipped, took = table.skipped, table.defaulted
     for _, r in rejected.iterrows():
         click.echo(f"row {r.get('row', '?')}: infeasible: {r.get('reason', '')}", err=True)
     if skipped:
         click.echo(
-            f"note: {skipped} of {len(df)} rows skipped: another shape, dtype or implementation than "
+            f"note: {skipped} of {table.rows} rows skipped: another shape, dtype or implementation than "
             f"{problem.label()}",
             err=True,
         )
@@ -697,24 +683,11 @@ def check(obj, files, target):
 
     Exit 0: every view passes; 1: a view breaks a rule (each printed as FILE: WHERE: RULE); 2: a file is not a
     tiler document, or names an unknown chip, operator or target."""
-    from .check import check_document
-    from .space import read_text_file
+    from . import api
 
     failed = False
     for name in files:
-        text = read_text_file(name, "file")  # PATH: cannot read file: WHY (binary, UTF-16, a folder, ...)
-        try:
-            doc = json.loads(text)
-        except (RecursionError, ValueError) as exc:  # JSONDecodeError; too deep; an int of > 4300 digits
-            where = (
-                f" at line {exc.lineno} column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else ""
-            )
-            why = " (nested too deep)" if isinstance(exc, RecursionError) else ""
-            raise TilerError(f"{name}: not JSON{where}{why}") from None
-        try:
-            checked, findings = check_document(doc, obj["hardware_dir"], target)
-        except TilerError as exc:
-            raise TilerError(f"{name}: {exc}") from None
+        checked, findings = api.check(name, target, obj["hardware_dir"])
         for f in findings:
             click.echo(f"{name}: {f}")
         failed |= bool(findings)
@@ -910,7 +883,8 @@ def sweep_command(
     Exit codes: 0 all rows ok; 1 some rows failed (status=error, reason in `error`); 2 bad input; 130 interrupted
     by Ctrl-C, 143 by SIGTERM (finished rows are kept: rerun with --resume).
     """
-    from .sweep import WorkerDied, _split_chips, default_out, journal_path, run_sweep
+    from . import api
+    from .sweep import WorkerDied, _split_chips, default_out, journal_path
 
     if hardware_dir is None and isinstance(ctx.obj, dict):
         hardware_dir = ctx.obj.get("hardware_dir")
@@ -925,7 +899,7 @@ def sweep_command(
     if threading.current_thread() is threading.main_thread():  # signal handlers belong to the main thread
         previous = signal.signal(signal.SIGTERM, on_term)
     try:
-        report = run_sweep(
+        report = api.sweep(
             shapes,
             op,
             chip_ids,
@@ -1012,10 +986,10 @@ def report_command(ctx, result, out_path, row):
     predicted time of every row (log axis, grouped by shape family) coloured by bound, one row's per-pipe
     breakdown, each row's tiling and the targets that can run it, and a document's code per target (needs
     tiler[report])."""
-    from .report import write_report  # plotly is imported only when the command runs
+    from . import api
 
     hw = (ctx.obj or {}).get("hardware_dir")
-    path = write_report(result, out_path, row, hw)
+    path = api.report(result, out_path, row, hw)
     click.echo(f"wrote {path}", err=True)
 
 
