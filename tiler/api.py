@@ -352,7 +352,7 @@ class RankTable:
     chip: Any
     ranked: Any
     rejected: Any
-    rows: int  # the rows read
+    given: int  # the rows read
     skipped: int  # rows for another problem or kernel (select_rows)
     agreed: Any  # (measured column, tiler.agreement.Agreement) or None
     vendor: Any

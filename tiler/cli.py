@@ -570,7 +570,7 @@ def rank(obj, op, chip_id, shape, dtype, candidates, fmt, target, top, diverse):
         click.echo(f"row {r.get('row', '?')}: infeasible: {r.get('reason', '')}", err=True)
     if skipped:
         click.echo(
-            f"note: {skipped} of {table.rows} rows skipped: another shape, dtype or implementation than "
+            f"note: {skipped} of {table.given} rows skipped: another shape, dtype or implementation than "
             f"{problem.label()}",
             err=True,
         )

@@ -78,13 +78,7 @@ def tiling_document(
         custom = not any(all(c.cand[k][0] == cand[k][0] for k in cand) for c in runnable.choices.values())
     doc = {
         "schema": TILING_SCHEMA,
-        "tool": {"name": "tiler", "version": __version__},
-        "chip": {
-            "id": chip.id,
-            "family": chip.family,
-            "cores": chip.cores,
-            "profile_hash": chip.profile_hash,
-        },
+        **_made_by(chip),
         "op": problem.OP,
         "problem": problem.to_dict(),
         "tiling": {**{k: _num(v) for k, v in tiling.items()}, **op.derived(problem, tiling, row)},
@@ -117,10 +111,9 @@ def tiling_document(
     return doc
 
 
-def library_document(chip, op: str, entries: list[dict]) -> dict:
-    """A `tiler.library/v1`: many tiling documents of one chip and op, keyed by problem."""
+def _made_by(chip) -> dict:
+    """The `tool` and `chip` sections every document starts with (tiling and library alike)."""
     return {
-        "schema": LIBRARY_SCHEMA,
         "tool": {"name": "tiler", "version": __version__},
         "chip": {
             "id": chip.id,
@@ -128,6 +121,14 @@ def library_document(chip, op: str, entries: list[dict]) -> dict:
             "cores": chip.cores,
             "profile_hash": chip.profile_hash,
         },
+    }
+
+
+def library_document(chip, op: str, entries: list[dict]) -> dict:
+    """A `tiler.library/v1`: many tiling documents of one chip and op, keyed by problem."""
+    return {
+        "schema": LIBRARY_SCHEMA,
+        **_made_by(chip),
         "op": op,
         "entries": entries,
     }
