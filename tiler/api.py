@@ -53,25 +53,15 @@ def _chip(chip, hardware_dir=None):
     return check_constants(load_chip(str(chip), hardware_dir))
 
 
-def _fixes(fix) -> dict[str, str]:
-    from .space import parse_fixes
-
-    if fix is None:
-        return {}
-    if isinstance(fix, str):
-        fix = [f for f in fix.split(",") if f.strip()]
-    return parse_fixes(fix)
-
-
 def _setup(op: str, chip, shape, dtype, hardware_dir, fix=None, target: str = "any"):
     from .operator import get_operator
     from .problem import parse_problem, parse_shape_text
-    from .space import load_space
+    from .space import load_space, parse_fixes
 
     chip = _chip(chip, hardware_dir)
     fields_ = parse_shape_text(shape) if isinstance(shape, str) else dict(shape)
     problem = parse_problem(op, fields_, dtype)
-    space = load_space(op, chip.family).pin(_fixes(fix)).for_target(target)
+    space = load_space(op, chip.family).pin(parse_fixes(fix)).for_target(target)
     get_operator(op, chip.family, target).admit(problem, chip)
     return chip, problem, space
 
@@ -213,10 +203,11 @@ def _search_space(op, chip, shape, dtype, fix, target, top, strategy, trials, ha
     """`search(..., space=...)`: the user space ranked (tiler.triton.search_space), after refusing the arguments
     that belong to a search of the model's own space (each refusal one line naming the argument)."""
     from .errors import TilerError
+    from .space import parse_fixes
     from .triton import TARGET, search_space
 
     why = "the space's configs are ranked as given"
-    if _fixes(fix):
+    if parse_fixes(fix):
         raise TilerError(f"fix: not with space ({why}: cut the params' values or add a restriction)")
     if target not in ("any", TARGET):
         raise TilerError(
@@ -239,11 +230,11 @@ def _runnable(problem, chip, space, res, fix):
     """The per-target answers of a search result (tiler.search.runnable.per_target)."""
     from .search import exhaustive
     from .search.runnable import per_target
-    from .space import load_space
+    from .space import load_space, parse_fixes
 
     if space.target == "any":
         return per_target(problem, chip, space, res)
-    free = load_space(problem.OP, chip.family).pin(_fixes(fix))
+    free = load_space(problem.OP, chip.family).pin(parse_fixes(fix))
     best = exhaustive(problem, chip, free, top=1)
     return per_target(problem, chip, free, best, only=space.target, known={space.target: res})
 

@@ -151,9 +151,12 @@ class Space:
 
 
 def parse_fixes(items) -> dict[str, str]:
-    """`--fix` values (`KNOB=VALUE` strings, or a dict) as knob -> value text; `Space.pin` checks them."""
+    """`--fix` values (`KNOB=VALUE` strings, one comma-separated string of them, a dict, or None) as knob -> value
+    text; `Space.pin` checks them."""
     if isinstance(items, dict):
         return {str(k).strip(): str(v).strip() for k, v in items.items()}
+    if isinstance(items, str):  # the API's fix="a=1,b=2"
+        items = [f for f in items.split(",") if f.strip()]
     out = {}
     for item in items or ():
         if "=" not in str(item):
