@@ -363,8 +363,14 @@ def test_tie_order_is_validated_in_a_profile(chip, tmp_path):
     assert bad != text
     f = tmp_path / "h200.toml"
     f.write_text(bad)
+    from tiler.api import _chip
+    from tiler.operator import check_constants
+
+    chip = load_profile(f)  # a profile is data: the operators check the constants they read (issue 32)
     with pytest.raises(TilerError, match="tie_order_async"):
-        load_profile(f)
+        check_constants(chip)
+    with pytest.raises(TilerError, match="tie_order_async"):  # as every use case does after loading a chip
+        _chip(str(f))
 
 
 def test_rank_and_explain_accept_the_triton_tutorials_spellings(capsys):

@@ -19,13 +19,14 @@ import pytest
 from click.testing import CliRunner
 from conftest import FAST
 
+from tiler.cli import sweep_command
 from tiler.errors import TilerError
 from tiler.hardware import load_chip
 from tiler.problem import parse_problem
 from tiler.runners import external
 from tiler.search import bayes
 from tiler.space import load_space
-from tiler.sweep import journal_path, run_sweep, sweep_command
+from tiler.sweep import journal_path, run_sweep
 
 ROOT = Path(__file__).resolve().parent.parent
 # ~0.1-0.3 s per search (as in test_sweep.py): slow enough that a kill lands mid-way

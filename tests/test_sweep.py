@@ -20,10 +20,11 @@ import pytest
 from click.testing import CliRunner
 from conftest import FAST
 
+from tiler.cli import sweep_command
 from tiler.errors import TilerError
 from tiler.export import validate
 from tiler.progress import Progress
-from tiler.sweep import journal_path, run_sweep, sweep_command
+from tiler.sweep import journal_path, run_sweep
 
 ROOT = Path(__file__).resolve().parent.parent
 # ~0.1-0.3 s per search: slow enough that a kill lands mid-way

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from . import lookup as _fast_lookup
 from .search.result import SearchResult
 
 __all__ = [
@@ -28,10 +29,14 @@ __all__ = [
     "Ranking",
     "Result",
     "calibrate",
+    "check",
     "emit",
     "explain",
     "lookup",
+    "lookup_slowdown",
     "rank",
+    "rank_table",
+    "report",
     "search",
     "shapes",
     "sweep",
@@ -39,32 +44,24 @@ __all__ = [
 
 
 def _chip(chip, hardware_dir=None):
+    """A chip id or profile path loaded, its operators' constants checked (a loaded Chip passes through)."""
     from .hardware import load_chip
+    from .operator import check_constants
 
     if hasattr(chip, "family") and hasattr(chip, "cores"):  # a loaded Chip
         return chip
-    return load_chip(str(chip), hardware_dir)
-
-
-def _fixes(fix) -> dict[str, str]:
-    from .space import parse_fixes
-
-    if fix is None:
-        return {}
-    if isinstance(fix, str):
-        fix = [f for f in fix.split(",") if f.strip()]
-    return parse_fixes(fix)
+    return check_constants(load_chip(str(chip), hardware_dir))
 
 
 def _setup(op: str, chip, shape, dtype, hardware_dir, fix=None, target: str = "any"):
     from .operator import get_operator
     from .problem import parse_problem, parse_shape_text
-    from .space import load_space
+    from .space import load_space, parse_fixes
 
     chip = _chip(chip, hardware_dir)
     fields_ = parse_shape_text(shape) if isinstance(shape, str) else dict(shape)
     problem = parse_problem(op, fields_, dtype)
-    space = load_space(op, chip.family).pin(_fixes(fix)).for_target(target)
+    space = load_space(op, chip.family).pin(parse_fixes(fix)).for_target(target)
     get_operator(op, chip.family, target).admit(problem, chip)
     return chip, problem, space
 
@@ -107,6 +104,14 @@ class Result(SearchResult):
             take(self.cands, slice(i, i + 1)),
             self.runnable if i == 0 else None,
         )
+
+    def advice(self) -> list[str]:
+        """The optimisation checklist items that apply to the best tiling (tiler.advice), one line each."""
+        from .advice import advice
+        from .space import take
+
+        one = slice(0, 1)
+        return advice(self.problem, self.chip, self.space, take(self.cands, one), take(self.est, one))
 
     def write(self, path: str | os.PathLike, i: int = 0) -> None:
         """Validate and write `document(i)` atomically (tiler.io: missing folders are created)."""
@@ -198,10 +203,11 @@ def _search_space(op, chip, shape, dtype, fix, target, top, strategy, trials, ha
     """`search(..., space=...)`: the user space ranked (tiler.triton.search_space), after refusing the arguments
     that belong to a search of the model's own space (each refusal one line naming the argument)."""
     from .errors import TilerError
+    from .space import parse_fixes
     from .triton import TARGET, search_space
 
     why = "the space's configs are ranked as given"
-    if _fixes(fix):
+    if parse_fixes(fix):
         raise TilerError(f"fix: not with space ({why}: cut the params' values or add a restriction)")
     if target not in ("any", TARGET):
         raise TilerError(
@@ -224,11 +230,11 @@ def _runnable(problem, chip, space, res, fix):
     """The per-target answers of a search result (tiler.search.runnable.per_target)."""
     from .search import exhaustive
     from .search.runnable import per_target
-    from .space import load_space
+    from .space import load_space, parse_fixes
 
     if space.target == "any":
         return per_target(problem, chip, space, res)
-    free = load_space(problem.OP, chip.family).pin(_fixes(fix))
+    free = load_space(problem.OP, chip.family).pin(parse_fixes(fix))
     best = exhaustive(problem, chip, free, top=1)
     return per_target(problem, chip, free, best, only=space.target, known={space.target: res})
 
@@ -323,21 +329,66 @@ def rank(
     hardware_dir: str | os.PathLike | None = None,
 ) -> Ranking:
     """`tiler rank`: score a table of tilings (a pandas DataFrame, or a CSV path) for one problem."""
+    table = rank_table(op, chip, shape, candidates, dtype, target, hardware_dir)
+    return Ranking(table.ranked, table.rejected)
+
+
+@dataclass
+class RankTable:
+    """What `tiler rank` shows: the ranked rows (after `diverse` and `top`), the rejected ones, how many rows were
+    for another problem, the agreement with measured times and the vendor comparison (None without measured times),
+    and the knobs whose defaults measured rows took."""
+
+    problem: Any
+    chip: Any
+    ranked: Any
+    rejected: Any
+    given: int  # the rows read
+    skipped: int  # rows for another problem or kernel (select_rows)
+    agreed: Any  # (measured column, tiler.agreement.Agreement) or None
+    vendor: Any
+    defaulted: Any  # tiler.rank.defaults_taken
+
+
+def rank_table(
+    op: str,
+    chip,
+    shape,
+    candidates,
+    dtype: str | None = None,
+    target: str = "any",
+    hardware_dir: str | os.PathLike | None = None,
+    top: int | None = None,
+    diverse: bool = False,
+) -> RankTable:
+    """`tiler rank` in full: `rank` plus the agreement of the model's order with measured times (over every ranked
+    row, before `diverse` and `top`), the vendor comparison, the knobs measured rows left at a default, and the rows
+    ordered as the diverse top-k (`diverse`) and cut to `top`."""
     import pandas as pd
 
-    from .errors import TilerError
-    from .rank import rank_candidates
+    from .operator import get_operator
+    from .rank import (
+        defaults_taken,
+        diverse_rows,
+        measured_agreement,
+        rank_candidates,
+        read_candidates,
+        vendor_of,
+    )
 
     chip, problem, space = _setup(op, chip, shape, dtype, hardware_dir, target=target)
-    if isinstance(candidates, pd.DataFrame):
-        df = candidates
-    else:
-        try:
-            df = pd.read_csv(candidates)
-        except (OSError, ValueError) as exc:
-            raise TilerError(f"candidates: cannot read {candidates}: {exc}") from None
+    df = candidates if isinstance(candidates, pd.DataFrame) else read_candidates(candidates, "candidates")
     ranked, rejected = rank_candidates(problem, chip, df, space)
-    return Ranking(ranked, rejected)
+    skipped = len(df) - len(ranked) - len(rejected)  # select_rows: rows for another problem or kernel
+    agreed = measured_agreement(ranked)  # before top and diverse: every ranked row, in the model's order
+    model = get_operator(problem.OP, chip.family, space.target)
+    vendor = vendor_of(problem, df, ranked, model.IMPLS) if agreed is not None else None
+    took = defaults_taken(ranked, rejected)
+    if diverse:
+        ranked = diverse_rows(ranked, model.SHAPE_KNOBS, model.DEPTH_KNOB)
+    if top is not None:
+        ranked = ranked.head(top)
+    return RankTable(problem, chip, ranked, rejected, len(df), skipped, agreed, vendor, took)
 
 
 def sweep(shapes, op: str, chips, out: str | os.PathLike | None = None, **kw: Any):
@@ -346,6 +397,38 @@ def sweep(shapes, op: str, chips, out: str | os.PathLike | None = None, **kw: An
     from .sweep import run_sweep
 
     return run_sweep(shapes, op, chips, out, **kw)
+
+
+def report(result, out: str | os.PathLike | None = None, row: int | None = None, hardware_dir=None) -> Path:
+    """`tiler report`: draw a sweep table or a search/explain document as one HTML page (tiler.report, needs
+    tiler[report]); returns the path written (default: RESULT with the suffix .html)."""
+    from .report import write_report  # plotly is imported only here
+
+    return write_report(result, out, row, hardware_dir)
+
+
+def check(path: str | os.PathLike, target: str | None = None, hardware_dir=None) -> tuple[int, list]:
+    """`tiler check` of one exported file (tiling or library JSON): (views checked, the rules broken, each a
+    tiler.check.Finding). A file that cannot be read, is not JSON or not a tiler document, or names an unknown chip,
+    operator or target raises TilerError naming the file."""
+    import json
+
+    from .check import check_document
+    from .errors import TilerError
+    from .space import read_text_file
+
+    name = str(path)
+    text = read_text_file(name, "file")  # PATH: cannot read file: WHY (binary, UTF-16, a folder, ...)
+    try:
+        doc = json.loads(text)
+    except (RecursionError, ValueError) as exc:  # JSONDecodeError; too deep; an int of > 4300 digits
+        where = f" at line {exc.lineno} column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else ""
+        why = " (nested too deep)" if isinstance(exc, RecursionError) else ""
+        raise TilerError(f"{name}: not JSON{where}{why}") from None
+    try:
+        return check_document(doc, hardware_dir, target)
+    except TilerError as exc:
+        raise TilerError(f"{name}: {exc}") from None
 
 
 def lookup(
@@ -364,6 +447,33 @@ def lookup(
     from .lookup import lookup as _lookup
 
     return _lookup(library, op, chip, shape, dtype, slowdown=slowdown, hardware_dir=hardware_dir)
+
+
+def lookup_slowdown(lib, out: dict, hardware_dir=None) -> None:
+    """The model's slowdown of reusing the nearest entry `out` of the fast library `lib` (tiler.lookup.Library):
+    best_time_us (an exhaustive search of the query shape for the entry's target), reused_time_us (the entry's
+    tiling explained on the query shape) and slowdown = reused / best; a tiling the query shape does not admit
+    gets slowdown None and reuse_error. `Library.lookup(slowdown=True)` calls this (installed below)."""
+    from .errors import TilerError
+    from .space import load_space
+
+    shape, dtype, _ = lib.parse(out["query"].split(":")[1], out["query"].rsplit(":", 1)[1])
+    target = out.get("search", {}).get("target", "any")
+    chip = lib.chip.get("id", "")
+    best = search(lib.op, chip, shape, dtype, target=target, top=1, hardware_dir=hardware_dir)
+    out["best_time_us"] = float(best.row(0)["time_us"])
+    from .hardware import load_chip
+
+    family = lib.chip.get("family") or load_chip(chip, hardware_dir).family
+    names = set(load_space(lib.op, family).names)
+    tiling = {k: v for k, v in out["tiling"].items() if k in names}
+    try:
+        reused = explain(lib.op, chip, shape, tiling, dtype, target=target, hardware_dir=hardware_dir)
+    except TilerError as exc:
+        out.update(reused_time_us=None, slowdown=None, reuse_error=str(exc))
+        return
+    out["reused_time_us"] = float(reused.row["time_us"])
+    out["slowdown"] = out["reused_time_us"] / out["best_time_us"]
 
 
 def emit(
@@ -525,3 +635,8 @@ def calibrate(
             )
     result.notes = notes
     return result
+
+
+_fast_lookup.install_slowdown(
+    lookup_slowdown
+)  # Library.lookup(slowdown=True) runs the model through this layer

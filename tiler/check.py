@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from .errors import TilerError
 from .export import LIBRARY_SCHEMA, validate
 from .hardware import load_chip
-from .operator import get_operator
+from .operator import check_constants, get_operator
 from .problem import parse_problem
 
 NO_VIEW = (
@@ -43,7 +43,7 @@ def check_document(doc, hardware_dir=None, only: str | None = None) -> tuple[int
         raise TilerError(
             f"target: must be one of {allowed} for {doc['op']} on {doc['chip']['family']}, got {only!r}"
         )
-    chip = load_chip(doc["chip"]["id"], hardware_dir)
+    chip = check_constants(load_chip(doc["chip"]["id"], hardware_dir))
     if chip.family != doc["chip"]["family"]:
         raise TilerError(
             f"chip: the document says family {doc['chip']['family']!r} but {chip.id} is a {chip.family!r} chip"

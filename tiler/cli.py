@@ -8,7 +8,11 @@ from __future__ import annotations
 
 import contextlib
 import json
+import shlex
+import signal
 import sys
+import threading
+from collections.abc import Iterable
 from pathlib import Path
 
 import click
@@ -16,24 +20,6 @@ import click
 from .errors import TilerError
 
 FORMATS = click.Choice(["table", "json"])
-
-
-def _chip(chip_id: str, hardware_dir):
-    from .hardware import load_chip
-
-    return load_chip(chip_id, hardware_dir)
-
-
-def _setup(op, chip_id, shape, dtype, hardware_dir, fix=(), target="any"):
-    from .operator import get_operator
-    from .problem import parse_problem, parse_shape_text
-    from .space import load_space, parse_fixes
-
-    chip = _chip(chip_id, hardware_dir)
-    problem = parse_problem(op, parse_shape_text(shape), dtype)
-    space = load_space(op, chip.family).pin(parse_fixes(fix)).for_target(target)
-    get_operator(op, chip.family, target).admit(problem, chip)
-    return chip, problem, space
 
 
 def _load_tiling(text: str) -> dict:
@@ -131,11 +117,12 @@ def cli(ctx, debug, hardware_dir):
 @click.pass_obj
 def chips(obj, fmt):
     """List the known chips: cores, clock, fp16 peak, memory."""
+    from . import api
     from .hardware import known_chips
 
     rows = []
     for cid in known_chips(obj["hardware_dir"]):
-        c = _chip(cid, obj["hardware_dir"])
+        c = api._chip(cid, obj["hardware_dir"])
         rows.append(
             {
                 "id": c.id,
@@ -212,11 +199,24 @@ def _common(f):
     return f
 
 
+# option blocks shared by several commands (search, sweep, explain, rank, calibrate)
+_STRATEGY = click.option(
+    "--strategy", default="exhaustive", show_default=True, help="exhaustive, tpe, random or auto."
+)
+_SEED = click.option("--seed", type=int, default=0, show_default=True)
+_JUDGE_TARGET = click.option(
+    "--target",
+    default="any",
+    show_default=True,
+    help="Judge the tiling(s) by this code generator's rules too (see tiler search --target).",
+)
+
+
 @cli.command()
 @_common
-@click.option("--strategy", default="exhaustive", show_default=True, help="exhaustive, tpe, random or auto.")
+@_STRATEGY
 @click.option("--trials", type=int, default=None, help="Trials for tpe/random.")
-@click.option("--seed", type=int, default=0, show_default=True)
+@_SEED
 @click.option("--fix", multiple=True, help="Pin a knob: --fix KNOB=VALUE (repeatable).")
 @click.option("--top", type=int, default=5, show_default=True, help="How many of the best tilings to show.")
 @click.option(
@@ -305,10 +305,8 @@ def search(
     """Find the best tiling for one problem on one chip, and the best each code generator can run; with --space,
     the best configs of a user's Triton kernel space (docs/triton.md)."""
     from . import api
-    from .advice import advice
     from .export import dump_json, emit_code, write_json
     from .io import check_writable
-    from .space import take
 
     # --emit with an explicit --top K prints K configs (a Triton target); without --top, the one best
     many = click.get_current_context().get_parameter_source("top") != click.core.ParameterSource.DEFAULT
@@ -372,7 +370,8 @@ def search(
         raise TilerError(f"--emit: must be the searched target ({target}), got {emit!r}")
     if top < 1:
         raise TilerError(f"--top: must be >= 1, got {top}")
-    from .search.bayes import check_seed, check_timeout
+    from .search import check_seed
+    from .search.bayes import check_timeout
 
     check_timeout(measure_timeout)  # 0, nan, inf: refused (not dropped as falsy, nor crashing later)
     check_seed(seed)
@@ -442,7 +441,7 @@ def search(
         ):  # the vendor's time, and the measured best's speed over it (above 1: faster)
             doc["measurement"]["vendor"] = dict(res.vendor)
             doc["measurement"]["vs_vendor"] = res.vendor["us"] / float(measured[0])
-    lines = advice(problem, chip, space, take(res.cands, slice(0, 1)), take(res.est, slice(0, 1)))
+    lines = res.advice()
     if fmt == "json":
         doc["advice"] = lines
         doc["alternatives"] = [
@@ -503,12 +502,7 @@ def search(
     "--tiling", required=True, help="JSON object of knob -> value, or a file (an exported document works)."
 )
 @click.option("--format", "fmt", type=FORMATS, default="table")
-@click.option(
-    "--target",
-    default="any",
-    show_default=True,
-    help="Judge the tiling(s) by this code generator's rules too (see tiler search --target).",
-)
+@_JUDGE_TARGET
 @click.pass_obj
 def explain(obj, op, chip_id, shape, dtype, tiling, fmt, target):
     """Break down one given tiling: pipes, bound, waves and balance, L2, roofline, advice. The tiling may use a
@@ -538,12 +532,7 @@ def explain(obj, op, chip_id, shape, dtype, tiling, fmt, target):
     "--candidates", required=True, type=click.Path(dir_okay=False), help="CSV of tilings (one per row)."
 )
 @click.option("--format", "fmt", type=click.Choice(["csv", "json", "table"]), default="csv")
-@click.option(
-    "--target",
-    default="any",
-    show_default=True,
-    help="Judge the tiling(s) by this code generator's rules too (see tiler search --target).",
-)
+@_JUDGE_TARGET
 @click.option("--top", type=int, default=None, help="Show only the first N ranked rows (default: all).")
 @click.option(
     "--diverse/--plain",
@@ -563,36 +552,25 @@ def rank(obj, op, chip_id, shape, dtype, candidates, fmt, target, top, diverse):
     vendor_us / vendor_ms column), the block says how fast the model's pick and the best row run against it (JSON:
     "vendor"). Its
     missing knob columns take the defaults of a kernel without them, named in a note and the `defaulted` column."""
-    from .operator import get_operator
-    from .rank import (
-        defaulted_text,
-        defaults_taken,
-        diverse_rows,
-        measured_agreement,
-        rank_candidates,
-        read_candidates,
-        vendor_of,
-    )
+    from . import api
+    from .rank import defaulted_text
 
     if top is not None and top < 1:
         raise TilerError(f"--top: must be >= 1, got {top}")
-    chip, problem, space = _setup(op, chip_id, shape, dtype, obj["hardware_dir"], target=target)
-    df = read_candidates(candidates, "--candidates")
-    ranked, rejected = rank_candidates(problem, chip, df, space)
-    skipped = len(df) - len(ranked) - len(rejected)  # select_rows: rows for another problem or kernel
-    agreed = measured_agreement(ranked)  # before --top and --diverse: every ranked row, in the model's order
-    model = get_operator(problem.OP, chip.family, space.target)
-    vendor = vendor_of(problem, df, ranked, model.IMPLS) if agreed is not None else None
-    took = defaults_taken(ranked, rejected)
-    if diverse:
-        ranked = diverse_rows(ranked, model.SHAPE_KNOBS, model.DEPTH_KNOB)
-    if top is not None:
-        ranked = ranked.head(top)
+    table = api.rank_table(op, chip_id, shape, candidates, dtype, target, obj["hardware_dir"], top, diverse)
+    problem, ranked, rejected, agreed, vendor = (
+        table.problem,
+        table.ranked,
+        table.rejected,
+        table.agreed,
+        table.vendor,
+    )
+    skipped, took = table.skipped, table.defaulted
     for _, r in rejected.iterrows():
         click.echo(f"row {r.get('row', '?')}: infeasible: {r.get('reason', '')}", err=True)
     if skipped:
         click.echo(
-            f"note: {skipped} of {len(df)} rows skipped: another shape, dtype or implementation than "
+            f"note: {skipped} of {table.given} rows skipped: another shape, dtype or implementation than "
             f"{problem.label()}",
             err=True,
         )
@@ -637,7 +615,7 @@ def rank(obj, op, chip_id, shape, dtype, candidates, fmt, target, top, diverse):
 @click.option("--measurements", required=True, type=click.Path(dir_okay=False, exists=True))
 @click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False))
 @click.option("--folds", type=int, default=4, show_default=True)
-@click.option("--seed", type=int, default=0, show_default=True)
+@_SEED
 @click.option(
     "--fit-shapes",
     default=None,
@@ -664,18 +642,18 @@ def calibrate(obj, chip_id, op, measurements, out_path, folds, seed, fit_shapes,
     """Fit the profile's constants to measured latencies (tiler's table, or an msprof op_summary whose pipe columns
     are fitted per pipe); report held-out error per pipe and ranking. Rows with only a problem and a total time (a
     library's kernels) are fitted from totals: the model's best tiling stands in for the library's."""
+    from . import api
     from .api import calibrate as fit
     from .calibrate import write_profile
     from .io import check_writable
 
     check_writable(out_path, "--out")  # refused before the fit
-    from .search import SEED_MAX
+    from .search import check_seed
 
     if not 0 <= folds <= 1000:  # k-fold by shape: 0 or 1 is none; more folds than shapes is one per shape
         raise TilerError(f"--folds: must be an integer in 0..1000, got {folds}")
-    if not 0 <= seed <= SEED_MAX:
-        raise TilerError(f"--seed: must be an integer in 0..{SEED_MAX}, got {seed}")
-    chip = _chip(chip_id, obj["hardware_dir"])
+    check_seed(seed, "--seed")
+    chip = api._chip(chip_id, obj["hardware_dir"])
     shapes = [s.strip() for s in fit_shapes.split(";") if s.strip()] if fit_shapes else None
     result = fit(
         op,
@@ -705,24 +683,11 @@ def check(obj, files, target):
 
     Exit 0: every view passes; 1: a view breaks a rule (each printed as FILE: WHERE: RULE); 2: a file is not a
     tiler document, or names an unknown chip, operator or target."""
-    from .check import check_document
-    from .space import read_text_file
+    from . import api
 
     failed = False
     for name in files:
-        text = read_text_file(name, "file")  # PATH: cannot read file: WHY (binary, UTF-16, a folder, ...)
-        try:
-            doc = json.loads(text)
-        except (RecursionError, ValueError) as exc:  # JSONDecodeError; too deep; an int of > 4300 digits
-            where = (
-                f" at line {exc.lineno} column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else ""
-            )
-            why = " (nested too deep)" if isinstance(exc, RecursionError) else ""
-            raise TilerError(f"{name}: not JSON{where}{why}") from None
-        try:
-            checked, findings = check_document(doc, obj["hardware_dir"], target)
-        except TilerError as exc:
-            raise TilerError(f"{name}: {exc}") from None
+        checked, findings = api.check(name, target, obj["hardware_dir"])
         for f in findings:
             click.echo(f"{name}: {f}")
         failed |= bool(findings)
@@ -814,22 +779,221 @@ def shapes(config, op, tokens, context, batch, tp, dtype, out_path):
         )
 
 
-def _register_sweep() -> None:
-    from .sweep import sweep_command
-
-    cli.add_command(sweep_command)
+# --------------------------------------------------------------------------------------------------- sweep
 
 
-_register_sweep()
+class _InputError(click.ClickException):
+    """A TilerError inside the command: one line, exit code 2 (also when the command runs standalone)."""
+
+    exit_code = 2
+
+    def show(self, file=None) -> None:
+        click.echo(f"error: {self.format_message()}", err=True)
 
 
-def _register_report() -> None:
-    from .report import report_command  # plotly is imported only when the command runs
+def _resume_command(params: dict) -> str:
+    """The command line that continues this sweep: the same options, plus --resume."""
+    argv = ["tiler", "sweep", str(params["shapes"]), "--op", params["op"], "--chip", params["chip_ids"]]
+    for name, opt in (
+        ("out_path", "--out"),
+        ("library_path", "--library"),
+        ("scheduler", "--scheduler"),
+        ("trials", "--trials"),
+        ("dtype", "--dtype"),
+        ("hardware_dir", "--hardware-dir"),
+    ):
+        if params.get(name) is not None:
+            argv += [opt, str(params[name])]
+    if params.get("jobs", 1) != 1:
+        argv += ["--jobs", str(params["jobs"])]
+    if params.get("strategy", "exhaustive") != "exhaustive":
+        argv += ["--strategy", params["strategy"]]
+    if params.get("seed", 0) != 0:
+        argv += ["--seed", str(params["seed"])]
+    for f in params.get("fix") or ():
+        argv += ["--fix", f]
+    if params.get("quiet"):
+        argv.append("--quiet")
+    return shlex.join(argv + ["--resume"])
 
-    cli.add_command(report_command)
+
+@click.command("sweep")
+@click.argument("shapes", type=click.Path(dir_okay=False))
+@click.option("--op", required=True, help="Operator (tiler ops); the CSV columns are its problem fields.")
+@click.option("--chip", "chip_ids", required=True, help="Chip id, or several separated by commas.")
+@click.option(
+    "--out",
+    "out_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Output table: .csv (default results/sweep_<op>_<chips>.csv) or .parquet (needs pyarrow).",
+)
+@click.option(
+    "--library",
+    "library_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Also write a tiler.library/v1 JSON of the ok rows (one file per chip: lib.<chip>.json).",
+)
+@click.option(
+    "--jobs", type=int, default=1, show_default=True, help="Local worker processes (0: one per CPU)."
+)
+@click.option("--resume", is_flag=True, help="Skip the searches already in the journal (<out>.journal.db).")
+@_STRATEGY
+@_SEED
+@click.option("--trials", type=int, default=None, help="Trials per search for tpe/random.")
+@click.option("--fix", multiple=True, help="Pin a knob for every row: --fix KNOB=VALUE (repeatable).")
+@click.option("--dtype", default=None, help="dtype of rows without a dtype value (default fp16).")
+@click.option("--scheduler", default=None, help="Dask distributed scheduler address (needs tiler[dask]).")
+@click.option("--quiet", is_flag=True, help="No progress line (it is drawn only on a terminal anyway).")
+@click.option(
+    "--target",
+    default="any",
+    show_default=True,
+    help="Search only what this code generator can run as exported (see tiler search --target).",
+)
+@click.option(
+    "--hardware-dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Folder of extra chip profiles (default: the tiler group's --hardware-dir).",
+)
+@click.pass_context
+def sweep_command(
+    ctx,
+    shapes,
+    op,
+    chip_ids,
+    out_path,
+    library_path,
+    jobs,
+    resume,
+    strategy,
+    seed,
+    trials,
+    fix,
+    dtype,
+    scheduler,
+    quiet,
+    target,
+    hardware_dir,
+):
+    """Search every row of a shape CSV on one or more chips; write one table (and a tiling library).
+
+    Exit codes: 0 all rows ok; 1 some rows failed (status=error, reason in `error`); 2 bad input; 130 interrupted
+    by Ctrl-C, 143 by SIGTERM (finished rows are kept: rerun with --resume).
+    """
+    from . import api
+    from .sweep import WorkerDied, _split_chips, default_out, journal_path
+
+    if hardware_dir is None and isinstance(ctx.obj, dict):
+        hardware_dir = ctx.obj.get("hardware_dir")
+    out = out_path or None  # the text as given: Path() would drop a trailing '/' that --out must refuse
+    terminated: list[int] = []
+
+    def on_term(signum, frame):  # SIGTERM (kill, timeout, a scheduler) ends the sweep as Ctrl-C does
+        terminated.append(signum)
+        raise KeyboardInterrupt
+
+    previous = None
+    if threading.current_thread() is threading.main_thread():  # signal handlers belong to the main thread
+        previous = signal.signal(signal.SIGTERM, on_term)
+    try:
+        report = api.sweep(
+            shapes,
+            op,
+            chip_ids,
+            out,
+            library=library_path,
+            jobs=jobs,
+            resume=resume,
+            strategy=strategy,
+            seed=seed,
+            trials=trials,
+            fix=list(fix),
+            dtype=dtype,
+            scheduler=scheduler,
+            quiet=quiet,
+            hardware_dir=hardware_dir,
+            target=target,
+        )
+    except TilerError as exc:
+        raise _InputError(str(exc)) from None
+    except (WorkerDied, KeyboardInterrupt) as exc:
+        # a SIGTERM to the process group can kill a worker before the parent's own SIGTERM is handled
+        if isinstance(exc, WorkerDied) and not terminated:
+            click.echo(f"error: {exc}", err=True)
+            raise SystemExit(1) from None
+        jp = journal_path(out or default_out(op, _split_chips(chip_ids)))
+        click.echo(
+            f"\n{'terminated (SIGTERM)' if terminated else 'interrupted'}: finished rows are kept in {jp}.\n"
+            f"to continue, run the same command with --resume:\n  {_resume_command(ctx.params)}",
+            err=True,
+        )
+        raise SystemExit(143 if terminated else 130) from None
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+    for line in report.summary():
+        click.echo(line, err=True)
+    if report.exit_code:
+        # SystemExit, not ctx.exit(): it keeps its code through `tiler`'s non-standalone main() as well
+        raise SystemExit(report.exit_code)
 
 
-_register_report()
+def sweep_main(argv: Iterable[str] | None = None) -> int:
+    """`python -m tiler.sweep ...`: the sweep command on its own (same options and exit codes as `tiler sweep`)."""
+    try:
+        sweep_command.main(
+            args=list(sys.argv[1:] if argv is None else argv), prog_name="tiler sweep", standalone_mode=False
+        )
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else 1
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except click.exceptions.Abort:
+        return 130
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code if isinstance(exc, _InputError) else 2
+    return 0
+
+
+cli.add_command(sweep_command)
+
+
+# --------------------------------------------------------------------------------------------------- report
+
+
+@click.command("report")
+@click.argument("result", type=click.Path(dir_okay=True))
+@click.option(
+    "--out",
+    "out_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="The HTML file to write (folders are created); default: RESULT with the suffix .html.",
+)
+@click.option(
+    "--row",
+    type=int,
+    default=None,
+    help="The row whose per-pipe breakdown is drawn, as numbered in the page (#N); default: the slowest.",
+)
+@click.pass_context
+def report_command(ctx, result, out_path, row):
+    """Draw a sweep table or a search/explain JSON document as one self-contained HTML page: a roofline, the
+    predicted time of every row (log axis, grouped by shape family) coloured by bound, one row's per-pipe
+    breakdown, each row's tiling and the targets that can run it, and a document's code per target (needs
+    tiler[report])."""
+    from . import api
+
+    hw = (ctx.obj or {}).get("hardware_dir")
+    path = api.report(result, out_path, row, hw)
+    click.echo(f"wrote {path}", err=True)
+
+
+cli.add_command(report_command)
 
 
 def _version_everywhere() -> None:

@@ -17,7 +17,7 @@ from .model.common import pipes, pipes_of_row
 from .operator import get_operator
 from .problem import Problem
 from .space import load_space
-from .target import ANY
+from .target import ANY, check_schema, check_view
 
 TILING_SCHEMA = "tiler.tiling/v1"
 LIBRARY_SCHEMA = "tiler.library/v1"
@@ -78,13 +78,7 @@ def tiling_document(
         custom = not any(all(c.cand[k][0] == cand[k][0] for k in cand) for c in runnable.choices.values())
     doc = {
         "schema": TILING_SCHEMA,
-        "tool": {"name": "tiler", "version": __version__},
-        "chip": {
-            "id": chip.id,
-            "family": chip.family,
-            "cores": chip.cores,
-            "profile_hash": chip.profile_hash,
-        },
+        **_made_by(chip),
         "op": problem.OP,
         "problem": problem.to_dict(),
         "tiling": {**{k: _num(v) for k, v in tiling.items()}, **op.derived(problem, tiling, row)},
@@ -117,10 +111,9 @@ def tiling_document(
     return doc
 
 
-def library_document(chip, op: str, entries: list[dict]) -> dict:
-    """A `tiler.library/v1`: many tiling documents of one chip and op, keyed by problem."""
+def _made_by(chip) -> dict:
+    """The `tool` and `chip` sections every document starts with (tiling and library alike)."""
     return {
-        "schema": LIBRARY_SCHEMA,
         "tool": {"name": "tiler", "version": __version__},
         "chip": {
             "id": chip.id,
@@ -128,6 +121,14 @@ def library_document(chip, op: str, entries: list[dict]) -> dict:
             "cores": chip.cores,
             "profile_hash": chip.profile_hash,
         },
+    }
+
+
+def library_document(chip, op: str, entries: list[dict]) -> dict:
+    """A `tiler.library/v1`: many tiling documents of one chip and op, keyed by problem."""
+    return {
+        "schema": LIBRARY_SCHEMA,
+        **_made_by(chip),
         "op": op,
         "entries": entries,
     }
@@ -148,7 +149,7 @@ def validate(doc: dict) -> None:
     name = {TILING_SCHEMA: "tiling_v1", LIBRARY_SCHEMA: "library_v1"}.get(doc.get("schema"))
     if name is None:
         raise TilerError(f"schema: must be {TILING_SCHEMA} or {LIBRARY_SCHEMA}, got {doc.get('schema')!r}")
-    _check(doc, load_schema(name), "")
+    check_schema(doc, load_schema(name), "")
     entries = doc["entries"] if name == "library_v1" else [doc]
     targets = get_operator(doc["op"], doc["chip"]["family"]).TARGETS
     for i, entry in enumerate(entries):
@@ -159,29 +160,7 @@ def validate(doc: dict) -> None:
                 raise TilerError(
                     f"export: {where}: {target!r} is not a target of {doc['op']} (targets: {known})"
                 )
-            _check(view, targets[target].schema, f"{where}/{target}")
-
-
-def check_view(view, schema: dict, where: str) -> None:
-    """Raise TilerError (`export: <where>/<path>: <message>`) if one view does not match its target's schema."""
-    _check(view, schema, where)
-
-
-_VALIDATORS: dict[int, tuple[dict, object]] = {}  # id -> (schema, its validator): shipped and view schemas
-
-
-def _check(doc: dict, schema: dict, prefix: str) -> None:
-    """Validate with a validator built once per schema (a library holds thousands of views)."""
-    import jsonschema
-
-    cached = _VALIDATORS.get(id(schema))
-    if cached is None or cached[0] is not schema:  # the schema object itself, not a later one at the same id
-        cached = _VALIDATORS[id(schema)] = (schema, jsonschema.validators.validator_for(schema)(schema))
-    validator = cached[1]
-    error = jsonschema.exceptions.best_match(validator.iter_errors(doc))
-    if error is not None:
-        where = "/".join([prefix] * bool(prefix) + list(map(str, error.absolute_path))) or "(top)"
-        raise TilerError(f"export: {where}: {error.message}")
+            check_view(view, targets[target].schema, f"{where}/{target}")
 
 
 def emit_code(doc: dict, target: str) -> str:

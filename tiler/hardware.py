@@ -3,7 +3,9 @@
 A profile is a TOML file with top-level `id`, `family`, `name` and sections whose keys each hold an inline table
 `{ value = ..., source = "...", tag = "confirmed" | "derived" | "estimated" | "fitted" }`. Units live in the key
 names (`_bytes`, `_gbps`, `_mhz`, `_us`, `_cycles`, `_per_cycle`). The `efficiency` section holds the constants that
-`tiler calibrate` fits, kept apart from datasheet numbers so a calibrated profile shows what was fitted.
+`tiler calibrate` fits, kept apart from datasheet numbers so a calibrated profile shows what was fitted. The ranges
+of the operators' own constants there are the operators' to check (`tiler.operator.check_constants`, which the use
+cases run after loading a chip): this module is data and imports no operator.
 
 Search order for profiles: `--hardware-dir`, then `$TILER_HARDWARE_DIR`, then the shipped `hardware/` folder.
 """
@@ -345,9 +347,6 @@ def parse_profile(raw: dict, where: str) -> Chip:
         where,
         _hash(values),
     )
-    from .operator import check_constants  # the operators of the family check the constants they read
-
-    check_constants(chip)
     return chip
 
 

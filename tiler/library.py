@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +39,7 @@ from . import lookup as _fast
 from .errors import LibraryError, ProblemError, TilerError
 from .export import validate
 from .operator import problem_class
-from .problem import Problem, parse_problem, parse_shape_text
+from .problem import Problem, parse_problem
 
 
 @dataclass
@@ -81,27 +81,10 @@ class Library:
             if query.OP != self.op:
                 raise ProblemError(f"op: this library holds {self.op} tilings, got a {query.OP} problem")
             return query
-        if isinstance(query, str):
-            query = parse_shape_text(query)
-        if not isinstance(query, dict):
-            raise ProblemError(
-                f"lookup: expected a Problem, a dict of fields or 'K=V,...' text, got {type(query).__name__}"
-            )
-        fields_ = dict(query)
-        if isinstance(
-            fields_.get("shape"), dict
-        ):  # a problem dict as exported: {"shape": {...}, "dtype": ...}
-            fields_ = {**fields_["shape"], "dtype": fields_.get("dtype")}
-        # sweep-row extras (name, count) and the keys of an exported problem that are not problem fields
-        names = {f.name for f in fields(problem_class(self.op))}
-        extras = {"name", "count", *self._frame_keys()}
-        fields_ = {k: v for k, v in fields_.items() if k in names or k not in extras}
-        return parse_problem(self.op, fields_, dtype=dtype, strict=True)
-
-    def _frame_keys(self) -> set[str]:
-        """The keys of an exported problem (Problem.to_dict) besides its shape and dtype."""
-        cls = problem_class(self.op)
-        return set(parse_problem(self.op, cls.EXAMPLE).to_dict()) - {"shape", "dtype"}
+        # the one reading of a query (text, a dict of fields with sweep-row extras, an exported problem dict):
+        # tiler.lookup's, whose field checks are parse_problem's; then the class's cross-field checks
+        shape, dt, _ = self._fast.parse(query, dtype)
+        return parse_problem(self.op, shape, dtype=dt, strict=True)
 
     def get(self, key: str) -> dict | None:
         """The entry with exactly this problem key, or None."""

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import importlib
 import json
 import math
 import os
@@ -51,7 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import LibraryError, ProblemError, TilerError
-from .problem import DTYPES, _as_choice, _as_int, parse_shape_text
+from .problem import DTYPES, check_fields, parse_shape_text
 
 LIBRARY_SCHEMA = "tiler.library/v1"  # = tiler.export.LIBRARY_SCHEMA (not imported: export imports the models)
 _SLACK = 1e-9  # the pruning compares log differences; the rank itself uses the documented formula
@@ -135,7 +136,7 @@ def spec_for(op: str) -> Spec:
     if op not in _SPECS:
         spec = read_spec(op) if op.isidentifier() else None
         if spec is None:
-            from .operator import problem_class  # the registry: imports every operator model
+            from .registry import problem_class  # the registry: loads every operator model
 
             spec = Spec.of_class(problem_class(op))
         _SPECS[op] = spec
@@ -194,27 +195,9 @@ class Library:
             )
         if isinstance(query.get("shape"), dict):  # a problem dict as exported
             query = {**query["shape"], "dtype": query.get("dtype")}
-        names = {*s.order, "dtype"}
         given = {k: v for k, v in query.items() if v is not None and v != ""}
-        for k in given:
-            if k not in names and k not in self._extras:
-                raise ProblemError(
-                    f"shape: unknown field {k!r} for {s.op}; allowed: {', '.join(s.required + tuple(s.optional))}"
-                )
-        dt = str(dtype if dtype is not None else given.get("dtype", "fp16")).strip().lower()
-        if dt not in DTYPES:
-            raise ProblemError(f"dtype: must be one of {', '.join(DTYPES)}, got {dt!r}")
-        shape: dict[str, Any] = {}
-        for name in s.required:
-            if name not in given:
-                raise ProblemError(f"{name}: missing; {s.op} needs {', '.join(s.required)}")
-            shape[name] = _as_int(name, given[name], s.minimum.get(name, 1))
-        for name, default in s.optional.items():
-            value = given.get(name, default)
-            if name in s.choices:
-                shape[name] = _as_choice(name, value, tuple(s.choices[name]))
-            else:
-                shape[name] = _as_int(name, value, s.minimum.get(name, 1))
+        known = {*s.order, "dtype", *self._extras}
+        shape, dt = check_fields(s.op, given, dtype, s.required, s.optional, s.choices, s.minimum, known)
         shape = {k: shape[k] for k in s.order if k in shape}
         parts = [f"{k}={v}" for k, v in shape.items() if not (k in s.choices and v == s.optional.get(k))]
         return shape, dt, f"{s.op}:{','.join(parts)}:{dt}"
@@ -367,26 +350,21 @@ class Library:
             t = out.get("estimate", {}).get("time_us")
             out.update(reused_time_us=t, best_time_us=t, slowdown=1.0)
             return
-        from .api import explain, search
-        from .space import load_space
+        if "model" not in _SLOWDOWN:
+            importlib.import_module(
+                "tiler.api"
+            )  # the lazy path: installs the model's slowdown (install_slowdown)
+        _SLOWDOWN["model"](self, out, hardware_dir)
 
-        shape, dtype, _ = self.parse(out["query"].split(":")[1], out["query"].rsplit(":", 1)[1])
-        target = out.get("search", {}).get("target", "any")
-        chip = self.chip.get("id", "")
-        best = search(self.op, chip, shape, dtype, target=target, top=1, hardware_dir=hardware_dir)
-        out["best_time_us"] = float(best.row(0)["time_us"])
-        from .hardware import load_chip
 
-        family = self.chip.get("family") or load_chip(chip, hardware_dir).family
-        names = set(load_space(self.op, family).names)
-        tiling = {k: v for k, v in out["tiling"].items() if k in names}
-        try:
-            reused = explain(self.op, chip, shape, tiling, dtype, target=target, hardware_dir=hardware_dir)
-        except TilerError as exc:
-            out.update(reused_time_us=None, slowdown=None, reuse_error=str(exc))
-            return
-        out["reused_time_us"] = float(reused.row["time_us"])
-        out["slowdown"] = out["reused_time_us"] / out["best_time_us"]
+# The model's slowdown of reusing a nearest entry (tiler.api.lookup_slowdown): it runs the search and the model, a
+# layer above this module, which installs it here when imported; only slowdown=True loads it.
+_SLOWDOWN: dict[str, Any] = {}
+
+
+def install_slowdown(fn) -> None:
+    """Called by tiler.api: fn(library, hit, hardware_dir) adds reused_time_us, best_time_us and slowdown."""
+    _SLOWDOWN["model"] = fn
 
 
 def check_document(doc, path: str = "") -> None:

@@ -23,6 +23,7 @@ declares its operators in the entry-point group `tiler.operators`, loaded once w
 
 from __future__ import annotations
 
+import importlib
 import logging
 import sys
 from abc import ABC, abstractmethod
@@ -34,6 +35,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from . import registry
 from .errors import ConfigError, ProblemError, SpaceError, TilerError, closest
 from .space import product_rows
 from .target import ANY, Target
@@ -382,7 +384,9 @@ def _qualname(cls: type) -> str:
 
 
 def _load_ops() -> None:
-    from . import ops  # noqa: F401  (importing the package registers the built-in operators)
+    # importing the package registers the built-in operators; by name, as the plug-ins are: the operators sit
+    # above this contract and import it (a static import here would be an upward one)
+    importlib.import_module("tiler.ops")
 
 
 def _load_builtin() -> None:
@@ -448,11 +452,14 @@ def problem_class(op: str) -> type[Problem]:
     raise ProblemError(f"op: unknown operator {op!r}; {closest(op, {o for o, _ in _REGISTRY})}")
 
 
-def check_constants(chip: Chip) -> None:
-    """Raise ConfigError when a constant an operator of the chip's family reads is out of its range (at load)."""
+def check_constants(chip: Chip) -> Chip:
+    """Raise ConfigError when a constant an operator of the chip's family reads is out of its range; else return
+    the chip. tiler.hardware validates a profile without the operators (it sits below them): the use cases run
+    this right after loading a chip (tiler.api's chip set-up, tiler check, tiler report, sweeps)."""
     for (_, family), cls in sorted(_registry().items()):
         if family == chip.family and cls.CONSTANTS:
             cls().constants(chip)
+    return chip
 
 
 def _registry() -> dict[tuple[str, str], type[Operator]]:
@@ -475,3 +482,12 @@ __all__ = [
     "register",
     "tie_preference",
 ]
+
+
+def _target_domains(op: str, family: str, target: str) -> dict | None:
+    """What Space.for_target reads (through tiler.registry): the target's knob domains, None without a target."""
+    t = get_operator(op, family, target).target
+    return None if t is None else t.domains
+
+
+registry.install(problem_class=problem_class, target_domains=_target_domains)

@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any, ClassVar
 
 from .errors import ProblemError
+from .registry import problem_class  # filled in by tiler.operator (the registry sits above this module)
 
 DTYPES = ("fp16", "bf16", "fp32", "int8")
 DTYPE_BYTES = {"fp16": 2, "bf16": 2, "fp32": 4, "int8": 1}
@@ -182,33 +183,49 @@ def parse_problem(op: str, fields_: dict[str, Any], dtype: str | None = None, st
         fields_: the problem fields; with `strict`, unknown keys are an error (a CSV row passes strict=False).
         dtype: overrides a `dtype` entry in `fields_`; default fp16.
     """
-    from .operator import problem_class  # the registry; operators import this module, so not at the top
-
     cls = problem_class(op)
-    names = {f.name for f in fields(cls)}
     given = {k: v for k, v in fields_.items() if v is not None and v != ""}
-    if strict:
+    known = {f.name for f in fields(cls)} if strict else None
+    shape, dt = check_fields(op, given, dtype, cls.FIELDS, cls.OPTIONAL, cls.CHOICES, cls.MINIMUM, known)
+    problem = cls(dtype=dt, **shape)
+    problem.validate()
+    return problem
+
+
+def check_fields(
+    op: str,
+    given: dict[str, Any],
+    dtype: str | None,
+    required,
+    optional: dict,
+    choices: dict,
+    minimum: dict,
+    known: set[str] | None = None,
+) -> tuple[dict[str, Any], str]:
+    """(shape fields, dtype) of a problem's given fields (absent ones left out), checked against its class's
+    declarations (FIELDS, OPTIONAL, CHOICES, MINIMUM), each failure a ProblemError naming the field: the one field
+    check of `parse_problem` and of tiler.lookup (which reads the declarations without importing the class).
+    known: the names accepted (None: anything else is ignored)."""
+    if known is not None:
         for k in given:
-            if k not in names:
+            if k not in known:
                 raise ProblemError(
-                    f"shape: unknown field {k!r} for {op}; allowed: {', '.join(cls.FIELDS + tuple(cls.OPTIONAL))}"
+                    f"shape: unknown field {k!r} for {op}; allowed: {', '.join(tuple(required) + tuple(optional))}"
                 )
     # only an absent dtype means fp16: `--dtype ''` is a bad value, not the default (an empty CSV cell is absent)
     dt = dtype if dtype is not None else given.get("dtype", "fp16")
     dt = str(dt).strip().lower()
     if dt not in DTYPES:
         raise ProblemError(f"dtype: must be one of {', '.join(DTYPES)}, got {dt!r}")
-    kwargs: dict[str, Any] = {"dtype": dt}
-    for name in cls.FIELDS:
+    shape: dict[str, Any] = {}
+    for name in required:
         if name not in given:
-            raise ProblemError(f"{name}: missing; {op} needs {', '.join(cls.FIELDS)}")
-        kwargs[name] = _as_int(name, given[name], cls.MINIMUM.get(name, 1))
-    for name, default in cls.OPTIONAL.items():
+            raise ProblemError(f"{name}: missing; {op} needs {', '.join(required)}")
+        shape[name] = _as_int(name, given[name], minimum.get(name, 1))
+    for name, default in optional.items():
         value = given.get(name, default)
-        if name in cls.CHOICES:
-            kwargs[name] = _as_choice(name, value, cls.CHOICES[name])
+        if name in choices:
+            shape[name] = _as_choice(name, value, tuple(choices[name]))
         else:
-            kwargs[name] = _as_int(name, value, cls.MINIMUM.get(name, 1))
-    problem = cls(**kwargs)
-    problem.validate()
-    return problem
+            shape[name] = _as_int(name, value, minimum.get(name, 1))
+    return shape, dt

@@ -36,8 +36,6 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-import click
-
 from .errors import TilerError
 
 INSTALL = "pip install 'tiler[report]'"
@@ -234,10 +232,11 @@ def _problem(op: str, key: str):
 
 def _chip(chip_id: str, chips: dict, notes: list[str], hardware_dir=None):
     from .hardware import load_chip
+    from .operator import check_constants
 
     if chip_id not in chips:
         try:
-            chips[chip_id] = load_chip(chip_id, hardware_dir)
+            chips[chip_id] = check_constants(load_chip(chip_id, hardware_dir))
         except TilerError as exc:
             chips[chip_id] = None
             notes.append(f"chip {chip_id}: no profile ({exc}); its roofline is not drawn")
@@ -1138,32 +1137,6 @@ def write_report(result, out=None, row: int | None = None, hardware_dir=None) ->
     return write_text(out, page, "--out")
 
 
-@click.command("report")
-@click.argument("result", type=click.Path(dir_okay=True))
-@click.option(
-    "--out",
-    "out_path",
-    type=click.Path(dir_okay=False),
-    default=None,
-    help="The HTML file to write (folders are created); default: RESULT with the suffix .html.",
-)
-@click.option(
-    "--row",
-    type=int,
-    default=None,
-    help="The row whose per-pipe breakdown is drawn, as numbered in the page (#N); default: the slowest.",
-)
-@click.pass_context
-def report_command(ctx, result, out_path, row):
-    """Draw a sweep table or a search/explain JSON document as one self-contained HTML page: a roofline, the
-    predicted time of every row (log axis, grouped by shape family) coloured by bound, one row's per-pipe
-    breakdown, each row's tiling and the targets that can run it, and a document's code per target (needs
-    tiler[report])."""
-    hw = (ctx.obj or {}).get("hardware_dir")
-    path = write_report(result, out_path, row, hw)
-    click.echo(f"wrote {path}", err=True)
-
-
 __all__ = [
     "Report",
     "Row",
@@ -1171,7 +1144,6 @@ __all__ = [
     "name_family",
     "read_result",
     "render",
-    "report_command",
     "shape_family",
     "write_report",
 ]

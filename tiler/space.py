@@ -101,13 +101,13 @@ class Space:
         """The subspace one export target can express: each knob's values cut to the target's domain (after any
         pins: a pinned value the target cannot express is an error naming both). The target's relational rules
         are the operator's to check (`get_operator(op, family, target)`)."""
-        from .operator import get_operator
+        from .registry import target_domains
 
-        model = get_operator(self.op, self.family, target)
-        if model.target is None:
+        domains = target_domains(self.op, self.family, target)
+        if domains is None:
             return replace(self, target=target)
         knobs = dict(self.knobs)
-        for name, allowed in model.target.domains.items():
+        for name, allowed in domains.items():
             kn = knobs[name]
             codes = {kn.codes[kn.labels.index(v)] if isinstance(v, str) else int(v) for v in allowed}
             kept = tuple(v for v in kn.values if v in codes)
@@ -151,9 +151,12 @@ class Space:
 
 
 def parse_fixes(items) -> dict[str, str]:
-    """`--fix` values (`KNOB=VALUE` strings, or a dict) as knob -> value text; `Space.pin` checks them."""
+    """`--fix` values (`KNOB=VALUE` strings, one comma-separated string of them, a dict, or None) as knob -> value
+    text; `Space.pin` checks them."""
     if isinstance(items, dict):
         return {str(k).strip(): str(v).strip() for k, v in items.items()}
+    if isinstance(items, str):  # the API's fix="a=1,b=2"
+        items = [f for f in items.split(",") if f.strip()]
     out = {}
     for item in items or ():
         if "=" not in str(item):

@@ -30,19 +30,15 @@ import hashlib
 import json
 import math
 import os
-import shlex
 import signal
 import sqlite3
 import sys
-import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
-
-import click
 
 from .errors import InfeasibleError, TilerError, closest
 from .model.common import record, record_columns
@@ -52,7 +48,6 @@ from .space import parse_fixes
 # (model/common.py record(): msprof's names on Ascend, tensor/load/store... on a GPU; both with chips of both)
 SEARCH_COLUMNS = ("strategy", "seed", "evaluated", "proven_optimal")
 STATUS_COLUMNS = ("chip", "status", "error", "key", "input_row")  # input_row: 1-based data row of the input
-SEED_MAX = 2**32 - 1  # optuna's samplers (numpy RandomState) take seeds in 0..2^32-1
 COUNT_MAX = 2**31 - 1
 JOURNAL_SUFFIX = ".journal.db"
 MAX_CHUNK = 4  # searches per pool task: a few seconds of work at most, so a kill loses little
@@ -870,21 +865,6 @@ def write_libraries(
 # --------------------------------------------------------------------------------------------------- entry
 
 
-def check_seed(seed) -> int:
-    """The sweep's seed as an int in 0..2^32-1 (what optuna's samplers accept), else TilerError."""
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        try:
-            f = float(seed)
-        except (TypeError, ValueError):
-            f = math.nan
-        if not math.isfinite(f) or f != int(f):
-            raise TilerError(f"--seed: must be an integer in 0..{SEED_MAX}, got {seed!r}")
-        seed = int(f)
-    if not 0 <= seed <= SEED_MAX:
-        raise TilerError(f"--seed: must be an integer in 0..{SEED_MAX}, got {seed}")
-    return seed
-
-
 def _split_chips(chips) -> list[str]:
     if isinstance(chips, str):
         chips = chips.split(",")
@@ -943,10 +923,10 @@ def run_sweep(
     keeps every finished search).
     """
     from .hardware import load_chip
-    from .operator import problem_class
+    from .operator import check_constants, problem_class
     from .problem import DTYPES
     from .progress import Progress
-    from .search import STRATEGIES
+    from .search import STRATEGIES, check_seed
     from .space import load_space
 
     t0 = time.perf_counter()
@@ -960,10 +940,10 @@ def run_sweep(
         raise TilerError(f"--trials: must be >= 1, got {trials}")
     if dtype is not None and dtype not in DTYPES:
         raise TilerError(f"--dtype: must be one of {', '.join(DTYPES)}, got {dtype!r}")
-    seed = check_seed(seed)  # once, up front: a bad seed is bad input, not an error on every row
+    seed = check_seed(seed, "--seed", coerce=True)  # once, up front: bad input, not an error on every row
     cfg = SweepConfig(op, strategy, seed, trials, tuple(parse_fixes(fix).items()), target)
     chip_ids = _split_chips(chips)
-    chip_objs = [load_chip(c, hardware_dir) for c in chip_ids]
+    chip_objs = [check_constants(load_chip(c, hardware_dir)) for c in chip_ids]
     spaces = {c.id: _pinned_space(op, c.family, cfg.fix, target) for c in chip_objs}
     unknown = [k for k, _ in cfg.fix if not any(k in sp.knobs for sp in spaces.values())]
     if unknown:  # pinning it on the first chip's space raises the SpaceError that names the known knobs
@@ -1071,185 +1051,9 @@ def run_sweep(
         journal.close()
 
 
-# --------------------------------------------------------------------------------------------------- CLI
-
-
-class _InputError(click.ClickException):
-    """A TilerError inside the command: one line, exit code 2 (also when the command runs standalone)."""
-
-    exit_code = 2
-
-    def show(self, file=None) -> None:
-        click.echo(f"error: {self.format_message()}", err=True)
-
-
-def _resume_command(params: dict) -> str:
-    """The command line that continues this sweep: the same options, plus --resume."""
-    argv = ["tiler", "sweep", str(params["shapes"]), "--op", params["op"], "--chip", params["chip_ids"]]
-    for name, opt in (
-        ("out_path", "--out"),
-        ("library_path", "--library"),
-        ("scheduler", "--scheduler"),
-        ("trials", "--trials"),
-        ("dtype", "--dtype"),
-        ("hardware_dir", "--hardware-dir"),
-    ):
-        if params.get(name) is not None:
-            argv += [opt, str(params[name])]
-    if params.get("jobs", 1) != 1:
-        argv += ["--jobs", str(params["jobs"])]
-    if params.get("strategy", "exhaustive") != "exhaustive":
-        argv += ["--strategy", params["strategy"]]
-    if params.get("seed", 0) != 0:
-        argv += ["--seed", str(params["seed"])]
-    for f in params.get("fix") or ():
-        argv += ["--fix", f]
-    if params.get("quiet"):
-        argv.append("--quiet")
-    return shlex.join(argv + ["--resume"])
-
-
-@click.command("sweep")
-@click.argument("shapes", type=click.Path(dir_okay=False))
-@click.option("--op", required=True, help="Operator (tiler ops); the CSV columns are its problem fields.")
-@click.option("--chip", "chip_ids", required=True, help="Chip id, or several separated by commas.")
-@click.option(
-    "--out",
-    "out_path",
-    type=click.Path(dir_okay=False),
-    default=None,
-    help="Output table: .csv (default results/sweep_<op>_<chips>.csv) or .parquet (needs pyarrow).",
-)
-@click.option(
-    "--library",
-    "library_path",
-    type=click.Path(dir_okay=False),
-    default=None,
-    help="Also write a tiler.library/v1 JSON of the ok rows (one file per chip: lib.<chip>.json).",
-)
-@click.option(
-    "--jobs", type=int, default=1, show_default=True, help="Local worker processes (0: one per CPU)."
-)
-@click.option("--resume", is_flag=True, help="Skip the searches already in the journal (<out>.journal.db).")
-@click.option("--strategy", default="exhaustive", show_default=True, help="exhaustive, tpe, random or auto.")
-@click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--trials", type=int, default=None, help="Trials per search for tpe/random.")
-@click.option("--fix", multiple=True, help="Pin a knob for every row: --fix KNOB=VALUE (repeatable).")
-@click.option("--dtype", default=None, help="dtype of rows without a dtype value (default fp16).")
-@click.option("--scheduler", default=None, help="Dask distributed scheduler address (needs tiler[dask]).")
-@click.option("--quiet", is_flag=True, help="No progress line (it is drawn only on a terminal anyway).")
-@click.option(
-    "--target",
-    default="any",
-    show_default=True,
-    help="Search only what this code generator can run as exported (see tiler search --target).",
-)
-@click.option(
-    "--hardware-dir",
-    type=click.Path(file_okay=False),
-    default=None,
-    help="Folder of extra chip profiles (default: the tiler group's --hardware-dir).",
-)
-@click.pass_context
-def sweep_command(
-    ctx,
-    shapes,
-    op,
-    chip_ids,
-    out_path,
-    library_path,
-    jobs,
-    resume,
-    strategy,
-    seed,
-    trials,
-    fix,
-    dtype,
-    scheduler,
-    quiet,
-    target,
-    hardware_dir,
-):
-    """Search every row of a shape CSV on one or more chips; write one table (and a tiling library).
-
-    Exit codes: 0 all rows ok; 1 some rows failed (status=error, reason in `error`); 2 bad input; 130 interrupted
-    by Ctrl-C, 143 by SIGTERM (finished rows are kept: rerun with --resume).
-    """
-    if hardware_dir is None and isinstance(ctx.obj, dict):
-        hardware_dir = ctx.obj.get("hardware_dir")
-    out = out_path or None  # the text as given: Path() would drop a trailing '/' that --out must refuse
-    terminated: list[int] = []
-
-    def on_term(signum, frame):  # SIGTERM (kill, timeout, a scheduler) ends the sweep as Ctrl-C does
-        terminated.append(signum)
-        raise KeyboardInterrupt
-
-    previous = None
-    if threading.current_thread() is threading.main_thread():  # signal handlers belong to the main thread
-        previous = signal.signal(signal.SIGTERM, on_term)
-    try:
-        report = run_sweep(
-            shapes,
-            op,
-            chip_ids,
-            out,
-            library=library_path,
-            jobs=jobs,
-            resume=resume,
-            strategy=strategy,
-            seed=seed,
-            trials=trials,
-            fix=list(fix),
-            dtype=dtype,
-            scheduler=scheduler,
-            quiet=quiet,
-            hardware_dir=hardware_dir,
-            target=target,
-        )
-    except TilerError as exc:
-        raise _InputError(str(exc)) from None
-    except (WorkerDied, KeyboardInterrupt) as exc:
-        # a SIGTERM to the process group can kill a worker before the parent's own SIGTERM is handled
-        if isinstance(exc, WorkerDied) and not terminated:
-            click.echo(f"error: {exc}", err=True)
-            raise SystemExit(1) from None
-        jp = journal_path(out or default_out(op, _split_chips(chip_ids)))
-        click.echo(
-            f"\n{'terminated (SIGTERM)' if terminated else 'interrupted'}: finished rows are kept in {jp}.\n"
-            f"to continue, run the same command with --resume:\n  {_resume_command(ctx.params)}",
-            err=True,
-        )
-        raise SystemExit(143 if terminated else 130) from None
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
-    for line in report.summary():
-        click.echo(line, err=True)
-    if report.exit_code:
-        # SystemExit, not ctx.exit(): it keeps its code through `tiler`'s non-standalone main() as well
-        raise SystemExit(report.exit_code)
-
-
-def main(argv: Iterable[str] | None = None) -> int:
-    """`python -m tiler.sweep ...`: the command on its own (same options and exit codes as `tiler sweep`)."""
-    try:
-        sweep_command.main(
-            args=list(sys.argv[1:] if argv is None else argv), prog_name="tiler sweep", standalone_mode=False
-        )
-    except SystemExit as exc:
-        return exc.code if isinstance(exc.code, int) else 1
-    except click.exceptions.Exit as exc:
-        return exc.exit_code
-    except click.exceptions.Abort:
-        return 130
-    except click.ClickException as exc:
-        exc.show()
-        return exc.exit_code if isinstance(exc, _InputError) else 2
-    return 0
-
-
 if __name__ == "__main__":
-    # run the importable module's main, so that pickled work (pool, Dask) refers to tiler.sweep, not __main__
-    from tiler.sweep import main as _main
+    # `python -m tiler.sweep ...`: the CLI's sweep command on its own; it runs the importable tiler.sweep (pickled
+    # work for the pool or Dask refers to tiler.sweep, not __main__)
+    from tiler.cli import sweep_main as _main
 
     sys.exit(_main())

@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .errors import TilerError
+
 if TYPE_CHECKING:
     from .hardware import Chip
     from .problem import Problem
@@ -87,9 +89,6 @@ class Target:
 
     def broken(self, view: dict, chip: Chip, problem: Problem) -> list[str]:
         """The rules a view breaks (the schema first: a view of the wrong form breaks nothing else)."""
-        from .errors import TilerError
-        from .export import check_view
-
         try:
             check_view(view, self.schema, self.name)
         except TilerError as exc:
@@ -97,4 +96,27 @@ class Target:
         return list(self.check(view, chip, problem)) if self.check else []
 
 
-__all__ = ["ANY", "Target"]
+def check_view(view, schema: dict, where: str) -> None:
+    """Raise TilerError (`export: <where>/<path>: <message>`) if one view does not match its target's schema."""
+    check_schema(view, schema, where)
+
+
+_VALIDATORS: dict[int, tuple[dict, object]] = {}  # id -> (schema, its validator): shipped and view schemas
+
+
+def check_schema(doc: dict, schema: dict, prefix: str) -> None:
+    """Raise TilerError (`export: <prefix>/<path>: <message>`) if `doc` does not match `schema`; a validator is
+    built once per schema (a library holds thousands of views)."""
+    import jsonschema
+
+    cached = _VALIDATORS.get(id(schema))
+    if cached is None or cached[0] is not schema:  # the schema object itself, not a later one at the same id
+        cached = _VALIDATORS[id(schema)] = (schema, jsonschema.validators.validator_for(schema)(schema))
+    validator = cached[1]
+    error = jsonschema.exceptions.best_match(validator.iter_errors(doc))
+    if error is not None:
+        where = "/".join([prefix] * bool(prefix) + list(map(str, error.absolute_path))) or "(top)"
+        raise TilerError(f"export: {where}: {error.message}")
+
+
+__all__ = ["ANY", "Target", "check_schema", "check_view"]

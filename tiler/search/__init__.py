@@ -7,9 +7,10 @@ so optuna is loaded then). Both return `result.SearchResult`.
 
 from __future__ import annotations
 
+import math
 import numbers
 
-from ..errors import SpaceError
+from ..errors import SpaceError, TilerError
 from ..operator import get_operator
 from ..problem import Problem
 from ..space import Candidates, Space, take
@@ -34,6 +35,24 @@ def _as_int(value):
 def _check_int(name: str, value, low: int, high: int, why: str = "") -> None:
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         raise SpaceError(f"{name}: must be an integer in {low}..{high}{why}, got {value!r}")
+
+
+def check_seed(seed, name: str = "seed", coerce: bool = False) -> int:
+    """The seed as an int optuna's samplers accept (0..SEED_MAX), else TilerError naming `name` (the one seed check:
+    the API, the CLI, TPE/random and sweeps). coerce: a number or text holding an integer (a sweep's option) is
+    taken as that integer."""
+    if isinstance(seed, numbers.Integral) and not isinstance(seed, bool):
+        seed = int(seed)
+    elif coerce and not isinstance(seed, bool):
+        try:
+            f = float(seed)
+        except (TypeError, ValueError):
+            f = math.nan
+        if math.isfinite(f) and f == int(f):
+            seed = int(f)
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= SEED_MAX:
+        raise TilerError(f"{name}: must be an integer in 0..{SEED_MAX}, got {seed!r}")
+    return seed
 
 
 def check_search_args(top: int, seed: int, trials: int | None) -> None:
@@ -118,6 +137,7 @@ __all__ = [
     "TOP_MAX",
     "TRIALS_MAX",
     "check_search_args",
+    "check_seed",
     "diverse_order",
     "diverse_top",
     "SearchResult",

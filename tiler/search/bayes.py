@@ -61,6 +61,7 @@ from ..errors import InfeasibleError, SpaceError, TilerError
 from ..operator import Operator, get_operator, known_ops
 from ..progress import Progress
 from ..space import Candidates, Space, product, take
+from . import check_seed  # checked before any study is touched
 from .proven import exhaustive
 from .result import SearchResult
 
@@ -165,16 +166,6 @@ def default_study_name(problem, chip, space: Space, strategy: str, seed: int, si
     text = json.dumps(signature, sort_keys=True, default=str)
     h = hashlib.sha1(text.encode()).hexdigest()[:8]
     return f"{chip.id}-{problem.key()}-{strategy}-seed{seed}-{h}"
-
-
-SEED_MAX = 2**32 - 1  # optuna's samplers seed numpy's RandomState: 0..2^32-1
-
-
-def check_seed(seed) -> int:
-    """The seed as an int optuna accepts (0..2^32-1), else TilerError (checked before any study is touched)."""
-    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or not 0 <= int(seed) <= SEED_MAX:
-        raise TilerError(f"seed: must be an integer in 0..{SEED_MAX}, got {seed!r}")
-    return int(seed)
 
 
 def check_timeout(timeout) -> float:
