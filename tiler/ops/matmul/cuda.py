@@ -218,9 +218,9 @@ def _template(c: dict) -> np.ndarray:
 
 def tma_ok(p: Matmul) -> bool:
     """TMA descriptors can describe A and B as stored: each row stride a multiple of 16 bytes (triton_tma)."""
-    from .triton_tma import TMA_ALIGN_BYTES
+    from .triton_tma import tma_ok as rows_ok
 
-    return all(n * p.in_bytes % TMA_ALIGN_BYTES == 0 for n in contiguous_lengths(p))
+    return rows_ok(p.M, p.N, p.K, p.layout, p.in_bytes)
 
 
 def tma_runs(p: Matmul, chip) -> bool:

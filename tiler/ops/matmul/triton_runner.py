@@ -28,7 +28,7 @@ import sys
 from pathlib import Path
 
 from tiler.errors import SpaceError, TilerError, closest
-from tiler.ops.matmul.triton_tma import TEMPLATES, launcher, tma_ok
+from tiler.ops.matmul.triton_tma import TEMPLATES, _tile_of, launcher, tma_ok
 
 MISSING_GPU_STACK = "the Triton runner needs torch and triton: pip install 'tiler[gpu]'"
 
@@ -83,18 +83,7 @@ if _triton is not None:
         tiles_n = tl.cdiv(N, BLOCK_N)
 
         # which tile of C this program owns
-        if ORDER == 1:
-            group_width = GROUP_M * tiles_n  # programs per group of GROUP_M tile-rows
-            first_row = (pid // group_width) * GROUP_M
-            rows_in_group = tl.minimum(tiles_m - first_row, GROUP_M)
-            local = pid % group_width
-            tile_m = first_row + local % rows_in_group
-            tile_n = local // rows_in_group
-        else:
-            tile_m = pid // tiles_n
-            tile_n = pid % tiles_n
-            if ORDER == 2:
-                tile_n = tl.where(tile_m % 2 == 1, tiles_n - 1 - tile_n, tile_n)
+        tile_m, tile_n = _tile_of(pid, tiles_m, tiles_n, GROUP_M, ORDER)
 
         # which K tiles it reduces
         k_tiles = tl.cdiv(K, BLOCK_K)

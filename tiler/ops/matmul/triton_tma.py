@@ -44,7 +44,8 @@ if _triton is not None:
 
     @_triton.jit
     def _tile_of(t, tiles_m, tiles_n, GROUP_M: tl.constexpr, ORDER: tl.constexpr):
-        """(tile_m, tile_n) of the t-th tile in launch order (ORDER as triton_runner's kernel)."""
+        """(tile_m, tile_n) of the t-th tile in launch order: ORDER 0 row-major, 1 grouped (GROUP_M tile rows walked
+        column by column, the Triton tutorial's L2 swizzle), 2 serpentine (odd tile rows reversed). Both kernels."""
         if ORDER == 1:
             group_width = GROUP_M * tiles_n
             first_row = (t // group_width) * GROUP_M
@@ -121,7 +122,7 @@ if _triton is not None:
                 tl.atomic_add(c_tile, acc, mask=in_c)
 
 else:
-    _gemm_tma_kernel = None
+    _gemm_tma_kernel = _tile_of = None
 
 
 def _descriptor(t, block_rows: int, block_cols: int):
