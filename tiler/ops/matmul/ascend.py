@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...errors import ProblemError
 from ...model.common import (
     ceil_div,
     classify_bound,
@@ -40,7 +41,6 @@ from ...model.schedule import (
     same_walk,
     unpack_codes,
 )
-from ...errors import ProblemError
 from ...operator import Operator, register
 from . import views
 from .problem import Matmul
