@@ -10,8 +10,6 @@ from typing import Any, ClassVar
 from ...errors import ProblemError
 from ...problem import OUT_BYTES, Problem, check_tensor_sizes, profiler_dims
 
-SCALES = ("none", "channel", "token", "channel+token")
-
 
 @dataclass(frozen=True)
 class Matmul(Problem):
@@ -52,7 +50,7 @@ class Matmul(Problem):
     CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {
         "layout": ("nn", "nt", "tn", "tt"),
         "b_format": ("nd", "nz"),
-        "scale": SCALES,
+        "scale": ("none", "channel", "token", "channel+token"),
         "out_dtype": ("auto", "int32", "fp16", "bf16"),
         "b_dtype": ("auto", "int4"),
         "dequant": ("auto", "fixpipe", "vector"),
