@@ -112,29 +112,40 @@ def more_sources(path: Path) -> None:
     for r in data.itertuples():
         f = _tiler_fields(r.notes)
         quant = {k: v for k, v in f.items() if k in ("scale", "out_dtype", "b_dtype", "dequant")}
-        plain = f"M={r.M},N={r.N},K={r.K},layout={f.get('layout', 'nn')}"
+        plain = f"M={r.M},N={r.N},K={r.K}" + "".join(f",{k}={v}" for k, v in f.items() if k not in quant)
         chip = "ascend" + str(r.chip).lower()
         before = api.search(op=OP, chip=chip, shape=plain, dtype=r.dtype, top=1, runnable=False).row(0)
         shape = plain + "".join(f",{k}={v}" for k, v in quant.items())
         after = api.search(op=OP, chip=chip, shape=shape, dtype=r.dtype, top=1, runnable=False).row(0)
         kernel = str(r.notes).split(";")[0].removeprefix("kernel=").split(" (")[0]
         b_us, a_us = float(before["time_us"]), float(after["time_us"])
-        out.append((r.source_id, r.chip, (r.M, r.N, r.K), kernel, r.time_us, b_us, a_us, shape))
+        out.append((r.source_id, r.chip, (r.M, r.N, r.K), kernel, r.time_us, b_us, a_us, shape, plain))
         print(
             f"{r.source_id:6} {r.chip:6} {r.M:>5} {r.N:>6} {r.K:>6} {kernel[:32]:32} {r.time_us:>8.2f} {b_us:>7.2f} "
             f"{r.time_us / b_us:>6.2f} {a_us:>7.2f} {r.time_us / a_us:>6.2f} {after['bound']}"
         )
-    t = pd.DataFrame(out, columns=["source", "chip", "mnk", "kernel", "measured", "plain", "quant", "shape"])
-    t["r_plain"], t["r_quant"] = t.measured / t.plain, t.measured / t.quant
-    for (src, chip), g in t.groupby(["source", "chip"], sort=True):
-        print(f"{src} {chip}: plain int8 {_band(g.r_plain)}; quantised {_band(g.r_quant)}")
-    print(f"all: plain int8 {_band(t.r_plain)}; quantised {_band(t.r_quant)}")
-    fastest = t.groupby(["source", "mnk"])["measured"].transform("min") == t["measured"]
-    print(
-        f"  the fastest kernel of each problem: plain int8 {_band(t.r_plain[fastest])}; "
-        f"quantised {_band(t.r_quant[fastest])}"
+    t = pd.DataFrame(
+        out, columns=["source", "chip", "mnk", "kernel", "measured", "plain", "quant", "shape", "problem"]
     )
-    own = t[t.kernel.str.startswith("CATLASS 12_quant_matmul")]
+    t["r_plain"], t["r_quant"] = t.measured / t.plain, t.measured / t.quant
+    t["dtype"] = data["dtype"].values
+    for (src, chip, dtype), g in t.groupby(["source", "chip", "dtype"], sort=True):
+        if dtype == "int8":
+            print(f"{src} {chip} int8: as plain int8 {_band(g.r_plain)}; quantised {_band(g.r_quant)}")
+        else:
+            print(f"{src} {chip} {dtype}: {_band(g.r_quant)}")
+    q = t[t.dtype == "int8"]
+    print(f"all int8: as plain int8 {_band(q.r_plain)}; quantised {_band(q.r_quant)}")
+    print(f"all fp16/bf16: {_band(t.r_quant[t.dtype.isin(['fp16', 'bf16'])])}")
+    # one problem: the same sizes, layout and B format (the output dtype of a quant kernel aside)
+    fastest = t.groupby(["source", "problem", "dtype"])["measured"].transform("min") == t["measured"]
+    print(
+        f"  the fastest kernel of each int8 problem: as plain int8 {_band(q.r_plain[fastest])}; "
+        f"quantised {_band(q.r_quant[fastest])}"
+    )
+    f16 = fastest & t.dtype.isin(["fp16", "bf16"])
+    print(f"  the fastest kernel of each fp16/bf16 problem: {_band(t.r_quant[f16])}")
+    own = t[t.kernel.str.startswith("CATLASS 12_quant_matmul")]  # int8 rows only
     if len(own):
         print("  CATLASS 12_quant_matmul at its own tiling (the example's source), quantised problem:")
         ratios = []
