@@ -863,10 +863,14 @@ class MatmulAscend(Operator):
         if quant > 0:
             what = ["int4 -> int8 widening of B"] if p.b_int4 else []
             if dequant_site(p, chip) == "vector" and red == 0:
-                what.insert(0, f"dequant epilogue ({p.scale} scale, int32 round trip through GM)")
+                trip = "L0C -> UB on chip" if chip["coupled"] else "int32 round trip through GM"
+                what.insert(0, f"dequant epilogue ({p.scale} scale, {trip})")
+            units = max(1.0, chip["vector_cores"] / chip.cores)
+            mix = chip["head_per_core_us"] * units * used
             text += (
                 f"; vector side {quant:.1f} us beyond the cube ({', '.join(what)}: its last tile and the "
-                f"cube->vector hand-off are never hidden)"
+                f"cube->vector hand-off are never hidden); MIX launch {mix:.1f} us ({units * used:.0f} vector "
+                f"cores x {chip['head_per_core_us']:.3f} us)"
             )
         return (
             text

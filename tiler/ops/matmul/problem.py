@@ -66,6 +66,9 @@ class Matmul(Problem):
         "dequant",
     )
     EXAMPLE: ClassVar[dict[str, int]] = {"M": 1000, "N": 768, "K": 512}
+    # fields a printed shape line (an emitted fragment's header comment) leaves out at their default, so that a plain
+    # problem's line reads as it did before they existed; exports and keys are unaffected
+    QUIET: ClassVar[tuple[str, ...]] = ("scale", "out_dtype", "b_dtype", "dequant")
 
     M: int
     N: int
@@ -96,6 +99,12 @@ class Matmul(Problem):
 
     def memory_layout(self) -> str:
         return self.layout
+
+    def shape_text(self) -> str:
+        """The shape as `k=v,...` for a printed line: every field but QUIET ones at their default."""
+        return ",".join(
+            f"{k}={v}" for k, v in self.shape().items() if not (k in self.QUIET and v == self.OPTIONAL[k])
+        )
 
     @property
     def quant(self) -> bool:

@@ -164,7 +164,7 @@ def _quant_no_view(p: Problem, target: str) -> str | None:
         if getattr(p, "quant", False):
             what.append(f"dequant (scale {p.scale}, {p.output_dtype} out)")
         return (
-            f"{target} view writes the plain int8 -> int32 matmul; {' and '.join(what)} need a quant kernel "
+            f"{target} view writes the plain int8 -> int32 matmul; {' and '.join(what)} {'need' if len(what) > 1 else 'needs'} a quant kernel "
             + {
                 "catlass": "(CATLASS's QuantMatmulMultiStageWorkspace / W4A8MatmulLocal, whose epilogue and workspace "
                 "slots the view does not carry)",
@@ -557,7 +557,8 @@ def emit_catlass(v: dict, doc: dict) -> str:
 def _header(doc: dict, target: str | None = None) -> str:
     """One comment line: what the fragment is for and what the model predicts for the view's own tiling (a
     target's view may be of its own best tiling: `runnable.<target>` of the document)."""
-    shape = ",".join(f"{k}={v}" for k, v in doc["problem"]["shape"].items())
+    quiet = {k: Problem.OPTIONAL[k] for k in Problem.QUIET}  # the quant fields, left out at their defaults
+    shape = ",".join(f"{k}={v}" for k, v in doc["problem"]["shape"].items() if quiet.get(k, object()) != v)
     time_us = doc.get("runnable", {}).get(target, {}).get("time_us", doc["estimate"]["time_us"])
     return (
         f"tiler {__version__}: {doc['op']} {shape} {doc['problem']['dtype']} on {doc['chip']['id']} "
