@@ -34,9 +34,9 @@ def at(shape: str, chip: str = CHIP, **knobs):
 def test_problem_fields_default_away_and_keep_old_keys():
     p = parse_problem("matmul", {"M": 64, "N": 32, "K": 16}, "int8")
     assert p.key() == "matmul:M=64,N=32,K=16,batch=1:int8" and p.out_bytes == 4 and not p.quant
-    q = parse_problem("matmul", {"M": 64, "N": 32, "K": 16, "scale": "channel+token"}, "int8")
+    q = parse_problem("matmul", {"M": 64, "N": 32, "K": 16, "scale": "channel_token"}, "int8")
     assert q.quant and q.output_dtype == "fp16" and q.out_bytes == 2
-    assert "scale=channel+token" in q.key() and q.label().endswith("_scalechannel+token:int8")
+    assert "scale=channel_token" in q.key() and q.label().endswith("_scalechannel_token:int8")
     # the scales are compulsory bytes: N 64-bit per-channel words and M fp32 per-token values
     assert (
         q.compulsory_bytes
@@ -128,7 +128,7 @@ def test_a_per_token_scale_costs_a_vector_pass_the_per_channel_fixpipe_does_not(
 def test_split_k_dequantises_in_the_reduction_pass():
     """Under split-K the partial sums are added in GM first; the dequant runs in the reduction's cast pass (no per-tile
     epilogue), so a per-token problem has no vector side beyond the reduction."""
-    row = at("M=128,N=256,K=8192,scale=channel+token", split_k=4, preload=0)
+    row = at("M=128,N=256,K=8192,scale=channel_token", split_k=4, preload=0)
     assert row["quant_us"] == 0 and row["vec_us"] > 0
     plain = at("M=128,N=256,K=8192", split_k=4, preload=0)  # int32 out: no cast pass at all
     assert row["time_us"] > plain["time_us"]
@@ -167,7 +167,7 @@ def test_int4_b_halves_the_weight_bytes_from_hbm_but_adds_a_vector_pass():
 @pytest.mark.parametrize(
     "fields, chip_id",
     [
-        ({"M": 17, "N": 999, "K": 333, "scale": "channel+token"}, "ascend910b3"),
+        ({"M": 17, "N": 999, "K": 333, "scale": "channel_token"}, "ascend910b3"),
         ({"M": 1, "N": 4096, "K": 4096, "scale": "token", "out_dtype": "bf16"}, "ascend910b2"),
         ({"M": 2048, "N": 4096, "K": 4096, "scale": "channel"}, "ascend910b2"),
         (
@@ -205,7 +205,7 @@ def test_exports_promise_no_quant_kernel():
     """The CATLASS and AscendC views write the plain int8 -> int32 matmul: a quantised problem gets no view of
     either, with the reason; the plain int8 problem keeps its views."""
     q = tiler.search(
-        op="matmul", chip="ascend910b3", shape="M=512,N=1024,K=1024,scale=channel+token", dtype="int8", top=1
+        op="matmul", chip="ascend910b3", shape="M=512,N=1024,K=1024,scale=channel_token", dtype="int8", top=1
     ).document()
     assert not q["targets"]
     assert "QuantMatmulMultiStageWorkspace" in q["no_view"]["catlass"]

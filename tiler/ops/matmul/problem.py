@@ -25,7 +25,7 @@ class Matmul(Problem):
     Quantised matmul (dtype int8; docs/model.md, "Quantised matmul"): the int32 accumulator is dequantised to a
     float output, as AscendC's QuantBatchMatmul and CATLASS's quant kernels run it.
     scale: `none` (no dequant: int32 out, or one per-tensor scalar when out_dtype is a float), `channel` (one
-      scale per output column, N values), `token` (one per output row, M values) or `channel+token` (both).
+      scale per output column, N values), `token` (one per output row, M values) or `channel_token` (both).
     out_dtype: `auto` (int32 without a scale, fp16 with one), `int32`, `fp16` or `bf16`.
     b_dtype: `auto` (B has the problem's dtype) or `int4` (A8W4: B stored as packed int4, half the bytes of int8;
       the vector cores widen it to int8 before the cube reads it, as CATLASS's W4A8 kernel does).
@@ -50,7 +50,7 @@ class Matmul(Problem):
     CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {
         "layout": ("nn", "nt", "tn", "tt"),
         "b_format": ("nd", "nz"),
-        "scale": ("none", "channel", "token", "channel+token"),
+        "scale": ("none", "channel", "token", "channel_token"),
         "out_dtype": ("auto", "int32", "fp16", "bf16"),
         "b_dtype": ("auto", "int4"),
         "dequant": ("auto", "fixpipe", "vector"),
