@@ -339,9 +339,8 @@ def tile_cost(p: Matmul, chip, c: dict, mt, nt, kc, hit_a, hit_b, b_resident, ac
     bw_a = np.minimum(r["core_gm"], mixed_bandwidth(hit_a_all, l2_share, hbm_share)) * eff_a
     bw_b = np.minimum(r["core_gm"], mixed_bandwidth(hit_b_all, l2_share, hbm_share)) * eff_b
     t_a, t_b = a_bytes / bw_a, b_bytes / bw_b
-    if (
-        site == "fixpipe" and p.channel_scale
-    ):  # the tile's per-channel scales (8 B each) GM -> L1 -> fixpipe buffer
+    # the tile's per-channel scales (8 B each) GM -> L1 -> fixpipe buffer
+    if site == "fixpipe" and p.channel_scale:
         t_b = t_b + np.where(c["split_k"] > 1, 0.0, nt * 8.0) / r["core_gm"]
     # transfers: MDL (multi_load) moves a whole L1 chunk at once; Norm one base block per transfer
     chunks_a = ceil_div(kc, ka) * pass_a
@@ -392,9 +391,8 @@ def tile_cost(p: Matmul, chip, c: dict, mt, nt, kc, hit_a, hit_b, b_resident, ac
     # and a write rate per core), so they overlap; but the HBM serves both: the reads' misses and the writes that
     # reach it (an output larger than the usable L2, _write_share) share the core's HBM share.
     hbm_out = np.where(_out_fits(p, chip, split), 0.0, out_bytes)
-    if (
-        site == "vector"
-    ):  # the workspace stays in L2; the vector cores' output write shares the HBM when it spills
+    # the workspace stays in L2; the vector cores' output write shares the HBM when it spills
+    if site == "vector":
         hbm_out = np.where(split | _final_fits(p, chip), hbm_out, mt * nt * float(p.out_bytes))
     t_hbm = (a_first * (1 - hit_a) + b_first * (1 - hit_b) + hbm_out) / hbm_share
     t_gm = np.maximum(np.maximum(t_mte2, t_fix), t_hbm)
@@ -557,7 +555,7 @@ def _vector_side(p: Matmul, chip, c: dict, g: dict, cores_used, make) -> dict:
     site = dequant_site(p, chip)
     epi = (site == "vector") & (c["split_k"] == 1)
     if not (np.any(epi) or p.b_int4):
-        return {"extra": zero, "vec": zero, "mte3": zero, "head_us": zero, "handoff": zero}
+        return {"extra": zero, "vec": zero, "mte3": zero, "head_us": zero, "handoff": zero, "hbm": 0.0}
     f = chip.clock_hz
     units = max(1.0, chip["vector_cores"] / chip.cores)  # vector units beside one cube core
     lanes32 = chip["vector_flops_per_cycle_fp16"] / 4.0  # fp32 elements per cycle (fp16 lanes / 2, FMA / 2)
@@ -614,6 +612,8 @@ def _vector_side(p: Matmul, chip, c: dict, g: dict, cores_used, make) -> dict:
         "mte3": per_core * mte3,
         "head_us": mix,
         "handoff": hand,
+        # B's int4 panels from HBM, once each (the cube's reads of the int8 workspace hit L2)
+        "hbm": float(p.batch * p.K * p.N) * 0.5 if p.b_int4 else 0.0,
     }
 
 
@@ -1510,7 +1510,7 @@ def _record(
         "waves": ceil_div(tiles, cores).astype(np.int64),
         "balance": mean / np.maximum(make, 1e-30),
         "l2_hit_rate": hit,
-        "hbm_bytes": out["hbm_read"] + out_hbm,
+        "hbm_bytes": out["hbm_read"] + out_hbm + vs["hbm"],
         "l2_bytes": l2_read + out_hbm,
         "roofline_us": roofline_us(
             p.flops, _compulsory_hbm(p, chip), chip.peak_tflops(p.dtype) * 1e12, chip["hbm_gbps"] * 1e9, head
