@@ -1,7 +1,7 @@
 """Fit an Ascend profile from measured kernel totals (the library's tiling unknown) and report the k-fold.
 
     python3 bench/ascend_fit.py [--data bench/data/ascend_measured_public.csv] [--folds 4] [--seed 0]
-                                [--out PROFILE.toml]
+                                [--out PROFILE.toml] [--more bench/data/ascend_measured_more.csv] [--more-only]
 
 The rows (bench/data/ascend_measured_public.csv; sources in bench/README.md) are library kernels whose tiling was not
 published, so the fit is `tiler calibrate` from totals (tiler.calibrate_totals): the model's best tiling stands in
@@ -14,6 +14,14 @@ then per source and chip the geometric mean of measured / model and the share in
 in-sample; the squares' worst model / measured (the model's optimum may be at most 5% slower than the library); and
 the bound at 4096^3 fp16; CATLASS example 00's rows at that example's own tiling (known from its source). --out
 writes the fitted profile (tiler.calibrate.write_profile).
+
+Then, apart (never fitted: --more, default bench/data/ascend_measured_more.csv, sources in bench/data/README.md), the
+further published kernel times against the shipped profiles of their chips: per row the model's optimum for the
+problem as tiler could state it before quantised matmul existed (plain int8 -> int32) and as the quantised problem
+its `tiler=` note names (scales, output dtype: the dequant terms), the ratios measured / model, per source the
+geometric mean and the share in the band, the fastest kernel of each problem, and CATLASS 12_quant_matmul's rows at
+that example's own tiling (its source: L1 128x256x512, L0 128x256x128, PreloadAsync, swizzle 3). --more-only skips
+the fit.
 """
 
 from __future__ import annotations
@@ -76,6 +84,86 @@ def _evaluate(chip, rows: pd.DataFrame) -> pd.DataFrame:
     return rows
 
 
+# CATLASS examples/12_quant_matmul/quant_matmul.cpp: L1TileShape<128, 256, 512>, L0TileShape<128, 256, 128>,
+# MmadAtlasA2PreloadAsyncWithCallback<1, 2, 2, 2, 1>, GemmIdentityBlockSwizzle<3, 0 if m > n else 1>
+QUANT_EXAMPLE_12 = dict(
+    WARM_START, base_m=128, base_n=256, base_k=128, step_ka=4, step_kb=4, tail_split="off"
+)
+
+
+def _tiler_fields(notes: str) -> dict:
+    """The problem fields a row's `tiler=k=v,k=v` note gives (the last `;`-part of the notes)."""
+    for part in str(notes).split(";"):
+        part = part.strip()
+        if part.startswith("tiler="):
+            return dict(kv.split("=", 1) for kv in part.removeprefix("tiler=").split(","))
+    return {}
+
+
+def more_sources(path: Path) -> None:
+    """The rows of `path` (kept apart, never fitted) against the shipped profiles: see the module's doc."""
+    data = pd.read_csv(path)
+    print(f"\n== further published kernel times, kept apart from the fit ({path.name}, {len(data)} rows) ==")
+    print(
+        f"{'source':6} {'chip':6} {'M':>5} {'N':>6} {'K':>6} {'kernel':32} {'measured':>8} {'plain':>7} {'ratio':>6} "
+        f"{'quant':>7} {'ratio':>6} bound (quant)"
+    )
+    out = []
+    for r in data.itertuples():
+        f = _tiler_fields(r.notes)
+        quant = {k: v for k, v in f.items() if k in ("scale", "out_dtype", "b_dtype", "dequant")}
+        plain = f"M={r.M},N={r.N},K={r.K}" + "".join(f",{k}={v}" for k, v in f.items() if k not in quant)
+        chip = "ascend" + str(r.chip).lower()
+        before = api.search(op=OP, chip=chip, shape=plain, dtype=r.dtype, top=1, runnable=False).row(0)
+        shape = plain + "".join(f",{k}={v}" for k, v in quant.items())
+        after = api.search(op=OP, chip=chip, shape=shape, dtype=r.dtype, top=1, runnable=False).row(0)
+        kernel = str(r.notes).split(";")[0].removeprefix("kernel=").split(" (")[0]
+        b_us, a_us = float(before["time_us"]), float(after["time_us"])
+        out.append((r.source_id, r.chip, (r.M, r.N, r.K), kernel, r.time_us, b_us, a_us, shape, plain))
+        print(
+            f"{r.source_id:6} {r.chip:6} {r.M:>5} {r.N:>6} {r.K:>6} {kernel[:32]:32} {r.time_us:>8.2f} {b_us:>7.2f} "
+            f"{r.time_us / b_us:>6.2f} {a_us:>7.2f} {r.time_us / a_us:>6.2f} {after['bound']}"
+        )
+    t = pd.DataFrame(
+        out, columns=["source", "chip", "mnk", "kernel", "measured", "plain", "quant", "shape", "problem"]
+    )
+    t["r_plain"], t["r_quant"] = t.measured / t.plain, t.measured / t.quant
+    t["dtype"] = data["dtype"].values
+    for (src, chip, dtype), g in t.groupby(["source", "chip", "dtype"], sort=True):
+        if dtype == "int8":
+            print(f"{src} {chip} int8: as plain int8 {_band(g.r_plain)}; quantised {_band(g.r_quant)}")
+        else:
+            print(f"{src} {chip} {dtype}: {_band(g.r_quant)}")
+    q = t[t.dtype == "int8"]
+    print(f"all int8: as plain int8 {_band(q.r_plain)}; quantised {_band(q.r_quant)}")
+    print(f"all fp16/bf16: {_band(t.r_quant[t.dtype.isin(['fp16', 'bf16'])])}")
+    # one problem: the same sizes, layout and B format (the output dtype of a quant kernel aside)
+    fastest = t.groupby(["source", "problem", "dtype"])["measured"].transform("min") == t["measured"]
+    print(
+        f"  the fastest kernel of each int8 problem: as plain int8 {_band(q.r_plain[fastest])}; "
+        f"quantised {_band(q.r_quant[fastest])}"
+    )
+    f16 = fastest & t.dtype.isin(["fp16", "bf16"])
+    print(f"  the fastest kernel of each fp16/bf16 problem: {_band(t.r_quant[f16])}")
+    own = t[t.kernel.str.startswith("CATLASS 12_quant_matmul")]  # int8 rows only
+    if len(own):
+        print("  CATLASS 12_quant_matmul at its own tiling (the example's source), quantised problem:")
+        ratios = []
+        for r in own.itertuples():
+            m, n, _ = r.mnk
+            tiling = dict(QUANT_EXAMPLE_12, swizzle_direction=0 if m > n else 1)
+            ex = api.explain(
+                op=OP, chip="ascend" + str(r.chip).lower(), shape=r.shape, dtype="int8", tiling=tiling
+            )
+            t_us = float(ex.row["time_us"])
+            ratios.append(r.measured / t_us)
+            print(
+                f"    {r.source} {m}x{n}x{r.mnk[2]}: measured {r.measured:.2f} us, model {t_us:.2f} us, ratio "
+                f"{r.measured / t_us:.2f} ({ex.row['bound']}-bound, vector side {float(ex.row['quant_us']):.2f} us)"
+            )
+        print(f"    {_band(ratios)}")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", default=str(ROOT / "bench" / "data" / "ascend_measured_public.csv"))
@@ -83,7 +171,16 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default=None, help="write the fitted profile here (one chip in the table)")
     ap.add_argument("--fit-all", action="store_true", help="fit the NOT_FITTED shapes too")
+    ap.add_argument(
+        "--more",
+        default=str(ROOT / "bench" / "data" / "ascend_measured_more.csv"),
+        help="further published rows, evaluated apart ('' to skip)",
+    )
+    ap.add_argument("--more-only", action="store_true", help="only the --more rows (no fit)")
     args = ap.parse_args(argv)
+    if args.more_only:
+        more_sources(Path(args.more))
+        return 0
     # the layout column describes the operands in words; every row is row-major A and B (layout nn)
     data = pd.read_csv(args.data).rename(columns={"layout": "layout_text"})
     for chip_name, rows in data.groupby("chip", sort=True):
@@ -178,6 +275,8 @@ def main(argv=None) -> int:
         if args.out:
             write_profile(res, args.out)
             print(f"wrote {args.out}")
+    if args.more:
+        more_sources(Path(args.more))
     return 0
 
 

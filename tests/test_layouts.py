@@ -55,7 +55,8 @@ def _time(chip, p, knobs: dict | None = None) -> float:
 def test_shape_text_parses_layout_and_b_format():
     p = parse_problem("matmul", parse_shape_text("M=64,N=128,K=256,layout=NT, b_format = nz"))
     assert (p.layout, p.b_format, p.b_transposed, p.a_transposed, p.b_nz) == ("nt", "nz", True, False, True)
-    assert p.shape() == {"M": 64, "N": 128, "K": 256, "batch": 1, "layout": "nt", "b_format": "nz"}
+    quant = {"scale": "none", "out_dtype": "auto", "b_dtype": "auto", "dequant": "auto"}  # the defaults
+    assert p.shape() == {"M": 64, "N": 128, "K": 256, "batch": 1, "layout": "nt", "b_format": "nz", **quant}
     d = parse_problem("matmul", {"M": 64, "N": 128, "K": 256})
     assert (d.layout, d.b_format) == ("nn", "nd") and d == mm(64, 128, 256)
 
@@ -120,7 +121,18 @@ def test_non_default_layouts_appear_in_keys_and_labels():
 
 def test_to_dict_layout_is_meaningful_and_stable_for_depthwise():
     assert mm(8, 8, 8, "tn").to_dict() == {
-        "shape": {"M": 8, "N": 8, "K": 8, "batch": 1, "layout": "tn", "b_format": "nd"},
+        "shape": {
+            "M": 8,
+            "N": 8,
+            "K": 8,
+            "batch": 1,
+            "layout": "tn",
+            "b_format": "nd",
+            "scale": "none",
+            "out_dtype": "auto",
+            "b_dtype": "auto",
+            "dequant": "auto",
+        },
         "dtype": "fp16",
         "layout": "tn",
     }

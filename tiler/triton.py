@@ -1002,7 +1002,7 @@ def emit_configs(res, target: str = TARGET) -> str:
             view = doc["targets"][target]
             args.append(dict(t.entry(view, doc)))
             notes.append(f", grid {tuple(view['grid'])}" if "grid" in view else "")
-    shape = ",".join(f"{k}={v}" for k, v in p.shape().items())
+    shape = p.shape_text() if hasattr(p, "shape_text") else ",".join(f"{k}={v}" for k, v in p.shape().items())
     head = (
         f"# tiler {__version__}: {p.OP} {shape} {p.dtype} on {chip.id} ({chip.cores} cores): the model's "
         f"{n} best configs {what}"
@@ -1077,7 +1077,10 @@ class UserResult(Result):
     def head_lines(self) -> list[str]:
         """The report's first lines (`tiler search --space`): the problem, the space's counts, the defaults."""
         us, space = self.user_space, self.space
-        shape = ",".join(f"{k}={v}" for k, v in self.problem.shape().items())
+        p = self.problem
+        shape = (
+            p.shape_text() if hasattr(p, "shape_text") else ",".join(f"{k}={v}" for k, v in p.shape().items())
+        )
         out = [
             f"{self.problem.OP} {shape} {self.problem.dtype} on {self.chip.id} ({self.chip.cores} cores): "
             f"the user space {us.source}",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...errors import ProblemError
 from ...model.common import (
     ceil_div,
     classify_bound,
@@ -274,6 +275,34 @@ def _head_us(chip, cores_used) -> np.ndarray:
     return chip["head_base_us"] + chip["head_per_core_us"] * np.asarray(cores_used, dtype=np.float64)
 
 
+def has_fixpipe(chip) -> bool:
+    """Whether the chip has a fixpipe (L0C -> GM with on-the-fly conversion and dequant): A2/A3 (separated cores)
+    and 310B do; 910A (arch 1001) and 310P (arch 2002) do not, their L0C leaves through UB (S2). A profile may say
+    so with `has_fixpipe`; else the arch is told apart by its cube types: the two coupled archs without a fixpipe
+    are also the two without bf16 on the cube (S1)."""
+    if chip.get("has_fixpipe") is not None:
+        return bool(chip["has_fixpipe"])
+    return not chip["coupled"] or chip.macs_per_cycle("bf16") > 0
+
+
+def dequant_site(p: Matmul, chip) -> str:
+    """Where a quantised matmul's dequant runs (docs/model.md, "Quantised matmul"): `none` (not quantised),
+    `fixpipe` or `vector`. `auto` takes the fixpipe when the chip has one and it can apply the scales (one per
+    column or per tensor, fp16 out: VDEQF16/DEQF16), else the vector cores."""
+    if not p.quant:
+        return "none"
+    if p.dequant != "auto":
+        return p.dequant
+    ok = has_fixpipe(chip) and not p.token_scale and p.output_dtype == "fp16"
+    return "fixpipe" if ok else "vector"
+
+
+def _fix_elem_bytes(p: Matmul, chip) -> int:
+    """Bytes per output element the fixpipe writes (split-K aside): int32 to the vector epilogue's workspace, or
+    the output's own dtype."""
+    return 4 if dequant_site(p, chip) == "vector" else p.out_bytes
+
+
 def tile_cost(p: Matmul, chip, c: dict, mt, nt, kc, hit_a, hit_b, b_resident, active) -> dict:
     """Busy time (seconds) of one tile of `mt x nt` outputs over a K slice `kc`, and its per-pipe times.
 
@@ -282,9 +311,12 @@ def tile_cost(p: Matmul, chip, c: dict, mt, nt, kc, hit_a, hit_b, b_resident, ac
     HBM and L2 bandwidth). All arguments broadcast over candidates.
     """
     r = _chip_rates(p, chip)
-    f, b, ob = r["f"], p.in_bytes, p.out_bytes
+    f, b, ob = r["f"], p.in_bytes, _fix_elem_bytes(p, chip)
     bm, bn, bk = c["base_m"], c["base_n"], c["base_k"]
     k0 = _k0(p)
+    site = dequant_site(p, chip)
+    if p.b_int4:  # A8W4: the cube reads B as int8 from the vector cores' small workspace, which sits in L2
+        hit_b = 1.0
     nbm, nbn = ceil_div(mt, bm), ceil_div(nt, bn)
     nk = ceil_div(kc, bk)
     ka = np.minimum(bk * c["step_ka"], kc)
@@ -307,6 +339,9 @@ def tile_cost(p: Matmul, chip, c: dict, mt, nt, kc, hit_a, hit_b, b_resident, ac
     bw_a = np.minimum(r["core_gm"], mixed_bandwidth(hit_a_all, l2_share, hbm_share)) * eff_a
     bw_b = np.minimum(r["core_gm"], mixed_bandwidth(hit_b_all, l2_share, hbm_share)) * eff_b
     t_a, t_b = a_bytes / bw_a, b_bytes / bw_b
+    # the tile's per-channel scales (8 B each) GM -> L1 -> fixpipe buffer
+    if site == "fixpipe" and p.channel_scale:
+        t_b = t_b + np.where(c["split_k"] > 1, 0.0, nt * 8.0) / r["core_gm"]
     # transfers: MDL (multi_load) moves a whole L1 chunk at once; Norm one base block per transfer
     chunks_a = ceil_div(kc, ka) * pass_a
     chunks_b = np.where(b_resident, 0, ceil_div(kc, kb) * pass_b)
@@ -337,6 +372,8 @@ def tile_cost(p: Matmul, chip, c: dict, mt, nt, kc, hit_a, hit_b, b_resident, ac
     t_fix = out_bytes / np.minimum(
         chip["fixpipe_bytes_per_cycle"] * f, _write_share(p, chip, r, active, split)
     )
+    if site == "fixpipe":  # dequant on the way out: the fixpipe still drains the int32 accumulator from L0C
+        t_fix = np.maximum(t_fix, np.where(split, 0.0, mt * nt * 4.0) / (chip["fixpipe_bytes_per_cycle"] * f))
     l0c_db = (
         bm * bn * 4 * 2 <= chip["l0c_bytes"]
     )  # a second L0C buffer lets the write-out overlap the next block
@@ -354,6 +391,9 @@ def tile_cost(p: Matmul, chip, c: dict, mt, nt, kc, hit_a, hit_b, b_resident, ac
     # and a write rate per core), so they overlap; but the HBM serves both: the reads' misses and the writes that
     # reach it (an output larger than the usable L2, _write_share) share the core's HBM share.
     hbm_out = np.where(_out_fits(p, chip, split), 0.0, out_bytes)
+    # the workspace stays in L2; the vector cores' output write shares the HBM when it spills
+    if site == "vector":
+        hbm_out = np.where(split | _final_fits(p, chip), hbm_out, mt * nt * float(p.out_bytes))
     t_hbm = (a_first * (1 - hit_a) + b_first * (1 - hit_b) + hbm_out) / hbm_share
     t_gm = np.maximum(np.maximum(t_mte2, t_fix), t_hbm)
     # The cube starts once A's first L1 chunk and B's first chunk (unless B is resident) have landed: their bytes
@@ -451,7 +491,14 @@ def _write_share(p: Matmul, chip, r: dict, active, split):
 def _out_fits(p: Matmul, chip, split):
     """Whether the whole output (fp32 partials under split-K) fits the usable L2, per candidate."""
     out = float(p.batch * p.M * p.N) * np.where(split, 4, p.out_bytes)
+    if dequant_site(p, chip) == "vector":  # the int32 goes to a few per-core workspace slots, not the output
+        return np.where(split, out <= chip["l2_bytes"] * chip["l2_usable_fraction"], True)
     return out <= chip["l2_bytes"] * chip["l2_usable_fraction"]
+
+
+def _final_fits(p: Matmul, chip) -> bool:
+    """Whether the final output (its own dtype) fits the usable L2."""
+    return float(p.batch * p.M * p.N * p.out_bytes) <= chip["l2_bytes"] * chip["l2_usable_fraction"]
 
 
 def _compulsory_hbm(p: Matmul, chip) -> float:
@@ -466,7 +513,9 @@ def _write_floor(p: Matmul, chip, c: dict, active) -> np.ndarray:
     """Core-seconds the fixpipe spends writing the output, summed over tiles (every output element once per
     split-K slice; split-K writes fp32 with atomic adds: 8 B read-modify-write). Reads and writes run on separate
     channels (tile_cost: busy >= max(MTE2, fixpipe)), so this is a floor beside the MTE2 floor, not added to it."""
-    out_bytes = float(p.batch * p.M * p.N) * c["split_k"] * np.where(c["split_k"] > 1, 8, p.out_bytes)
+    out_bytes = (
+        float(p.batch * p.M * p.N) * c["split_k"] * np.where(c["split_k"] > 1, 8, _fix_elem_bytes(p, chip))
+    )
     share = _write_share(p, chip, _chip_rates(p, chip), active, c["split_k"] > 1)
     return out_bytes / np.minimum(chip["fixpipe_bytes_per_cycle"] * chip.clock_hz, share)
 
@@ -475,8 +524,97 @@ def _reduction_us(p: Matmul, chip, c: dict) -> np.ndarray:
     """Split-K's extra work: zero the fp32 output, and cast it to the output dtype in a second (vector) kernel."""
     mn = float(p.batch * p.M * p.N)
     hbm = chip["hbm_gbps"] * 1e9 * chip["hbm_efficiency"]
-    cast = 0.0 if p.out_bytes == 4 else (mn * (4 + p.out_bytes) / hbm * 1e6 + chip["head_base_us"])
+    # a quantised matmul dequantises here, in the cast pass, reading its scales once
+    cast = (
+        0.0
+        if p.out_bytes == 4
+        else ((mn * (4 + p.out_bytes) + p.scale_bytes) / hbm * 1e6 + chip["head_base_us"])
+    )
     return np.where(c["split_k"] > 1, mn * 4 / hbm * 1e6 + cast, 0.0)
+
+
+def _vector_side(p: Matmul, chip, c: dict, g: dict, cores_used, make) -> dict:
+    """The vector cores' share of a quantised matmul (docs/model.md, "Quantised matmul"), per candidate, seconds.
+
+    Two passes can run there, each per output tile, each overlapping the cube's next tiles (the workspace has two
+    or more slots) but not the cube's last:
+    - the dequant epilogue (dequant_site vector, split_k 1): read the int32 tile back from the workspace (on
+      separated A2/A3 cores through GM/L2, on a coupled core L0C -> UB), the scales, cast and scale it on the
+      vector unit (2 + one multiply per scale kind vector ops per element, on fp32 lanes: half the fp16 lanes), write
+      the output (UB -> GM). Split-K dequantises in its reduction pass instead (_reduction_us).
+    - the int4 widening (b_dtype int4): read the tile's B panel as int4 (half the bytes), cast to int8 (2 vector
+      ops per element on fp16 lanes), write it to the workspace the cube reads (CATLASS W4A8MatmulLocal).
+    Each pass's tile time is the slowest of its read, vector and write pipes (double-buffered UB), over the
+    vector units beside one cube core (2 on A2/A3). The kernel pays: the vector side's excess over the cube's
+    makespan, the last tile's passes (nothing follows to hide them), one cube<->vector hand-off through GM per
+    exposed pass (the write landing, CrossCoreSetFlag/WaitFlag, the first read: 2 GM latencies + a sync on
+    separated chips, a sync on coupled ones), and a MIX launch (the vector cores start too: head_per_core_us each).
+    """
+    n = len(c["base_m"])
+    zero = np.zeros(n)
+    site = dequant_site(p, chip)
+    epi = (site == "vector") & (c["split_k"] == 1)
+    if not (np.any(epi) or p.b_int4):
+        return {"extra": zero, "vec": zero, "mte3": zero, "head_us": zero, "handoff": zero, "hbm": 0.0}
+    f = chip.clock_hz
+    units = max(1.0, chip["vector_cores"] / chip.cores)  # vector units beside one cube core
+    lanes32 = chip["vector_flops_per_cycle_fp16"] / 4.0  # fp32 elements per cycle (fp16 lanes / 2, FMA / 2)
+    read_bw = chip["gm_to_l1_bytes_per_cycle"] * f  # an AIV's GM -> UB read: the core's L2 read rate [E]
+    write_bw = chip["ub_to_gm_bytes_per_cycle"] * f
+    coupled = bool(chip["coupled"])
+    # the accumulator read back: on chip (L0C -> UB, the profile's fixpipe rate there) or from the GM workspace
+    acc_bw = chip["fixpipe_bytes_per_cycle"] * f if coupled else read_bw
+    handoff = (chip["sync_cycles"] if coupled else 2 * chip["gm_latency_cycles"] + chip["sync_cycles"]) / f
+    tm, tn = np.asarray(g["tm"], dtype=np.float64), np.asarray(g["tn"], dtype=np.float64)
+    active = np.maximum(np.asarray(cores_used, dtype=np.float64), 1.0)
+    hbm_share = chip["hbm_gbps"] * 1e9 * chip["hbm_efficiency"] / active
+    l2_share = chip["l2_gbps"] * 1e9 * chip["l2_efficiency"] / active
+    elems = tm * tn
+    ops = 2 + p.channel_scale + p.token_scale
+    scale_b = 4.0 * (tn * p.channel_scale + tm * p.token_scale)
+    t_read = (elems * 4 + scale_b) / (acc_bw * units)
+    t_vec = elems * ops / (lanes32 * f * units)
+    # the output write (UB -> GM): into L2, or at the core group's HBM share when the whole output does not fit
+    dest = l2_share if _final_fits(p, chip) else hbm_share
+    t_write = elems * p.out_bytes / np.minimum(write_bw * units, dest)
+    t_epi = np.where(epi, np.maximum(np.maximum(t_read, t_vec), t_write), 0.0)
+    vec_busy = np.where(epi, t_vec, 0.0)
+    mte3 = np.where(epi, t_write, 0.0)
+    kc = np.asarray(g["kc"], dtype=np.float64)
+    if p.b_int4:
+        # B's int4 panel: a tile's first touch of it misses L2 (1 - 1/gm hits, as the cube's B would), the
+        # misses at the core's HBM share
+        hit = 1.0 - 1.0 / np.asarray(g["gm"], dtype=np.float64)
+        b_read = np.minimum(read_bw * units, mixed_bandwidth(hit, l2_share, hbm_share))
+        belems = tn * kc
+        t_w4 = np.maximum(
+            np.maximum(belems * 0.5 / b_read, belems * 2 / (2 * lanes32 * f * units)),
+            belems / (write_bw * units),
+        )
+        vec_busy = vec_busy + belems * 2 / (2 * lanes32 * f * units)
+        mte3 = mte3 + belems / (write_bw * units)
+    else:
+        t_w4 = zero
+    per_core = np.ceil(np.asarray(g["tiles"], dtype=np.float64) / chip.cores)
+    vec_make = per_core * (t_epi + t_w4)
+    passes = np.where(epi, 1, 0) + (1 if p.b_int4 else 0)
+    hand = passes * handoff
+    extra = np.maximum(vec_make - make, 0.0) + t_epi + t_w4 + hand
+    # A MIX launch starts the vector cores too (S6: the head grows with the cores launched, and a MIX kernel also
+    # starts the idle core type): each vector core launched pays the profile's per-core head [E: the per-core head
+    # was fitted on cube-only kernels; reading a launch per block (Block Dim counts cube cores) would drop this term]
+    mix = np.where(
+        passes > 0, chip["head_per_core_us"] * units * np.asarray(cores_used, dtype=np.float64), 0.0
+    )
+    return {
+        "extra": extra,
+        "vec": per_core * vec_busy,
+        "mte3": per_core * mte3,
+        "head_us": mix,
+        "handoff": hand,
+        # B's int4 panels from HBM, once each (the cube's reads of the int8 workspace hit L2)
+        "hbm": float(p.batch * p.K * p.N) * 0.5 if p.b_int4 else 0.0,
+    }
 
 
 def _per_core(cost: dict, ui: np.ndarray, gi: np.ndarray, work: list, cols: np.ndarray) -> dict:
@@ -660,6 +798,28 @@ class MatmulAscend(Operator):
                 out[k][idx] = v
         return out
 
+    def check(self, p: Matmul, chip) -> None:
+        """The dtype on the cube, then a quantised matmul's dequant where the chip can run it: the fixpipe applies
+        one scale per column (VDEQF16) or per tensor (DEQF16) and writes fp16 only (CATLASS CopyL0CToGm's AtlasA2
+        specialisations; AscendC Fixpipe's quantPre checks); 910A and 310P have no fixpipe at all."""
+        super().check(p, chip)
+        if p.dequant != "fixpipe":
+            return
+        if not has_fixpipe(chip):
+            raise ProblemError(
+                f"dequant: fixpipe, but {chip.id} has no fixpipe (its L0C leaves through UB); use dequant vector or auto"
+            )
+        if p.token_scale:
+            raise ProblemError(
+                f"dequant: fixpipe cannot apply a per-token (per-row) scale (scale {p.scale}): the fixpipe takes one "
+                "scale per column or per tensor; use dequant vector or auto"
+            )
+        if p.output_dtype != "fp16":
+            raise ProblemError(
+                f"dequant: fixpipe writes a dequantised int32 as fp16 only (VDEQF16/DEQF16), not "
+                f"{p.output_dtype}; use dequant vector or auto"
+            )
+
     def warm_start(self, p: Matmul, chip) -> dict:
         """CATLASS's default, its swizzle direction along the longer output side."""
         return dict(WARM_START, swizzle_direction=1 if p.M < p.N else 0)
@@ -697,6 +857,21 @@ class MatmulAscend(Operator):
         )
         if red > 0:
             text += f"; split-K reduction {red:.1f} us (zero the fp32 output, cast pass with its own launch)"
+            if p.quant:
+                text += " (the dequant runs in that pass)"
+        quant = float(np.asarray(est.get("quant_us", np.zeros(row + 1)))[row])
+        if quant > 0:
+            what = ["int4 -> int8 widening of B"] if p.b_int4 else []
+            if dequant_site(p, chip) == "vector" and red == 0:
+                trip = "L0C -> UB on chip" if chip["coupled"] else "int32 round trip through GM"
+                what.insert(0, f"dequant epilogue ({p.scale} scale, {trip})")
+            units = max(1.0, chip["vector_cores"] / chip.cores)
+            mix = chip["head_per_core_us"] * units * used
+            text += (
+                f"; vector side {quant:.1f} us beyond the cube ({', '.join(what)}: its last tile and the "
+                f"cube->vector hand-off are never hidden); MIX launch {mix:.1f} us ({units * used:.0f} vector "
+                f"cores x {chip['head_per_core_us']:.3f} us)"
+            )
         return (
             text
             + f"; makespan {float(np.asarray(est['core_us'])[row]):.1f} us of {float(np.asarray(est['time_us'])[row]):.1f}"
@@ -1301,14 +1476,20 @@ def _record(
     mean = (out["busy_sum"] + fill * cores_used) / cores
     head = _head_us(chip, cores_used)
     red = _reduction_us(p, chip, c)
-    time_us = make * 1e6 + head + red
+    vs = _vector_side(p, chip, c, g, cores_used, make)
+    head = head + vs["head_us"]
+    time_us = (make + vs["extra"]) * 1e6 + head + red
     pipes_us = {p_: np.zeros(n) for p_ in pipes("ascend")}
     for k in ("mac", "scalar", "mte1", "fixpipe"):
         pipes_us[k] = out[k] * 1e6
     pipes_us["mte2"] = out["mte2_bw"] * 1e6  # busy moving bytes; waiting on latency is not busy
     split = c["split_k"] > 1
-    pipes_us["vec"] = np.where(split, red, 0.0)  # the cast runs on the vector cores
-    bound = classify_bound({k: pipes_us[k] for k in ("mac", "mte2", "mte1", "fixpipe", "scalar")}, make * 1e6)
+    pipes_us["vec"] = (
+        np.where(split, red, 0.0) + vs["vec"] * 1e6
+    )  # the cast / dequant runs on the vector cores
+    pipes_us["mte3"] = pipes_us["mte3"] + vs["mte3"] * 1e6  # the vector cores' writes (UB -> GM)
+    named = ("mac", "mte2", "mte1", "fixpipe", "scalar") + (("vec", "mte3") if p.quant or p.b_int4 else ())
+    bound = classify_bound({k: pipes_us[k] for k in named}, (make + vs["extra"]) * 1e6)
     mn = float(p.batch * p.M * p.N)
     out_hbm = mn * p.out_bytes + np.where(split, mn * 4 * 3, 0.0)  # zero + atomics (r+w) of fp32 partials
     l2_read = out["l2_read"]
@@ -1323,11 +1504,13 @@ def _record(
         # the busiest cube core from its first load to its last write (its fill included), without the launch
         # head and split-K's separate zero/cast pass: what msprof's aic_time reports for the AIC side
         "core_us": make * 1e6,
+        # a quantised matmul's vector side beyond the cube's makespan (epilogue / int4 widening, hand-offs)
+        "quant_us": vs["extra"] * 1e6,
         "cores_used": cores_used.astype(np.int64),
         "waves": ceil_div(tiles, cores).astype(np.int64),
         "balance": mean / np.maximum(make, 1e-30),
         "l2_hit_rate": hit,
-        "hbm_bytes": out["hbm_read"] + out_hbm,
+        "hbm_bytes": out["hbm_read"] + out_hbm + vs["hbm"],
         "l2_bytes": l2_read + out_hbm,
         "roofline_us": roofline_us(
             p.flops, _compulsory_hbm(p, chip), chip.peak_tflops(p.dtype) * 1e12, chip["hbm_gbps"] * 1e9, head

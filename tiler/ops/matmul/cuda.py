@@ -984,6 +984,16 @@ class MatmulCuda(Operator):
         """B in a format the GPU kernel reads (NZ fractals are Ascend's), and tensor cores for the dtype."""
         if p.b_nz:
             raise ProblemError("b_format: nz is an Ascend (NZ fractal) format; the cuda family takes nd")
+        if p.b_int4:
+            raise ProblemError(
+                "b_dtype: int4 weights are not modelled on the cuda family (Hopper's wgmma has no int4 operand; "
+                "a W4A8 kernel widens B in registers, which this model does not describe); use b_dtype auto"
+            )
+        if p.dequant != "auto":
+            raise ProblemError(
+                f"dequant: {p.dequant} is an Ascend placement; on the cuda family the dequant runs in the GEMM's "
+                "epilogue, in registers (use dequant auto)"
+            )
         super().check(p, chip)
 
     def feasible(self, p: Matmul, chip, c: dict, rules=None) -> dict[str, np.ndarray]:

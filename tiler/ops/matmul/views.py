@@ -154,10 +154,36 @@ def _is_atlas_a2(chip) -> bool:
     )
 
 
+def _quant_no_view(p: Problem, target: str) -> str | None:
+    """Why a target's view cannot express a quantised matmul (dequant scales, a float output of int8, int4 B), or
+    None: the views write the plain int8 -> int32 kernel only, and a view is a promise of what the kernel does."""
+    if getattr(p, "quant", False) or getattr(p, "b_int4", False):
+        what = []
+        if getattr(p, "b_int4", False):
+            what.append("int4 B")
+        if getattr(p, "quant", False):
+            what.append(f"dequant (scale {p.scale}, {p.output_dtype} out)")
+        return (
+            f"{target} view writes the plain int8 -> int32 matmul; {' and '.join(what)} {'need' if len(what) > 1 else 'needs'} a quant kernel "
+            + {
+                "catlass": "(CATLASS's QuantMatmulMultiStageWorkspace / W4A8MatmulLocal, whose epilogue and workspace "
+                "slots the view does not carry)",
+                "ascendc": "(QuantBatchMatmulV3, whose tiling data wraps a TCubeTiling with its own quant fields the view "
+                "does not carry)",
+                "triton": "(a scaled int8 epilogue the project's Triton kernel does not have)",
+            }[target]
+        )
+    return None
+
+
 def catlass_supports(chip, p: Problem) -> str | None:
     if not _is_atlas_a2(chip):
         return f"CATLASS's AtlasA2 templates need an Atlas A2/A3 chip (910B1-B4, 910_93), not {chip.id}"
-    return None
+    return _quant_no_view(p, "catlass")
+
+
+def ascendc_supports(chip, p: Problem) -> str | None:
+    return _quant_no_view(p, "ascendc")
 
 
 def _l0c_stages(base_m, base_n) -> np.ndarray:
@@ -531,7 +557,8 @@ def emit_catlass(v: dict, doc: dict) -> str:
 def _header(doc: dict, target: str | None = None) -> str:
     """One comment line: what the fragment is for and what the model predicts for the view's own tiling (a
     target's view may be of its own best tiling: `runnable.<target>` of the document)."""
-    shape = ",".join(f"{k}={v}" for k, v in doc["problem"]["shape"].items())
+    quiet = {k: Problem.OPTIONAL[k] for k in Problem.QUIET}  # the quant fields, left out at their defaults
+    shape = ",".join(f"{k}={v}" for k, v in doc["problem"]["shape"].items() if quiet.get(k, object()) != v)
     time_us = doc.get("runnable", {}).get(target, {}).get("time_us", doc["estimate"]["time_us"])
     return (
         f"tiler {__version__}: {doc['op']} {shape} {doc['problem']['dtype']} on {doc['chip']['id']} "
@@ -1496,13 +1523,16 @@ ASCENDC = Target(
     entry=ascendc_entry,
     native=ascendc_native,
     native_names=ASCENDC_NATIVE_NAMES,
+    supports=ascendc_supports,
 )
 
 
 def triton_supports(chip, p: Problem) -> str | None:
     if p.batch != 1:
         return "the project's Triton kernel has no batch axis: launch it once per product (batch must be 1)"
-    return None
+    if p.dtype == "int8" and not (p.quant or p.b_int4):
+        return "the project's Triton kernel takes fp16/bf16 operands (tiler/ops/matmul/triton_runner.py), not int8"
+    return _quant_no_view(p, "triton")
 
 
 TRITON = Target(
