@@ -1,6 +1,6 @@
 """Fit an Ascend profile from measured kernel totals (the library's tiling unknown) and report the k-fold.
 
-    python3 bench/ascend_fit.py [--data bench/data/ascend_measured_public.csv] [--folds 4] [--seed 0]
+    python -m bench.ascend_fit [--data bench/data/ascend_measured_public.csv] [--folds 4] [--seed 0]
                                 [--out PROFILE.toml]
 
 The rows (bench/data/ascend_measured_public.csv; sources in bench/README.md) are library kernels whose tiling was not
@@ -27,8 +27,6 @@ import numpy as np
 import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 
 import tiler.api as api  # noqa: E402
 from tiler.calibrate import write_profile  # noqa: E402
