@@ -503,7 +503,9 @@ def test_replay_of_measured_search(table, which):
     profile, held out of it; every shape of the later table): model-guided TPE needs no more measurements than random to reach
     0.95 of the best (median over shapes), and plain TPE fewer than random on average."""
     fit = _fitted_shapes()
-    shapes = {s: v for s, v in _measured(table).items() if which == "all" or (s in fit) == (which == "fitted")}
+    shapes = {
+        s: v for s, v in _measured(table).items() if which == "all" or (s in fit) == (which == "fitted")
+    }
     assert shapes, (table, which)
     model, chip = get_operator("matmul", "cuda"), load_chip("h200")
     prev = optuna.logging.get_verbosity()
