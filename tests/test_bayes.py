@@ -146,6 +146,7 @@ def test_preload_is_sampled_below_l1_stages_when_measured(b3, space):
         assert r.tiling(i)["preload"] < r.tiling(i)["l1_stages"]
 
 
+@pytest.mark.slow
 def test_resume_runs_only_the_missing_trials(b3, space, tmp_path):
     p = mm(256, 512, 1024)
     url = f"sqlite:///{tmp_path / 'studies.db'}"
@@ -332,6 +333,7 @@ def test_external_measure_failures_raise_measure_error(tmp_path, body, timeout, 
         measure(script(tmp_path, body), {"tiling": {"base_m": 64}}, timeout=timeout)
 
 
+@pytest.mark.slow
 def test_failed_measurements_fail_their_trial_and_the_study_goes_on(b3, space, tmp_path):
     # base_m 16: crash; 32: hang past the timeout; 48: garbage; the others work (time falls with base_m)
     body = (
@@ -353,7 +355,7 @@ def test_failed_measurements_fail_their_trial_and_the_study_goes_on(b3, space, t
         storage=storage,
         study_name="m",
         measure=script(tmp_path, body),
-        measure_timeout=1.0,
+        measure_timeout=2.0,  # the hang (30 s) times out; a working call (a Python start) stays far below it
     )
     trials = optuna.load_study(study_name="m", storage=storage).get_trials(deepcopy=False)
     failed = {
@@ -489,7 +491,6 @@ def _replay(configs: np.ndarray, ms: np.ndarray, strategy: str, first: list[int]
     return int(seen.sum())
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize(
     "table, which",
     [
@@ -525,17 +526,26 @@ def test_replay_of_measured_search(table, which):
     assert np.mean(n["tpe"]) < np.mean(n["random"]), n
 
 
+@pytest.mark.slow
 def test_killed_run_resumes_with_the_same_study_name(b3, space, tmp_path):
     """SIGKILL mid-study (a measurement in flight), then the same command: the finished trials are kept."""
     import signal
-    import sqlite3
     import subprocess
     import time
 
     db = tmp_path / "kill.db"
-    slow = script(tmp_path, "time.sleep(0.15)\nprint(1000.0 / t['base_m'])\n")
+    # the measurement command leaves a mark per call; while `hold` exists, the third call and later block: the kill
+    # lands when the third mark appears (two trials complete, the third's measurement in flight), whatever the load
+    marks, hold = tmp_path / "marks", tmp_path / "hold"
+    marks.mkdir()
+    hold.touch()
+    slow = script(
+        tmp_path,
+        f"import os\nn = len(os.listdir({str(marks)!r}))\nopen(os.path.join({str(marks)!r}, str(n)), 'w').close()\n"
+        f"while n >= 2 and os.path.exists({str(hold)!r}): time.sleep(0.01)\n"
+        "print(1000.0 / t['base_m'])\n",
+    )
     code = (
-        f"import sys; sys.path.insert(0, {str(ROOT)!r})\n"
         "from tiler.search import bayes; from tiler.hardware import load_chip; from tiler.space import load_space\n"
         "from tiler.problem import parse_problem\n"
         "p = parse_problem('matmul', {'M': 512, 'N': 512, 'K': 1024})\n"
@@ -544,19 +554,13 @@ def test_killed_run_resumes_with_the_same_study_name(b3, space, tmp_path):
     )
     proc = subprocess.Popen([PY, "-c", code], cwd=ROOT)
     url = f"sqlite:///{db}"
-    deadline = time.time() + 60
-    while (
-        time.time() < deadline
-    ):  # poll the file directly: opening an optuna storage now would race its setup
-        time.sleep(0.1)
-        try:
-            with sqlite3.connect(db) as con:
-                if con.execute("SELECT count(*) FROM trials WHERE state = 'COMPLETE'").fetchone()[0] >= 2:
-                    break
-        except sqlite3.Error:  # no file or no tables yet
-            continue
+    deadline = time.monotonic() + 300  # a safety net only: the wait ends on the third mark
+    while len(list(marks.iterdir())) < 3 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert proc.poll() is None and len(list(marks.iterdir())) == 3
     proc.send_signal(signal.SIGKILL)
     proc.wait()
+    hold.unlink()  # the orphaned measurement ends; the resumed run below measures without blocking
     before = [(t.number, t.params) for t in evaluated(url, "k")]
     assert 2 <= len(before) < 7
     r = bayes.run(
@@ -575,6 +579,7 @@ def test_killed_run_resumes_with_the_same_study_name(b3, space, tmp_path):
     assert any("resumed" in n for n in r.notes)
 
 
+@pytest.mark.slow
 def test_four_processes_on_one_sqlite_study_share_one_budget(tmp_path):
     """Four `tiler search --strategy tpe` processes on one SQLite study (issue 31): all exit 0 with no traceback,
     the study holds exactly the requested budget of evaluations, and no tiling is evaluated twice."""

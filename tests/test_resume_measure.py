@@ -505,6 +505,7 @@ KILL_PINS = ["base_k=64"]
 @pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="parent-death detection is checked via /proc"
 )
+@pytest.mark.slow
 def test_sigkill_at_random_moments_then_resume_gives_the_uninterrupted_table(tmp_path):
     """The sweep's parent is SIGKILLed 10 times at seeded random moments, 5 times with --jobs 1 and 5 with --jobs 2
     (the first run, then each --resume, until 5 kills have landed; then one --resume runs to the end). Kills
