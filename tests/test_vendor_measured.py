@@ -76,7 +76,9 @@ def test_json_and_table_carry_the_vendor_and_the_ratio(fake_gpu, tmp_path):
 
 
 def test_vendor_needs_a_runner_and_a_measured_search(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)  # a measured search's default storage is results/studies.db under the working folder
+    monkeypatch.chdir(
+        tmp_path
+    )  # a measured search's default storage is results/studies.db under the working folder
     with pytest.raises(TilerError, match="vendor: needs a measured search"):
         tiler.search("matmul", "h200", SHAPE, vendor=True)
     with pytest.raises(TilerError, match="vendor: needs a runner"):
