@@ -3,7 +3,7 @@
     python -m bench.ascend_fit [--data bench/data/ascend_measured_public.csv] [--folds 4] [--seed 0]
                                 [--out PROFILE.toml]
 
-The rows (bench/data/ascend_measured_public.csv; sources in bench/README.md) are library kernels whose tiling was not
+The rows (bench/data/ascend_measured_public.csv; sources in bench/archive/LOG.md) are library kernels whose tiling was not
 published, so the fit is `tiler calibrate` from totals (tiler.calibrate_totals): the model's best tiling stands in
 for the library's, search <-> fit in rounds. fp16/bf16 rows are fitted; fp32 rows (the framework runs them in HF32,
 a mode the profile's fp32 rate does not describe) are only evaluated, apart. One fit per chip of the table.

@@ -3,7 +3,7 @@
     python -m bench.ascend_measured [--data bench/data/ascend_measured_public.csv] [--chip-prefix ascend]
 
 The rows (bench/data/ascend_measured_public.csv, a copy of the project's shared data; its sources are named per row
-in `source_id` and described in bench/README.md) are kernel times measured on Ascend chips whose tiling was chosen
+in `source_id` and described in bench/archive/LOG.md) are kernel times measured on Ascend chips whose tiling was chosen
 by the library (CATLASS examples, torch.matmul through CANN), so the comparison is the model's optimum (a proven
 exhaustive search, default flags, runnable=False) against the measured total: a faithful model's optimum cannot be
 much slower than a tuned library's kernel, nor many times faster than a hand-written one.
