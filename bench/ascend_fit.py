@@ -1,9 +1,9 @@
 """Fit an Ascend profile from measured kernel totals (the library's tiling unknown) and report the k-fold.
 
-    python3 bench/ascend_fit.py [--data bench/data/ascend_measured_public.csv] [--folds 4] [--seed 0]
-                                [--out PROFILE.toml] [--more bench/data/ascend_measured_more.csv] [--more-only]
+    python -m bench.ascend_fit [--data bench/data/ascend_measured_public.csv] [--folds 4] [--seed 0]
+                               [--out PROFILE.toml] [--more bench/data/ascend_measured_more.csv] [--more-only]
 
-The rows (bench/data/ascend_measured_public.csv; sources in bench/README.md) are library kernels whose tiling was not
+The rows (bench/data/ascend_measured_public.csv; sources in bench/archive/LOG.md) are library kernels whose tiling was not
 published, so the fit is `tiler calibrate` from totals (tiler.calibrate_totals): the model's best tiling stands in
 for the library's, search <-> fit in rounds. fp16/bf16 rows are fitted; fp32 rows (the framework runs them in HF32,
 a mode the profile's fp32 rate does not describe) are only evaluated, apart. One fit per chip of the table.
@@ -35,8 +35,6 @@ import numpy as np
 import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 
 import tiler.api as api  # noqa: E402
 from tiler.calibrate import write_profile  # noqa: E402

@@ -1,9 +1,9 @@
 """The Ascend model against real kernel times from public sources: measured time over the model's best.
 
-    python3 bench/ascend_measured.py [--data bench/data/ascend_measured_public.csv] [--chip-prefix ascend]
+    python -m bench.ascend_measured [--data bench/data/ascend_measured_public.csv] [--chip-prefix ascend]
 
 The rows (bench/data/ascend_measured_public.csv, a copy of the project's shared data; its sources are named per row
-in `source_id` and described in bench/README.md) are kernel times measured on Ascend chips whose tiling was chosen
+in `source_id` and described in bench/archive/LOG.md) are kernel times measured on Ascend chips whose tiling was chosen
 by the library (CATLASS examples, torch.matmul through CANN), so the comparison is the model's optimum (a proven
 exhaustive search, default flags, runnable=False) against the measured total: a faithful model's optimum cannot be
 much slower than a tuned library's kernel, nor many times faster than a hand-written one.
@@ -25,8 +25,6 @@ from pathlib import Path
 import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 
 import tiler  # noqa: E402
 

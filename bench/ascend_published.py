@@ -1,6 +1,6 @@
 """The Ascend matmul model against published measurements that compare two tilings or schemes.
 
-    python3 bench/ascend_published.py [--csv bench/data/ascend_published.csv] [--show-tilings]
+    python -m bench.ascend_published [--csv bench/data/ascend_published.csv] [--show-tilings]
 
 Each row of bench/data/ascend_published.csv is one published comparison (CATLASS docs and example READMEs, the
 AscendC Matmul best-practice cases): a chip, a shape, and two variants A and B as JSON of the model's knob names

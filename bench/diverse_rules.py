@@ -1,6 +1,6 @@
 """Diverse top-k rules compared on every measured H200 matmul shape of bench/fidelity.py (no GPU needed).
 
-    python3 bench/diverse_rules.py [--chip h200] [--pool 32]
+    python -m bench.diverse_rules [--chip h200] [--pool 32]
 
 For each shape, the model ranks every measured tiling (tiler.rank.rank_candidates); one tiling per distinct
 predicted time is kept (as the search reports them), and each rule orders the model's top `--pool` of those:
@@ -29,11 +29,8 @@ import numpy as np
 import pandas as pd
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
 
-from fidelity import DATA, SHAPE, fitted_shapes, merge_measured  # noqa: E402
-
+from bench.fidelity import DATA, SHAPE, fitted_shapes, merge_measured  # noqa: E402
 from tiler.hardware import load_chip  # noqa: E402
 from tiler.ops.matmul import Matmul  # noqa: E402
 from tiler.ops.matmul.cuda import MatmulCuda  # noqa: E402

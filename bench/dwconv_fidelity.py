@@ -1,6 +1,6 @@
 """How well the depthwise CUDA model ranks H200 measurements, on the shapes fitted and the shapes held out.
 
-    python3 bench/dwconv_fidelity.py [--picks bench/data/h200_dwconv_picks_v3.csv]
+    python -m bench.dwconv_fidelity [--picks bench/data/h200_dwconv_picks_v3.csv]
 
 Reads the grid (bench/data/h200_dwconv.csv: every scheme on the 17 shapes of examples/shapes/depthwise_conv.csv)
 and the measured model picks, scores them with the shipped h200 profile (its dw_* constants were fitted by
@@ -27,7 +27,6 @@ import numpy as np
 import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 from tiler.calibrate import shape_quality  # noqa: E402
 from tiler.hardware import load_chip  # noqa: E402

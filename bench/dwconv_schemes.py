@@ -1,6 +1,6 @@
 """Predicted speed-up of depthwise convolution's group_opt scheme over group_loop on Ascend, per shape.
 
-    python3 bench/dwconv_schemes.py [--chips ascend910b3,ascend910b4] [--shapes examples/shapes/depthwise_conv.csv]
+    python -m bench.dwconv_schemes [--chips ascend910b3,ascend910b4] [--shapes examples/shapes/depthwise_conv.csv]
 
 For every shape of the suite (examples/shapes/depthwise_conv.csv: 17 depthwise layers of MobileNetV2,
 EfficientNet-B0, ConvNeXt-T, DeepLabV3 and Mamba/Mamba2, each row naming its source) and every chip, the proven
@@ -20,7 +20,6 @@ import numpy as np
 import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 from tiler.hardware import load_chip  # noqa: E402
 from tiler.problem import parse_problem  # noqa: E402

@@ -1,6 +1,6 @@
 """Model throughput for issue 15: candidates scored per second per core by `estimate` (and `quick_bound`).
 
-    python3 bench/estimate_rate.py [--rows 200000] [--repeat 5] [--chips ascend910b3,h200]
+    python -m bench.estimate_rate [--rows 200000] [--repeat 5] [--chips ascend910b3,h200]
 
 For each chip (fp16) and each of 10 LLM linear-layer shapes, a large random table of feasible candidates is
 built: every knob not in the operator's RESOLVED drawn uniformly from `load_space(op, family)`'s domains, the
@@ -23,11 +23,8 @@ import argparse  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
-from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tiler.hardware import load_chip  # noqa: E402
 from tiler.operator import get_operator  # noqa: E402

@@ -1,17 +1,17 @@
 """How well the flash-attention model picks tilings on H200 shapes it was not fitted on.
 
-    python3 bench/fa_fidelity.py [--fit cal|profile]
+    python -m bench.fa_fidelity [--fit cal|profile]
 
 Fits the `fa_` constants on the six shapes of bench/data/h200_fa_cal.csv (`tiler.calibrate`, the same code as
 `tiler calibrate`), then scores the ten held-out shapes of bench/data/h200_fa_measured.csv (the project's kernel,
-measured by bench/fa_measure.py) that no fit has seen. Per shape: the measured time of the model's top-1 pick over
+measured by bench/gpu/fa_measure.py) that no fit has seen. Per shape: the measured time of the model's top-1 pick over
 the best measured tiling, the best of its top 4, Spearman over the grid, whether it picks the faster ORDER (causal
 shapes with more than one query block per head; with one, both grids launch the same programs in the same order and
 the model predicts them equal: `moot`), and beside it a fixed tiling (the one best on average over the fit shapes)
 and torch's SDPA.
 `--fit profile` scores the profile's constants as shipped instead of refitting.
 
-Then the ORDER pairs re-measured head to head (bench/fa_order_h2h.py), per file of H2H: is the model's faster ORDER
+Then the ORDER pairs re-measured head to head (bench/archive/fa_order_h2h.py), per file of H2H: is the model's faster ORDER
 the faster median, over every pair and for the blocks of each causal shape's pick. The files differ in the clock
 regime they measure: 25-ms bursts at boost clock (two machines) and the power-capped steady state
 (bench/data/README.md, "ORDER and the SM clock").
@@ -118,7 +118,7 @@ def main() -> None:
 
 
 def order_pairs(h2h: pd.DataFrame, chip, model) -> str:
-    """The ORDER pairs re-measured head to head (bench/fa_order_h2h.py): per pair of blocks, is the model's faster
+    """The ORDER pairs re-measured head to head (bench/archive/fa_order_h2h.py): per pair of blocks, is the model's faster
     ORDER the one whose median over the rounds is faster?"""
     med = h2h.groupby([*FIELDS, *KNOBS]).ms.median().unstack("ORDER").dropna().reset_index()
     right, lines = 0, []

@@ -1,6 +1,6 @@
 """Exhaustive (proven) flash-attention search time, in one process, and a bound-free check.
 
-    python3 bench/fa_search_speed.py [--chips h200,ascend910b3] [--repeat 3] [--no-verify]
+    python -m bench.fa_search_speed [--chips h200,ascend910b3] [--repeat 3] [--no-verify]
 
 Shapes: causal prefill of a GQA model (32 query heads, 8 K/V heads, D = 128) at 4K, 8K, 32K and 128K tokens (64
 heads at 128K), full attention on a batch of 2K sequences, decode (one query against an 8K cache, batch 64), and
@@ -21,7 +21,6 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 from tiler.hardware import load_chip  # noqa: E402
 from tiler.model.schedule import clear_caches  # noqa: E402

@@ -42,7 +42,7 @@ Shapes whose rows were used to fit the profile's [efficiency] constants are read
 strings ("... shapes AxBxC, ...") and summarised apart from the held-out ones. Prints tables and a summary;
 always exits 0.
 
-    python3 bench/fidelity.py [--chip h200] [--data FILE.csv ...] [--picks FILE.csv] [--no-search]
+    python -m bench.fidelity [--chip h200] [--data FILE.csv ...] [--picks FILE.csv] [--no-search]
 """
 
 from __future__ import annotations
@@ -56,7 +56,6 @@ import numpy as np
 import pandas as pd
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 from tiler.calibrate import shape_quality  # noqa: E402
 from tiler.hardware import load_chip  # noqa: E402
@@ -356,7 +355,7 @@ def main(argv=None) -> int:
                 )
                 print(now_summary(now))
         print()
-        print("reproduce: python3 bench/fidelity.py --chip", args.chip)
+        print("reproduce: python -m bench.fidelity --chip", args.chip)
     except Exception as exc:  # a benchmark report: say what went wrong, never fail the caller
         print(f"fidelity: {type(exc).__name__}: {exc}")
     return 0

@@ -1,6 +1,6 @@
 """Library look-up speed: `tiler.lookup` (no model imported) against `tiler.library` (full problem classes).
 
-    python3 bench/lookup_bench.py [--chip ascend910b3] [--entries 1000] [--queries 1000] [--seed 0]
+    python -m bench.lookup_bench [--chip ascend910b3] [--entries 1000] [--queries 1000] [--seed 0]
 
 1. A real library: `tiler sweep` of examples/shapes/llama3_8b.csv on the chip (exhaustive, proven optima).
 2. A large library for the scan: that library's first entry cloned under `--entries` random shapes (M, N, K
@@ -30,7 +30,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 
 def real_library(chip: str, folder: Path) -> Path:

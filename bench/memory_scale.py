@@ -1,8 +1,8 @@
 """Peak memory of a large sweep and a large report (issue 31's targets: a 10,000-row sweep and a 100,000-row report
 each under 500 MB for the whole process tree; the report page a few MB).
 
-    python bench/memory_scale.py sweep  [--rows 10000] [--chip h200] [--jobs 2]
-    python bench/memory_scale.py report [--rows 100000]
+    python -m bench.memory_scale sweep  [--rows 10000] [--chip h200] [--jobs 2]
+    python -m bench.memory_scale report [--rows 100000]
 
 `sweep` writes random matmul shapes (seeded) and runs `tiler sweep` on them; `report` first sweeps 300 random shapes
 on the h200, then repeats that table's rows to `--rows` rows with distinct M (so every row is its own problem) and

@@ -1,6 +1,6 @@
 """Model throughput and exhaustive-search time, measured in one run (one process).
 
-    python3 bench/model_throughput.py
+    python -m bench.model_throughput
 
 Prints candidates/s for the full estimate and for the lower bound the search prunes with, the exhaustive
 search wall time per shape from a cold start (the schedule caches cleared before each search; the issue's

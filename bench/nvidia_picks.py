@@ -10,7 +10,7 @@ ORDER = 1 (grouped) when that factor is above 1, else 0 (row-major).
 
 Needs `pip install nvidia-matmul-heuristics` (a CPU library; the `peers` extra). Used by bench/shape_classes.py.
 
-    python3 bench/nvidia_picks.py 16x4096x4096 4096x4096x4096
+    python -m bench.nvidia_picks 16x4096x4096 4096x4096x4096
 """
 
 from __future__ import annotations

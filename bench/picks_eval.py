@@ -5,18 +5,14 @@ launch order reported in the order the profile's tie_order_async/_sync favour; 1
 before) with model_picks_h200_v4b.csv (the same model, 12 shapes measured in run 9) and model_picks_h200_v5.csv
 (A's registers on the synchronous path from ptxas' counts, re-fitted), over every measured file (fidelity.DATA).
 
-    python3 bench/picks_eval.py"""
+    python -m bench.picks_eval"""
 
-import sys
-from pathlib import Path as _P
-
-sys.path.insert(0, str(_P(__file__).resolve().parent))
-sys.path.insert(0, str(_P(__file__).resolve().parent.parent))
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from fidelity import DATA, KNOBS, _geo, merge_measured
+
+from bench.fidelity import DATA, KNOBS, _geo, merge_measured
 
 D = Path(__file__).resolve().parent / "data"
 files = DATA

@@ -6,7 +6,7 @@ shape classes) (the rule
 that chose them is in docs/model_cuda.md, section 6); every other measured shape stays held out for
 bench/fidelity.py. The run also chooses the launch order reported for exact ties (tie_order_async/_sync).
 
-    python3 bench/refit_h200.py [--out hardware/h200.toml] [--folds 4]
+    python -m bench.refit_h200 [--out hardware/h200.toml] [--folds 4]
 """
 
 from __future__ import annotations
@@ -18,12 +18,9 @@ from pathlib import Path
 import pandas as pd
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
 
-from fidelity import DATA, merge_measured  # noqa: E402
-from shape_classes import FIT_SHAPES  # noqa: E402
-
+from bench.fidelity import DATA, merge_measured  # noqa: E402
+from bench.shape_classes import FIT_SHAPES  # noqa: E402
 from tiler.calibrate import calibrate, write_profile  # noqa: E402
 from tiler.hardware import load_chip  # noqa: E402
 

@@ -1,6 +1,6 @@
 """Regret of the Bayesian search against the exhaustive optimum, and an offline replay of measured search.
 
-    python3 bench/regret.py [--quick] [--jobs N] [--seeds 0,1,2] [--budgets 100] [--chips a,b] [--shapes MxNxK,..]
+    python -m bench.regret [--quick] [--jobs N] [--seeds 0,1,2] [--budgets 100] [--chips a,b] [--shapes MxNxK,..]
                             [--wide] [--warm] [--baseline OLD_BAYES.py] [--only S,..] [--no-regret] [--no-replay]
 
 1. Regret (model objective): for a suite of matmul shapes (8 LLM layers and odd sizes; --wide: the 20 of the
@@ -34,8 +34,6 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 
 from tiler.hardware import load_chip  # noqa: E402
 from tiler.problem import parse_problem  # noqa: E402
@@ -43,7 +41,6 @@ from tiler.search import bayes, exhaustive  # noqa: E402
 from tiler.space import load_space  # noqa: E402
 
 DATA = ROOT / "bench" / "data" / "h200_matmul_cal.csv"
-SHARED_DATA = Path("/work/shared/data/h200_matmul_cal.csv")
 NEW_DATA = ROOT / "bench" / "data" / "h200_matmul_new.csv"  # 16 more shapes, none used to fit the profile
 
 # 8 shapes: Llama-3-8B layers at prefill (2048 tokens) and decode (16 and 1 tokens), BERT-base's FFN, odd sizes
@@ -218,8 +215,6 @@ def load_replay(path: Path | None = None) -> dict:
     import pandas as pd
 
     path = Path(path) if path else DATA
-    if not path.is_file() and path == DATA and SHARED_DATA.is_file():
-        path = SHARED_DATA
     df = pd.read_csv(path)
     df = df[(df["impl"] == "triton") & df["ms"].notna()]
     out = {}

@@ -1,7 +1,7 @@
 """Runnable by default: for the 30 LLM GEMMs of bench/target_cost.py, in both layouts (nn, nt), on the 910B3,
 910B2, 910B4 and H200, a default `tiler search` (no --target) is exported and checked.
 
-    python3 bench/runnable_views.py [--chips ascend910b3,ascend910b2,ascend910b4,h200] [--dtype fp16]
+    python -m bench.runnable_views [--chips ascend910b3,ascend910b2,ascend910b4,h200] [--dtype fp16]
 
 Prints, per chip and layout: how many exports carry at least one runnable view, how many pass `tiler check`
 (tiler.check.check_document, what the command runs), how often the unconstrained best needs a custom kernel, and per
@@ -21,13 +21,9 @@ from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-for p in (ROOT, ROOT / "bench"):
-    if str(p) not in sys.path:
-        sys.path.insert(0, str(p))
-
-from target_cost import load_shapes  # noqa: E402
 
 import tiler  # noqa: E402
+from bench.target_cost import load_shapes  # noqa: E402
 from tiler.check import check_document  # noqa: E402
 
 

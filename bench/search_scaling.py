@@ -1,7 +1,7 @@
 """Search cost against problem size: exhaustive proven search on every shipped chip, every operator, problem
 sizes from tiny to 2^20 per dimension (2^24 rows for softmax); the worst time and the peak memory per chip.
 
-    python3 bench/search_scaling.py [--chips a,b] [--ops matmul,softmax] [--sizes quick|full] [--cells]
+    python -m bench.search_scaling [--chips a,b] [--ops matmul,softmax] [--sizes quick|full] [--cells]
                                     [--shape M=65536,N=65536,K=65536 --ops matmul]
 
 Each (chip, operator) runs in a fresh subprocess that searches its cells one after another (imports first, then

@@ -1,6 +1,6 @@
 """Exhaustive (proven) search time, in one process, over 30 LLM GEMMs per chip; and a bound-free check.
 
-    python3 bench/search_speed.py [--chips ascend910b3,ascend910b1,ascend310p3,h200] [--repeat 3]
+    python -m bench.search_speed [--chips ascend910b3,ascend910b1,ascend310p3,h200] [--repeat 3]
                                   [--verify 3] [--layout nt] [--dtype fp16] [--per-shape]
 
 The 30 shapes are bench/target_cost.py's (each of three LLMs' four linear-layer GEMMs at M = 16 and 2048, plus six
@@ -30,12 +30,8 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-for path in (ROOT, ROOT / "bench"):
-    if str(path) not in sys.path:
-        sys.path.insert(0, str(path))
 
-from target_cost import load_shapes  # noqa: E402
-
+from bench.target_cost import load_shapes  # noqa: E402
 from tiler.hardware import load_chip  # noqa: E402
 from tiler.model.schedule import clear_caches  # noqa: E402
 from tiler.operator import get_operator  # noqa: E402

@@ -8,12 +8,12 @@ Four classes of 6 fp16 GEMMs, none measured before (bench/data/README.md, "Shape
 The held-out third (two per class, the 2nd and 5th of each list, fixed before anything was measured) is never
 used for fitting: tiler calibrate gets only the other 16 (see FIT_SHAPES / HELD_OUT).
 
-    python3 bench/shape_classes.py candidates --out bench/data/gpu_run10_candidates.csv
+    python -m bench.shape_classes candidates --out bench/data/gpu_run10_candidates.csv
         the tilings to measure beside the fixed grid: the model's plain top-8 and diverse top-8, NVIDIA's top-4
         (bench/nvidia_picks.py; needs the `peers` extra) and 24 random feasible tilings of the whole space
-    python3 bench/shape_classes.py fit-contenders --out bench/data/gpu_run15_candidates.csv
+    python -m bench.shape_classes fit-contenders --out bench/data/gpu_run15_candidates.csv
         run 15's tilings: run 13's contenders of the 16 fitted shapes, to time in the power-capped steady state
-    python3 bench/shape_classes.py eval [--data FILE.csv ...]
+    python -m bench.shape_classes eval [--data FILE.csv ...]
         the acceptance figures on the held-out shapes from the measured file(s): single pass (runs 10-12), head to
         head in bursts (run 13), the contenders in the power-capped steady state (held out: run 14; fitted: run 15),
         head to head again on a fresh lease with the session-11 model's picks among the contenders (run 17), and
@@ -31,8 +31,6 @@ import numpy as np
 import pandas as pd
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
 
 CLASSES = {
     "misaligned": [
@@ -85,9 +83,8 @@ def candidates(
 ) -> None:
     """Write the tilings to measure (columns M,N,K,KNOBS,source,model_rank,predicted_us). `picks_only`: the
     model's plain and diverse top-8 alone (a re-fitted profile's picks, to measure after a fit)."""
-    from estimate_rate import feasible_table
-    from nvidia_picks import nvidia_top
-
+    from bench.estimate_rate import feasible_table
+    from bench.nvidia_picks import nvidia_top
     from tiler.hardware import load_chip
     from tiler.operator import get_operator
     from tiler.problem import parse_problem
@@ -183,8 +180,7 @@ def evaluate(files: list[Path], chip_id: str = "h200", peer_files: list[Path] = 
     (and of session 10's diverse rule, `runnerup4`), and of NVIDIA's top-1 and top-4 (source=peer of
     `peer_files`, in rank order), with cuBLAS; `reach` (`reach_runnerup`) is how many of the diverse order's tilings
     it takes to come within 0.99 of the best (NaN: not within 4)."""
-    from fidelity import merge_measured
-
+    from bench.fidelity import merge_measured
     from tiler.hardware import load_chip
     from tiler.problem import parse_problem
     from tiler.space import load_space

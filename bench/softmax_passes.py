@@ -1,8 +1,8 @@
 """What the online (2-pass) softmax gains over the 3-pass one, by row length: the models' predictions on the 910B3
 and the H200 beside the H200 measurements (bench/data/h200_softmax.csv).
 
-    python3 bench/softmax_passes.py                     # the table (about 2 s)
-    python3 bench/softmax_passes.py --write-picks FILE  # also: the H200 model's top-4 tilings per measured shape
+    python -m bench.softmax_passes                     # the table (about 2 s)
+    python -m bench.softmax_passes --write-picks FILE  # also: the H200 model's top-4 tilings per measured shape
 
 For each d (rows so that x is 128 MB of fp16, as measured), per chip:
 
@@ -27,7 +27,6 @@ from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 import pandas as pd  # noqa: E402
 

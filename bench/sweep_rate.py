@@ -1,6 +1,6 @@
 """Sweep throughput for issue 15: a 1,000-row random matmul shape CSV swept on one chip at --jobs 1.
 
-    python3 bench/sweep_rate.py [--rows 1000] [--chips ascend910b3,h200] [--seed 0]
+    python -m bench.sweep_rate [--rows 1000] [--chips ascend910b3,h200] [--seed 0]
 
 Writes a seeded random CSV (M, N, K each log-uniform in 1..16384, fp16) to a temporary folder, then calls
 `tiler.sweep.run_sweep(csv, "matmul", chip, out, jobs=1)` in this process (exhaustive strategy, the default;
@@ -24,8 +24,6 @@ import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 TARGET = 100.0
 

@@ -1,6 +1,6 @@
 """Sweep throughput: distinct shapes searched per second with --jobs 1 and --jobs 2, and the scaling ratio.
 
-    python3 bench/sweep_throughput.py [--shapes examples/shapes/llama3_8b.csv] [--chip ascend910b3]
+    python -m bench.sweep_throughput [--shapes examples/shapes/llama3_8b.csv] [--chip ascend910b3]
                                       [--rows N] [--jobs 1,2] [--strategy exhaustive]
 
 Both runs call `tiler.sweep.run_sweep` in this process (no CLI start-up, imports warmed by one small search),
@@ -22,7 +22,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 
 def run(shapes, chip: str, jobs: int, strategy: str, folder: Path):

@@ -1,6 +1,6 @@
 """What each export target's limits cost: best predicted time of a target-expressible tiling over the best one.
 
-    python3 bench/target_cost.py [--chips ascend910b3,ascend910b4,h200] [--all] [--layout nt] [--dtype fp16]
+    python -m bench.target_cost [--chips ascend910b3,ascend910b4,h200] [--all] [--layout nt] [--dtype fp16]
                                  [--no-ablate] [--out bench/data/target_cost.csv]
 
 For 30 linear-layer GEMMs of three LLMs (examples/shapes/{llama3_8b,llama3_70b,qwen2_5_7b}.csv, their sources in
@@ -22,7 +22,6 @@ cores; 20 s with --no-ablate). Writes one CSV row per (chip, shape, target) to -
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from collections import Counter
 from dataclasses import replace
@@ -32,8 +31,6 @@ import numpy as np
 import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 
 from tiler.hardware import load_chip  # noqa: E402
 from tiler.operator import get_operator  # noqa: E402

@@ -1,6 +1,6 @@
 """What a proven 910B3 search must compute, and what that costs per shape (issue 15's sweep and estimate targets).
 
-    python3 bench/tile_cost_floor.py [--shapes 200] [--chip ascend910b3] [--seed 0] [--random-rows 20000]
+    python -m bench.tile_cost_floor [--shapes 200] [--chip ascend910b3] [--seed 0] [--random-rows 20000]
                                      [--profile N] [--gaps 0.01,0.03,0.1]
 
 Runs the sweep bench's seeded random shapes (bench/sweep_rate.py's CSV: M, N, K log-uniform in 1..16384, fp16) one
@@ -48,9 +48,6 @@ import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 BUDGET_MS = 10.0  # 100 shapes/s at --jobs 1
 CALLS = ("masks", "dominated", "resolve", "quick_bound", "bound", "estimate")
@@ -350,8 +347,8 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
 
     import pandas as pd
-    from sweep_rate import write_csv
 
+    from bench.sweep_rate import write_csv
     from tiler.hardware import load_chip
     from tiler.model.schedule import clear_caches
     from tiler.problem import parse_problem
@@ -472,8 +469,7 @@ def main(argv=None) -> int:
 def _random_rows(chip, space, rows: int) -> None:
     """The estimate on `rows` random feasible rows of each of estimate_rate.py's 10 shapes (nearly every row its
     own tiling: the estimate-rate figure's case): tile_cost elements per row and their share of the time."""
-    from estimate_rate import SHAPES, feasible_table
-
+    from bench.estimate_rate import SHAPES, feasible_table
     from tiler.operator import get_operator
     from tiler.problem import parse_problem
 

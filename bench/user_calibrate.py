@@ -1,6 +1,6 @@
 """Issue 28: `tiler calibrate` on a user's measurements of 3 shapes, checked on the user's other shapes.
 
-The data are the full autotune tables of bench/user_autotune.py on the H200 (every config of the user's kernel timed
+The data are the full autotune tables of bench/gpu/user_autotune.py on the H200 (every config of the user's kernel timed
 by @triton.autotune on 14 shapes): bench/data/user_autotune_configs.csv (the tutorial GEMM, 76 configs) and
 bench/data/user_autotune_attention_configs.csv (the tutorial flash attention, 94 configs). For each kernel, TRIPLES
 random triples of its shapes (seeded) are fitted with tiler.calibrate (every FITTABLE constant of the CUDA model,
@@ -10,7 +10,7 @@ The same fits with half and twice the prior's spread, and without the prior on t
 are shown beside: the default (tiler.calibrate.PRIOR_SIGMA, a factor e) was set before these data were seen, and is
 not chosen on them.
 
-    python3 bench/user_calibrate.py [--triples 8] [--seed 0]
+    python -m bench.user_calibrate [--triples 8] [--seed 0]
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ rows per program), ``BLOCK_N`` (key rows per step), and the launch options ``num
 is the tutorial's (query blocks, Z * H): the query blocks of one head side by side, heads after. One kernel for
 both masks: the causal one stops at the query block's diagonal and masks inside every step (simpler than the
 tutorial's two-stage loop; a user's kernel need not be the fastest). It is the stand-in for an attention kernel a
-user brings to `tiler.triton` (issue 28): bench/user_autotune.py --kernel attention tunes it with
+user brings to `tiler.triton` (issue 28): bench/gpu/user_autotune.py --kernel attention tunes it with
 ``@triton.autotune``.
 
 Not a test module (no ``test_`` prefix): it imports without torch or triton, and then ``HAVE_TRITON`` is False and
@@ -57,7 +57,7 @@ DEFAULTS: dict = {}
 # the problem's fields <- the kernel's arguments: no GQA (kv_heads = heads), self-attention (S1 = S2 = N_CTX)
 SHAPE = {"Z": "B", "H": ["heads", "kv_heads"], "N_CTX": ["S1", "S2"], "HEAD_DIM": "D", "CAUSAL": "causal"}
 
-# 14 shapes, none in a bench/data CSV (bench/user_autotune.py checks): prefill and encoders, causal (7) and not
+# 14 shapes, none in a bench/data CSV (bench/gpu/user_autotune.py checks): prefill and encoders, causal (7) and not
 # (7), short and long, sequence lengths that are not a multiple of 64; head size 128 throughout (each head size and
 # mask is a specialisation Triton compiles anew: two here).
 SHAPES = [

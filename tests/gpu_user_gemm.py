@@ -4,7 +4,7 @@ C[M, N] = A[M, K] @ B[K, N] for fp16/bf16 operands with any strides, fp32 accumu
 tutorial's: ``BLOCK_SIZE_M``, ``BLOCK_SIZE_N``, ``BLOCK_SIZE_K``, ``GROUP_SIZE_M`` and the launch options
 ``num_warps``, ``num_stages``. Programs are launched in the tutorial's grouped order (``GROUP_SIZE_M`` tile-rows
 walked column by column, for L2 reuse); there is no split-K. It is the stand-in for a kernel a user brings to
-`tiler.triton` (issue 28): tests/test_gpu_user_autotune.py and bench/user_autotune.py tune it with
+`tiler.triton` (issue 28): tests/test_gpu_user_autotune.py and bench/gpu/user_autotune.py tune it with
 ``@triton.autotune``.
 
 Not a test module (no ``test_`` prefix): it imports without torch or triton, and then ``HAVE_TRITON`` is False and
@@ -65,7 +65,7 @@ DEFAULTS = {"ORDER": 1, "SPLIT_K": 1}
 SHAPE = {"M": "M", "N": "N", "K": "K"}  # the problem's fields <- the kernel's (autotune key) arguments
 
 
-# 14 shapes (name, problem), none in a bench/data CSV (bench/user_autotune.py checks); one odd-N shape early, so
+# 14 shapes (name, problem), none in a bench/data CSV (bench/gpu/user_autotune.py checks); one odd-N shape early, so
 # the second specialisation's compiles come early too
 SHAPES = [
     ("llama3-8b gate_up decode", dict(M=32, N=28672, K=4096)),
@@ -291,7 +291,7 @@ def check(M, N, K, kernel=None, config=None, dtype=None, seed=0, tol=1e-2) -> fl
     return err
 
 
-# --- the bench's interface (bench/user_autotune.py: one shape's operands, a launch, the vendor call, the error) ---
+# --- the bench's interface (bench/gpu/user_autotune.py: one shape's operands, a launch, the vendor call, the error) ---
 
 
 def inputs(shape: dict, seed: int = 0, dtype=None) -> dict:

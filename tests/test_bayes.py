@@ -1,6 +1,6 @@
 """Bayesian/random search (tiler.bayes): determinism, feasibility, pins, storage and resume, measured objectives
 (external commands that work, crash, hang or print garbage), warm start and model guidance, and an offline
-replay of measured search on the H200 table (bench/regret.py)."""
+replay of measured search on the H200's measured tables (tests/data; bench/regret.py prints the same replay)."""
 
 from __future__ import annotations
 
@@ -146,6 +146,7 @@ def test_preload_is_sampled_below_l1_stages_when_measured(b3, space):
         assert r.tiling(i)["preload"] < r.tiling(i)["l1_stages"]
 
 
+@pytest.mark.slow
 def test_resume_runs_only_the_missing_trials(b3, space, tmp_path):
     p = mm(256, 512, 1024)
     url = f"sqlite:///{tmp_path / 'studies.db'}"
@@ -332,6 +333,7 @@ def test_external_measure_failures_raise_measure_error(tmp_path, body, timeout, 
         measure(script(tmp_path, body), {"tiling": {"base_m": 64}}, timeout=timeout)
 
 
+@pytest.mark.slow
 def test_failed_measurements_fail_their_trial_and_the_study_goes_on(b3, space, tmp_path):
     # base_m 16: crash; 32: hang past the timeout; 48: garbage; the others work (time falls with base_m)
     body = (
@@ -353,7 +355,7 @@ def test_failed_measurements_fail_their_trial_and_the_study_goes_on(b3, space, t
         storage=storage,
         study_name="m",
         measure=script(tmp_path, body),
-        measure_timeout=1.0,
+        measure_timeout=2.0,  # the hang (30 s) times out; a working call (a Python start) stays far below it
     )
     trials = optuna.load_study(study_name="m", storage=storage).get_trials(deepcopy=False)
     failed = {
@@ -407,59 +409,143 @@ def test_guided_measured_reports_measurements_near_the_best(b3, space):
     )
 
 
-# ------------------------------------------------------------------ offline replay (bench/regret.py)
+# ------------------------------------------------------------------ offline replay of measured search
+
+# The H200's measured tables (copies of bench/data's, frozen here): a "measurement" is a look-up of the measured
+# time, so a measured search replays offline. bench/regret.py prints the same replay as a table.
+DATA = Path(__file__).resolve().parent / "data"
+CUDA_KNOBS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_stages", "num_warps", "GROUP_M", "ORDER", "SPLIT_K")
+GUIDED_K = 5  # model-guided TPE: the model's top 5 measured first
 
 
-def test_replay_of_measured_search():
-    """bench/regret.py's offline replay, run as a script on the repo's measured tables (bench/data): in every
-    group of shapes, model-guided TPE needs no more measurements than random to reach 0.95 of the best (median
-    over shapes), and plain TPE fewer than random on average."""
-    import subprocess
+def _measured(name: str) -> dict:
+    """(M, N, K) -> (config matrix [rows x 8], ms per row) for the Triton rows of a measured table."""
+    import pandas as pd
 
-    res = subprocess.run(
-        [PY, str(ROOT / "bench" / "regret.py"), "--no-regret", "--quick", "--jobs", "2"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=300,
-    )
-    assert res.returncode == 0, res.stderr[-2000:]
-    names = {
-        "model-guided TPE (top-5)": "guided",
-        "model ranking": "model",
-        "plain TPE": "tpe",
-        "random": "random",
+    df = pd.read_csv(DATA / name)
+    df = df[(df["impl"] == "triton") & df["ms"].notna()]
+    out = {}
+    for (m, n, k), g in df.groupby(["M", "N", "K"]):
+        g = g.groupby(list(CUDA_KNOBS), as_index=False)["ms"].min()  # one row per config
+        out[(int(m), int(n), int(k))] = (
+            g[list(CUDA_KNOBS)].to_numpy(dtype=np.int64),
+            g["ms"].to_numpy(float),
+        )
+    return out
+
+
+def _fitted_shapes() -> set[tuple[int, int, int]]:
+    """The shapes the shipped h200 profile's [efficiency] constants were fitted on (read from their sources)."""
+    import re
+
+    chip = load_chip("h200")
+    for key, tag in chip.tags.items():
+        m = re.search(r"shapes ([0-9x, ]+)\)", chip.sources.get(key, "")) if tag == "fitted" else None
+        if m:
+            return {tuple(int(v) for v in s.strip().split("x")) for s in m.group(1).split(",")}
+    return set()
+
+
+def _replay(configs: np.ndarray, ms: np.ndarray, strategy: str, first: list[int], q: float = 0.95) -> int:
+    """Measurements a measured search over the measured configs needs until its best is within 1/q of the table's
+    best (all rows if never). TPE or random (bayes.make_sampler, seed 0) over one ordinal parameter per knob (ORDER
+    categorical); a sampled point that is not a measured config is snapped to the nearest unmeasured one and the
+    sampler is told the config measured (the proposal closed as FAIL, which TPE ignores). `first` is measured
+    before the sampler starts."""
+    from optuna.distributions import CategoricalDistribution, IntDistribution
+    from optuna.trial import TrialState, create_trial
+
+    vals = [sorted(set(configs[:, i].tolist())) for i in range(len(CUDA_KNOBS))]
+    idx = np.stack([np.searchsorted(vals[i], configs[:, i]) for i in range(len(CUDA_KNOBS))], axis=1)
+    cat = [k == "ORDER" for k in CUDA_KNOBS]
+    dists = {
+        k: CategoricalDistribution(tuple(vals[i])) if cat[i] else IntDistribution(0, len(vals[i]) - 1)
+        for i, k in enumerate(CUDA_KNOBS)
     }
-    groups: dict[str, dict[str, tuple[float, float]]] = {}
-    label = None
-    for line in res.stdout.splitlines():
-        text = line.strip()
-        if text.startswith("-- ") and text.endswith(" --"):
-            label = text
-            groups[label] = {}
-        elif label is not None:
-            for full, short in names.items():
-                if text.startswith(full) and "skipped" not in text:
-                    median, mean = (float(v) for v in text[len(full) :].split()[:2])  # q=0.95 median, mean
-                    groups[label][short] = (median, mean)
-    assert len(groups) >= 2, res.stdout  # fitted and held-out shapes of h200_matmul_cal.csv at least
-    for label, row in groups.items():
-        assert {"guided", "tpe", "random"} <= set(row), (label, res.stdout)
-        assert row["guided"][0] <= row["random"][0], (label, row)
-        assert row["tpe"][1] < row["random"][1], (label, row)
+    study = optuna.create_study(sampler=bayes.make_sampler(strategy, 0))
+    seen = np.zeros(len(ms), dtype=bool)
+    bar = ms.min() / q
+
+    def measure(r: int) -> bool:
+        seen[r] = True
+        params = {k: vals[i][idx[r, i]] if cat[i] else int(idx[r, i]) for i, k in enumerate(CUDA_KNOBS)}
+        study.add_trial(create_trial(params=params, distributions=dists, value=float(ms[r])))
+        return ms[r] <= bar
+
+    for r in first:
+        if not seen[r] and measure(int(r)):
+            return int(seen.sum())
+    while not seen.all():
+        t = study.ask(dists)
+        want = np.array(
+            [vals[i].index(t.params[k]) if cat[i] else t.params[k] for i, k in enumerate(CUDA_KNOBS)]
+        )
+        dist = np.abs(idx - want)
+        dist[:, cat] = dist[:, cat] > 0
+        d = dist.sum(axis=1).astype(float)
+        d[seen] = np.inf
+        r = int(np.argmin(d))  # the nearest unmeasured config (lowest row on ties: deterministic)
+        study.tell(t, state=TrialState.FAIL)
+        if measure(r):
+            break
+    return int(seen.sum())
 
 
+@pytest.mark.parametrize(
+    "table, which",
+    [
+        ("h200_matmul_cal.csv", "fitted"),
+        ("h200_matmul_cal.csv", "held out"),
+        ("h200_matmul_new.csv", "held out"),
+    ],
+)
+def test_replay_of_measured_search(table, which):
+    """Offline replay of measured search on the H200's measured tables, per group of shapes (fitted into the
+    profile, held out of it; every shape of the later table): model-guided TPE needs no more measurements than random to reach
+    0.95 of the best (median over shapes), and plain TPE fewer than random on average."""
+    fit = _fitted_shapes()
+    shapes = {
+        s: v for s, v in _measured(table).items() if which == "all" or (s in fit) == (which == "fitted")
+    }
+    assert shapes, (table, which)
+    model, chip = get_operator("matmul", "cuda"), load_chip("h200")
+    prev = optuna.logging.get_verbosity()
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    n = {"guided": [], "tpe": [], "random": []}
+    try:
+        for shape, (configs, ms) in shapes.items():
+            cand = {k: configs[:, i].copy() for i, k in enumerate(CUDA_KNOBS)}
+            t = np.asarray(model.estimate(mm(*shape), chip, cand)["time_us"], dtype=float)
+            rank = [int(r) for r in np.argsort(t, kind="stable")[:GUIDED_K]]
+            n["guided"].append(_replay(configs, ms, "tpe", first=rank))
+            n["tpe"].append(_replay(configs, ms, "tpe", first=[]))
+            n["random"].append(_replay(configs, ms, "random", first=[]))
+    finally:
+        optuna.logging.set_verbosity(prev)
+    assert np.median(n["guided"]) <= np.median(n["random"]), n
+    assert np.mean(n["tpe"]) < np.mean(n["random"]), n
+
+
+@pytest.mark.slow
 def test_killed_run_resumes_with_the_same_study_name(b3, space, tmp_path):
     """SIGKILL mid-study (a measurement in flight), then the same command: the finished trials are kept."""
     import signal
-    import sqlite3
     import subprocess
     import time
 
     db = tmp_path / "kill.db"
-    slow = script(tmp_path, "time.sleep(0.15)\nprint(1000.0 / t['base_m'])\n")
+    # the measurement command leaves a mark per call; while `hold` exists, the third call and later block: the kill
+    # lands when the third mark appears (two trials complete, the third's measurement in flight), whatever the load
+    marks, hold = tmp_path / "marks", tmp_path / "hold"
+    marks.mkdir()
+    hold.touch()
+    slow = script(
+        tmp_path,
+        f"import os\nn = len(os.listdir({str(marks)!r}))\nopen(os.path.join({str(marks)!r}, str(n)), 'w').close()\n"
+        f"while n >= 2 and os.path.exists({str(hold)!r}): time.sleep(0.01)\n"
+        "print(1000.0 / t['base_m'])\n",
+    )
     code = (
-        f"import sys; sys.path.insert(0, {str(ROOT)!r})\n"
         "from tiler.search import bayes; from tiler.hardware import load_chip; from tiler.space import load_space\n"
         "from tiler.problem import parse_problem\n"
         "p = parse_problem('matmul', {'M': 512, 'N': 512, 'K': 1024})\n"
@@ -468,19 +554,13 @@ def test_killed_run_resumes_with_the_same_study_name(b3, space, tmp_path):
     )
     proc = subprocess.Popen([PY, "-c", code], cwd=ROOT)
     url = f"sqlite:///{db}"
-    deadline = time.time() + 60
-    while (
-        time.time() < deadline
-    ):  # poll the file directly: opening an optuna storage now would race its setup
-        time.sleep(0.1)
-        try:
-            with sqlite3.connect(db) as con:
-                if con.execute("SELECT count(*) FROM trials WHERE state = 'COMPLETE'").fetchone()[0] >= 2:
-                    break
-        except sqlite3.Error:  # no file or no tables yet
-            continue
+    deadline = time.monotonic() + 300  # a safety net only: the wait ends on the third mark
+    while len(list(marks.iterdir())) < 3 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert proc.poll() is None and len(list(marks.iterdir())) == 3
     proc.send_signal(signal.SIGKILL)
     proc.wait()
+    hold.unlink()  # the orphaned measurement ends; the resumed run below measures without blocking
     before = [(t.number, t.params) for t in evaluated(url, "k")]
     assert 2 <= len(before) < 7
     r = bayes.run(
@@ -499,6 +579,7 @@ def test_killed_run_resumes_with_the_same_study_name(b3, space, tmp_path):
     assert any("resumed" in n for n in r.notes)
 
 
+@pytest.mark.slow
 def test_four_processes_on_one_sqlite_study_share_one_budget(tmp_path):
     """Four `tiler search --strategy tpe` processes on one SQLite study (issue 31): all exit 0 with no traceback,
     the study holds exactly the requested budget of evaluations, and no tiling is evaluated twice."""

@@ -18,7 +18,7 @@ from tiler.ops.matmul import cuda as mc
 from tiler.rank import rank_candidates
 
 ROOT = Path(__file__).resolve().parent.parent
-DATA = ROOT / "bench" / "data" / "h200_matmul_cal.csv"
+DATA = ROOT / "tests" / "data" / "h200_matmul_cal.csv"
 
 
 @pytest.fixture(scope="module")

@@ -66,6 +66,7 @@ def test_the_fastest_kernel_of_a_problem_is_the_one_fitted(totals, fitted):
     assert res.rows["measured_us"].iloc[-1] / res.rows["model_us"].iloc[-1] == pytest.approx(1.7, rel=0.03)
 
 
+@pytest.mark.slow
 def test_kfold_holds_every_dtype_of_a_shape_out_together(totals):
     true_chip = load_chip(CHIP).with_values(TRUTH)
     bf16 = totals.assign(dtype="bf16")

@@ -1,32 +1,14 @@
 """A TPE study opened in optuna-dashboard, in a real headless Chromium: the rendered pages name the objective, each
-sampled knob and the user attributes (bench/dashboard_screenshot.py runs the same check and writes the screenshots
+sampled knob and the user attributes (tests/browser_checks.py runs the same check and writes the screenshots
 under docs/images/). Skipped, with the reason, where Chromium, playwright or optuna-dashboard is missing (CI has
 none of them); TILER_CHROMIUM=/path picks the Chromium binary."""
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
-import sys
-from pathlib import Path
 
+import browser_checks as shot  # tests/browser_checks.py: the checks, and the screenshots for docs/images
 import pytest
-
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _bench():
-    spec = importlib.util.spec_from_file_location(
-        "dashboard_screenshot", ROOT / "bench" / "dashboard_screenshot.py"
-    )
-    if spec.name in sys.modules:  # loaded already (the other test file): one module, its dataclasses need it
-        return sys.modules[spec.name]
-    mod = sys.modules[spec.name] = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-shot = _bench()
 
 
 def test_the_skip_reason_names_what_is_missing(monkeypatch, tmp_path):

@@ -243,7 +243,7 @@ def test_the_h200_model_picks_the_measured_fastest_scheme_and_ranks_held_out_sha
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[1]
-    grid = pd.read_csv(root / "bench" / "data" / "h200_dwconv.csv")
+    grid = pd.read_csv(root / "tests" / "data" / "h200_dwconv.csv")
     shapes = pd.read_csv(root / "examples" / "shapes" / "depthwise_conv.csv")
     chip, space = load_chip("h200"), load_space("depthwise_conv", "cuda")
     fields = ("N", "C", "H", "W", "kh", "kw", "stride", "pad", "dilation")

@@ -40,6 +40,7 @@ def _random_feasible(p, chip, model, space, rows: int, seed: int) -> dict:
     return take(c, np.flatnonzero(ok)[:rows])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("chip_id", CHIPS)
 @pytest.mark.parametrize("dtype", ["fp16", "int8"])
 def test_fast_estimate_is_the_reference_bit_for_bit(chip_id, dtype):

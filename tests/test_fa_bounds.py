@@ -62,6 +62,7 @@ def _constants(chip, rng) -> dict:
     return {k: v * float(np.exp(rng.uniform(-1.4, 1.4))) for k, v in fa_ascend.CONSTANTS.items()}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("chip_id", CHIPS + ASCEND)
 def test_quick_bound_never_exceeds_the_estimate(chip_id):
     """cuda: the busiest slot's floor; Ascend: both core splits deal the same total work, so the busiest core is

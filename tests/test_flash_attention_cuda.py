@@ -133,7 +133,7 @@ def test_the_compiled_table_is_the_measured_csv():
 
     from tiler.ops.flash_attention.compiled import COMPILED
 
-    df = pd.read_csv(ROOT / "bench" / "data" / "h200_fa_registers.csv")
+    df = pd.read_csv(ROOT / "tests" / "data" / "h200_fa_registers.csv")
     assert len(df) == len(COMPILED)
     for r in df.itertuples():
         got = COMPILED[(r.D, r.BLOCK_M, r.BLOCK_N, r.num_stages, r.num_warps)]

@@ -688,7 +688,7 @@ def _calibrate_cases():
         "--op",
         "matmul",
         "--measurements",
-        str(ROOT / "bench/data/h200_matmul_cal.csv"),
+        str(ROOT / "tests/data/h200_matmul_cal.csv"),
     ]
     for extra in (["--seed", "-1"], ["--seed", str(2**32)], ["--folds", "-1"], ["--folds", "1001"]):
         yield pytest.param([*real, "--out", "@out.toml", *extra], {2}, id=f"calibrate-{' '.join(extra)}")

@@ -22,7 +22,7 @@ from tiler.export import validate
 from tiler.space import load_space
 
 ROOT = Path(__file__).resolve().parent.parent
-MEASUREMENTS = ROOT / "bench" / "data" / "h200_matmul_cal.csv"
+MEASUREMENTS = ROOT / "tests" / "data" / "h200_matmul_cal.csv"
 SHAPE = "M=256,N=512,K=256"
 SEARCH = ["search", "--op", "matmul", "--chip", "ascend910b3", "--shape", SHAPE] + [
     a for f in FAST for a in ("--fix", f)

@@ -236,6 +236,7 @@ def test_segment_ceiling_is_the_best_segment_of_any_shorter_row():
     assert np.array_equal(A._segment_ceiling(x[x % 32 == 0]), seg[x % 32 == 0])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("layout", ["nt", "tn", "tt"])
 def test_ascend_search_equals_brute_force_on_a_small_space_for_every_layout(b3, layout):
     """The pruning (bounds, prefix floors, twins) stays exact under another layout and NZ."""

@@ -18,7 +18,7 @@ from tiler.ops.matmul import cuda as mc
 from tiler.rank import parse_knobs, select_rows
 from tiler.space import load_space
 
-DATA = Path(__file__).resolve().parent.parent / "bench" / "data" / "h200_matmul_cal.csv"
+DATA = Path(__file__).resolve().parent / "data" / "h200_matmul_cal.csv"
 KNOBS = mc.KNOBS
 
 
@@ -287,14 +287,14 @@ def test_fill_port_counts_cache_lines(chip):
 
 
 # ---------------------------------------------------------------- one program's chain is not a second pipe
-BENCH = Path(__file__).resolve().parent.parent / "bench" / "data"
+MEASURED = Path(__file__).resolve().parent / "data"  # copies of bench/data's H200 tables
 
 
 def measured_ms(files: list[str], p: Matmul, **knobs) -> float:
-    """Median measured time of one tiling of `p` over the given files of bench/data (repeats merged)."""
+    """Median measured time of one tiling of `p` over the given measured files (tests/data) (repeats merged)."""
     times = []
     for f in files:
-        d = pd.read_csv(BENCH / f)
+        d = pd.read_csv(MEASURED / f)
         d = d[(d.impl == "triton") & (d.M == p.M) & (d.N == p.N) & (d.K == p.K)]
         for k, v in knobs.items():
             d = d[d[k] == v]
@@ -335,9 +335,9 @@ def test_register_estimate_matches_ptxas_on_the_aligned_path():
     """bench/data/h200_registers.csv holds ptxas' registers and spills of 192 tilings per load path (compiled on
     the H200 machine). On the 16-B aligned (cp.async) path the estimate calls spills as ptxas does; on the
     synchronous path it is known to run low (docs/model_cuda.md, section 8) and is not asserted. The comparison is
-    made here from the library's estimate (mc.prepare), as bench/gpu_registers.py --compare makes it."""
+    made here from the library's estimate (mc.prepare), as bench/gpu/gpu_registers.py --compare makes it."""
     chip = load_chip("h200")
-    d = pd.read_csv(BENCH / "h200_registers.csv")
+    d = pd.read_csv(MEASURED / "h200_registers.csv")
     d = d[d["n_regs"] >= 0]
     rows = []
     for (m, n, k), g in d.groupby(["M", "N", "K"]):
@@ -376,13 +376,13 @@ def test_one_stage_tiles_pass_through_registers():
     152 against 96 registers). An estimate that counts the accumulator and the cp.async addresses alone runs a
     median 30 registers low on the one-stage tilings and predicts both stage counts equal."""
     chip = load_chip("h200")
-    d = pd.read_csv(BENCH / "h200_registers_one_stage.csv")
+    d = pd.read_csv(MEASURED / "h200_registers_one_stage.csv")
     d = d[(d.n_regs >= 0) & (d.num_stages == 1) & (d.M == 4096) & (d.N == 4096) & (d.K == 4096)]
     prep = mc.prepare(Matmul(4096, 4096, 4096), chip, {x: d[x].to_numpy() for x in mc.KNOBS if x in d})
     err = np.asarray(prep["regs"]) - (d["n_regs"] + d["n_spills"]).to_numpy()
     assert len(d) >= 80
     assert abs(np.median(err)) <= 8 and np.median(np.abs(err)) <= 12
-    ncu = pd.read_csv(BENCH / "h200_matmul_ncu.csv")
+    ncu = pd.read_csv(MEASURED / "h200_matmul_ncu.csv")
     ncu = ncu[ncu.num_stages <= 2]
     checked = 0
     for (m, n, k, bm), g in ncu.groupby(["M", "N", "K", "BLOCK_M"]):

@@ -4,7 +4,6 @@ opening the page (skipped where none is installed)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import subprocess
@@ -196,9 +195,10 @@ def test_page_renders_in_a_headless_browser(sweep_csv, tmp_path):
     """The page opened by a real Chromium from its file:// URL, offline: plotly draws every chart (an SVG with its
     title, the roofline's points and lines, a bar per row, the pipes), no JavaScript or console error, no request
     off the file (plotly.js is inline). Skipped, with the reason, without Chromium or playwright
-    (bench/dashboard_screenshot.py, which this check is shared with, writes docs/images/report.png)."""
+    (tests/browser_checks.py, which this check is shared with, writes docs/images/report.png)."""
     pytest.importorskip("plotly")
-    shot = _dashboard_screenshot()
+    import browser_checks as shot  # tests/browser_checks.py
+
     why = shot.missing(dashboard=False)
     if why:
         pytest.skip(why)
@@ -212,17 +212,6 @@ def test_page_renders_in_a_headless_browser(sweep_csv, tmp_path):
     assert drawn["tiler-times"]["bars"] == 4
     assert drawn["tiler-pipes"]["bars"] in (6, 7)  # the pipes of the slowest row (cuda: 6, ascend: 7)
     assert (tmp_path / "report.png").stat().st_size > 10_000
-
-
-def _dashboard_screenshot():
-    """bench/dashboard_screenshot.py, the browser checks (it imports playwright only when one runs)."""
-    path = Path(__file__).resolve().parents[1] / "bench" / "dashboard_screenshot.py"
-    spec = importlib.util.spec_from_file_location("dashboard_screenshot", path)
-    if spec.name in sys.modules:  # loaded already (the other test file): one module, its dataclasses need it
-        return sys.modules[spec.name]
-    mod = sys.modules[spec.name] = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 # ------------------------------------------------------------ the choices: tilings, targets, code, families

@@ -6,7 +6,6 @@ workers that die with a SIGKILLed parent.
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import sqlite3
 import subprocess
@@ -31,6 +30,11 @@ from tiler.sweep import journal_path, run_sweep
 ROOT = Path(__file__).resolve().parent.parent
 # ~0.1-0.3 s per search (as in test_sweep.py): slow enough that a kill lands mid-way
 MEDIUM = ["base_m=128", "base_n=128", "base_k=64", "step_ka=4", "step_kb=4", "l1_stages=2", "preload=1"]
+
+# the installed console script beside this interpreter (a virtual environment need not be activated: it is not on
+# PATH then), else the module
+_SCRIPT = Path(sys.executable).with_name("tiler")
+TILER = [str(_SCRIPT)] if _SCRIPT.is_file() else [sys.executable, "-m", "tiler"]
 
 
 def fix_args(pins):
@@ -153,13 +157,9 @@ def test_cli_study_of_another_family_exit_2_one_line(tmp_path):
     db = tmp_path / "st.db"
     base = ["search", "--op", "matmul", "--shape", "M=64,N=64,K=64", "--strategy", "tpe", "--trials", "2"]
     base += ["--storage", str(db), "--study-name", "x"]
-    ok = subprocess.run(
-        [shutil.which("tiler") or "tiler", *base, "--chip", "h200"], capture_output=True, text=True
-    )
+    ok = subprocess.run([*TILER, *base, "--chip", "h200"], capture_output=True, text=True)
     assert ok.returncode == 0, ok.stderr
-    bad = subprocess.run(
-        [shutil.which("tiler") or "tiler", *base, "--chip", "ascend910b3"], capture_output=True, text=True
-    )
+    bad = subprocess.run([*TILER, *base, "--chip", "ascend910b3"], capture_output=True, text=True)
     assert bad.returncode == 2
     assert "another search" in one_error_line(bad)
 
@@ -169,7 +169,7 @@ def test_cli_study_of_another_family_exit_2_one_line(tmp_path):
 
 @pytest.mark.parametrize("value", ["0", "nan", "inf", "-1"])
 def test_measure_timeout_must_be_positive_and_finite(value):
-    cmd = [shutil.which("tiler") or "tiler", "search", "--op", "matmul", "--chip", "h200", "--shape"]
+    cmd = [*TILER, "search", "--op", "matmul", "--chip", "h200", "--shape"]
     cmd += ["M=64,N=64,K=64", "--strategy", "tpe", "--trials", "2", "--storage", "memory"]
     res = subprocess.run([*cmd, "--measure-timeout", value], capture_output=True, text=True)
     assert res.returncode == 2
@@ -197,7 +197,7 @@ def test_out_of_range_seeds_are_refused_up_front(seed, tmp_path):
     p = parse_problem("matmul", {"M": "64", "N": "64", "K": "64"})
     with pytest.raises(TilerError, match="seed"):
         bayes.run(p, load_chip("h200"), load_space("matmul", "cuda"), "random", seed=seed, storage="memory")
-    cmd = [shutil.which("tiler") or "tiler", "search", "--op", "matmul", "--chip", "h200", "--shape"]
+    cmd = [*TILER, "search", "--op", "matmul", "--chip", "h200", "--shape"]
     res = subprocess.run(
         [*cmd, "M=64,N=64,K=64", "--strategy", "tpe", "--seed", str(seed)],
         capture_output=True,
@@ -506,6 +506,7 @@ KILL_PINS = ["base_k=64"]
 @pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="parent-death detection is checked via /proc"
 )
+@pytest.mark.slow
 def test_sigkill_at_random_moments_then_resume_gives_the_uninterrupted_table(tmp_path):
     """The sweep's parent is SIGKILLed 10 times at seeded random moments, 5 times with --jobs 1 and 5 with --jobs 2
     (the first run, then each --resume, until 5 kills have landed; then one --resume runs to the end). Kills

@@ -24,7 +24,7 @@ from tiler.search import search
 from tiler.space import load_space
 
 ROOT = Path(__file__).resolve().parent.parent
-DATA = ROOT / "bench" / "data" / "h200_softmax.csv"
+DATA = ROOT / "tests" / "data" / "h200_softmax.csv"
 
 
 def sm(rows: int, d: int, dtype: str = "fp16"):

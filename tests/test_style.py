@@ -127,3 +127,39 @@ def test_the_style_check_sees_a_knob_a_field_and_an_operator():
     found = _operator_knowledge(text, "probe.py", _knob_names(), _problem_fields(), _op_names())
     assert any(".K" in f for f in found) and any("base_k" in f for f in found), found
     assert any("operator name 'matmul'" in f for f in found), found
+
+
+def test_no_test_reads_bench():
+    """bench/ is the benchmarks' (scripts and data may move or be re-measured): a test reads its fixtures from
+    tests/data and imports nothing of bench. Checked on the code of every test file (docstrings aside): no import of
+    bench, no path `... / "bench"` and no string "bench/..." (this file lints bench/ with ruff, by design)."""
+    found = []
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        if path.name == "test_style.py":
+            continue
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                hits = [a.name for a in node.names if a.name.split(".")[0] == "bench"]
+            elif isinstance(node, ast.ImportFrom):
+                hits = [node.module] if (node.module or "").split(".")[0] == "bench" else []
+            elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+                hits = [
+                    f"... / {side.value!r}"
+                    for side in (node.left, node.right)
+                    if isinstance(side, ast.Constant)
+                    and isinstance(side.value, str)
+                    and (side.value == "bench" or side.value.startswith("bench/"))
+                ]
+            elif isinstance(node, ast.Call):  # "bench/data/x.csv" as an argument (Path, open, read_csv, ...)
+                hits = [
+                    a.value
+                    for a in node.args
+                    if isinstance(a, ast.Constant)
+                    and isinstance(a.value, str)
+                    and a.value.startswith("bench/")
+                ]
+            else:
+                hits = []
+            found += [f"{path.relative_to(ROOT)}:{node.lineno}: {h}" for h in hits]
+    assert not found, "\n".join(found)

@@ -204,6 +204,7 @@ def test_catlass_runs_on_the_atlas_a2_chips_only():
 # --------------------------------------------------------------------------- layer (a): the fast property
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target", TARGETS)
 def test_every_sampled_tiling_passes_its_target(target):
     """>= 2,000 random cases per target: every feasible candidate the target's search could emit (sampled, resolved
@@ -258,6 +259,7 @@ def _any_best(problem, chip) -> float:
     return float(search(problem, chip, load_space("matmul", chip.family), top=1).est["time_us"][0])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target", TARGETS)
 def test_search_export_check_emit_end_to_end(target, tmp_path, capsys):
     """The exhaustive search under `--target` through the CLI: its export carries the target's view only, passes

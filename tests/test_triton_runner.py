@@ -14,7 +14,7 @@ from tiler.errors import SpaceError, TilerError
 from tiler.ops.matmul import triton_runner as tm
 
 ROOT = Path(__file__).resolve().parents[1]
-EXAMPLE = ROOT / "bench" / "data" / "example_triton_tiling.json"
+EXAMPLE = ROOT / "tests" / "data" / "example_triton_tiling.json"
 
 
 def cfg(**kw):

@@ -19,7 +19,8 @@ SHAPE = {"M": 1024, "N": 1024, "K": 1024}
 
 
 @pytest.fixture
-def fake_gpu(monkeypatch):
+def fake_gpu(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)  # the measured searches' default storage (results/studies.db) goes here
     cls = type(get_operator("matmul", "cuda"))
     calls = []
 
@@ -74,7 +75,10 @@ def test_json_and_table_carry_the_vendor_and_the_ratio(fake_gpu, tmp_path):
     assert read_result(doc).entries[0].vendor == ("cublas", 20.0)
 
 
-def test_vendor_needs_a_runner_and_a_measured_search():
+def test_vendor_needs_a_runner_and_a_measured_search(tmp_path, monkeypatch):
+    monkeypatch.chdir(
+        tmp_path
+    )  # a measured search's default storage is results/studies.db under the working folder
     with pytest.raises(TilerError, match="vendor: needs a measured search"):
         tiler.search("matmul", "h200", SHAPE, vendor=True)
     with pytest.raises(TilerError, match="vendor: needs a runner"):

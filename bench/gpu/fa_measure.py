@@ -1,0 +1,142 @@
+"""Measure the project's flash-attention kernel on the GPU machine: a grid of tilings on attention shapes.
+
+    python -m bench.gpu.fa_measure --out $OUT [--budget 480] [--shapes held|all]
+
+For every shape: torch's scaled_dot_product_attention (the anchor), then every tiling of the grid (the knobs of
+bench/data/h200_fa_cal.csv: BLOCK_M, BLOCK_N in 32/64/128 (and 16 for short S1), num_stages 2-4, num_warps 4/8,
+ORDER 0/1 under the causal mask), each checked against SDPA (max |error| < 2e-2) and timed with
+triton.testing.do_bench (median, L2 flushed, random inputs). A tiling that does not compile or launch is written
+with an empty `ms` and `fail`. Rows go to h200_fa_measured.csv as they are measured; the run stops cleanly at the
+budget. The kernel file is loaded by path, so nothing of tiler but that file is needed there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import itertools
+import os
+import time
+from pathlib import Path
+
+from bench.gpu.gpu_measure import load_module  # noqa: E402  (the matmul bench's helpers; no tiler import)
+
+HERE = Path(__file__).resolve().parents[2]
+COLUMNS = [
+    "set",
+    "B",
+    "heads",
+    "kv_heads",
+    "S1",
+    "S2",
+    "D",
+    "causal",
+    "impl",
+    "BLOCK_M",
+    "BLOCK_N",
+    "num_stages",
+    "num_warps",
+    "ORDER",
+    "ms",
+    "tflops",
+    "max_abs_err",
+]
+# held-out attention shapes (none of bench/data/h200_fa_cal.csv's six): GQA and MHA, D 64/128, causal and not,
+# chunked prefill (S1 < S2), short S1, ragged S and heads
+HELD = [
+    (2, 32, 8, 2048, 2048, 128, 1),
+    (4, 16, 16, 1024, 1024, 64, 1),
+    (2, 32, 32, 4096, 4096, 64, 0),
+    (8, 32, 8, 256, 4096, 128, 1),
+    (1, 64, 8, 2048, 2048, 128, 0),
+    (16, 32, 8, 16, 8192, 128, 1),
+    (4, 28, 4, 1024, 1024, 128, 1),
+    (2, 40, 40, 1536, 1536, 128, 0),
+    (1, 32, 8, 8192, 8192, 128, 1),
+    (8, 12, 12, 1024, 1024, 64, 0),
+]
+
+
+def load_kernels():
+    return load_module("fa_kernels", HERE / "tiler/ops/flash_attention/triton_kernels.py")
+
+
+def configs(S1: int, causal: int):
+    blocks_m = (16, 32, 64) if S1 <= 64 else (32, 64, 128)
+    out = []
+    for bm, bn, st, w in itertools.product(blocks_m, (32, 64, 128), (2, 3, 4), (4, 8)):
+        if bm <= 32 and w == 8:
+            continue
+        for order in (0, 1) if causal else (0,):
+            out.append(dict(BLOCK_M=bm, BLOCK_N=bn, num_stages=st, num_warps=w, ORDER=order))
+    return out
+
+
+def pairs(S1, S2, causal):
+    return S1 * (S2 - S1) + S1 * (S1 + 1) / 2 if causal else S1 * S2
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "out")))
+    ap.add_argument("--budget", type=float, default=480.0, help="seconds; stops between tilings")
+    args = ap.parse_args()
+    import torch
+    import triton
+
+    tk = load_kernels()
+    t0 = time.time()
+    args.out.mkdir(parents=True, exist_ok=True)
+    props = torch.cuda.get_device_properties(0)
+    print(
+        f"device {props.name} sms={props.multi_processor_count} triton={triton.__version__} torch={torch.__version__}"
+    )
+    with (args.out / "h200_fa_measured.csv").open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(COLUMNS)
+        for B, H, KVH, S1, S2, D, causal in HELD:
+            if time.time() - t0 > args.budget:
+                print("budget reached")
+                break
+            shape = dict(B=B, heads=H, kv_heads=KVH, S1=S1, S2=S2, D=D, causal=causal)
+            flop = 4.0 * B * H * pairs(S1, S2, causal) * D
+            q, k, v = tk.inputs(B, H, KVH, S1, S2, D)
+
+            def sdpa(q=q, k=k, v=v, causal=causal):
+                return tk.reference(q, k, v, bool(causal))
+
+            ms = triton.testing.do_bench(sdpa, warmup=10, rep=40, return_mode="median")
+            base = ["held", B, H, KVH, S1, S2, D, causal]
+            w.writerow([*base, "torch_sdpa", "", "", "", "", "", f"{ms:.5f}", f"{flop / ms / 1e9:.2f}", ""])
+            best = (float("inf"), None)
+            for cfg in configs(S1, causal):
+                if time.time() - t0 > args.budget:
+                    break
+                knobs = [cfg[k] for k in ("BLOCK_M", "BLOCK_N", "num_stages", "num_warps", "ORDER")]
+                try:
+                    res = tk.time_config(shape, cfg)
+                except Exception as exc:  # does not compile, launch, or is wrong: recorded as a failure
+                    print(f"FAIL {shape} {cfg}: {type(exc).__name__}: {str(exc).splitlines()[0][:120]}")
+                    w.writerow([*base, "triton", *knobs, "", "", "fail"])
+                    continue
+                w.writerow(
+                    [
+                        *base,
+                        "triton",
+                        *knobs,
+                        f"{res['ms']:.5f}",
+                        f"{flop / res['ms'] / 1e9:.2f}",
+                        f"{res['max_abs_err']:.2e}",
+                    ]
+                )
+                if res["ms"] < best[0]:
+                    best = (res["ms"], cfg)
+            f.flush()
+            print(
+                f"[{time.time() - t0:6.1f}s] {shape}: sdpa {ms:.4f} ms, best {best[0]:.4f} ms {best[1]}",
+                flush=True,
+            )
+
+
+if __name__ == "__main__":
+    main()
