@@ -258,7 +258,9 @@ def _measured_rows():
     """The timed tilings of both runs (templates, then the model's picks), template 3 (not in the space) left out."""
     import pandas as pd
 
-    df = pd.concat([pd.read_csv(DATA / f) for f in ("h200_matmul_templates.csv", "h200_matmul_template_picks.csv")])
+    df = pd.concat(
+        [pd.read_csv(DATA / f) for f in ("h200_matmul_templates.csv", "h200_matmul_template_picks.csv")]
+    )
     df = df[(df.source != "cublas") & df.ms.notna() & (df.TEMPLATE != 3)].copy()
     df["impl"] = "triton"
     for k in (*KNOBS, "TEMPLATE"):
