@@ -337,14 +337,45 @@ def _within(path: Path, family: str, user: dict[str, Knob], shipped: Space) -> d
     return out
 
 
+_LOADED: dict[tuple, Space] = {}  # load_space's answers by file identity (Space is immutable)
+_LOADED_MAX = 64
+
+
+def _file_key(path: Path) -> tuple | None:
+    """What identifies a file's contents cheaply: its resolved path, inode, size and change times (None: no file)."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (str(path.resolve()), st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
 def load_space(op: str, family: str, spaces: str | os.PathLike | None = None, builtin: bool = False) -> Space:
     """The knobs of `search_spaces/<op>.toml` for one family (`builtin`: the shipped file, not a user folder). An
     operator from another package ships its own file (`add_space_file`): used where no user folder's <op>.toml has
     the family.
 
     A file from a user folder is checked against the shipped one (same knobs, values inside their domains, at most
-    KNOB_VALUES_MAX values per knob and SPACE_SIZE_MAX candidates); every failure is one ConfigError line."""
+    KNOB_VALUES_MAX values per knob and SPACE_SIZE_MAX candidates); every failure is one ConfigError line.
+    A file read before and unchanged since (same size and modification time, and the same shipped and plug-in
+    files) is not parsed again: checking thousands of documents reads the space once."""
     folder = _builtin_dir() if builtin else spaces_dir(spaces)
+    user = shipped_space_file(op, family) if builtin else folder / f"{op}.toml"
+    plugin = _SPACE_FILES.get((op, family))
+    key = (op, family, builtin, _file_key(user), _file_key(shipped_space_file(op, family)),
+           _file_key(plugin) if plugin else None)  # fmt: skip
+    if key[3] is not None and key in _LOADED:
+        return _LOADED[key]
+    space = _load_space(op, family, folder, builtin)
+    if key[3] is not None:
+        if len(_LOADED) >= _LOADED_MAX:
+            _LOADED.clear()
+        _LOADED[key] = space
+    return space
+
+
+def _load_space(op: str, family: str, folder: Path, builtin: bool) -> Space:
+    """load_space without the cache."""
     path = shipped_space_file(op, family) if builtin else folder / f"{op}.toml"
     raw = None
     if not builtin and (op, family) in _SPACE_FILES:

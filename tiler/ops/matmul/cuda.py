@@ -1064,9 +1064,17 @@ class MatmulCuda(Operator):
         return tie_rank(p, chip, c)
 
     def warm_start(self, p: Matmul, chip) -> dict:
-        """The Triton tutorial's tiling."""
+        """The Triton tutorial's tiling, with the pointer kernel (the template every problem and GPU can run)."""
         return dict(
-            BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, num_stages=3, num_warps=8, GROUP_M=8, ORDER=1, SPLIT_K=1
+            BLOCK_M=128,
+            BLOCK_N=256,
+            BLOCK_K=64,
+            num_stages=3,
+            num_warps=8,
+            GROUP_M=8,
+            ORDER=1,
+            SPLIT_K=1,
+            TEMPLATE=0,
         )
 
     def runner(self, name: str):
