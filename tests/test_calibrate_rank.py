@@ -23,7 +23,9 @@ DATA = ROOT / "tests" / "data" / "h200_matmul_cal.csv"
 
 @pytest.fixture(scope="module")
 def data():
-    return pd.read_csv(DATA)
+    # the pointer kernel's measurements (before the templates): TEMPLATE 0 on the Triton rows
+    d = pd.read_csv(DATA)
+    return d.assign(TEMPLATE=np.where(d.impl == "triton", 0, np.nan))
 
 
 @pytest.fixture(scope="module")
@@ -349,7 +351,7 @@ def test_the_search_and_rank_report_the_preferred_order_of_a_tie(chip):
     assert len(top) > 1 and int(top.iloc[0]["GROUP_M"]) == 16 and int(top.iloc[0]["ORDER"]) == 1
     # the preference follows the load path: misaligned rows take tie_order_sync
     model = get_operator("matmul", "cuda")
-    cands = {k: df[k].to_numpy() for k in mc.KNOBS}
+    cands = {k: df[k].to_numpy() for k in mc.KNOBS if k in df}
     c2 = chip.with_values({"tie_order_async": 8.0, "tie_order_sync": 0.0}, source="test")
     aligned = model.tie_rank(Matmul(2048, 2048, 2048), c2, cands)
     misaligned = model.tie_rank(Matmul(2048, 2048, 2047), c2, cands)
@@ -442,13 +444,18 @@ TUTORIAL = {
 
 
 def _tutorial(data, shapes=None) -> pd.DataFrame:
-    """The shared measurements as a Triton-tutorial kernel's table: its names, no ORDER and no SPLIT_K (its rows:
-    the grouped launch without split-K), and the cuBLAS rows kept (their empty knob cells make pandas read the knob
+    """The shared measurements as a Triton-tutorial kernel's table: its names, no ORDER, no SPLIT_K and no TEMPLATE
+    (its rows: the grouped launch of the pointer kernel without split-K), and the cuBLAS rows kept (their empty knob cells make pandas read the knob
     columns as floats)."""
     keep = (data.impl == "torch") | ((data.ORDER == 1) & (data.SPLIT_K == 1))
     if shapes is not None:
         keep &= data.apply(lambda r: f"{r.M}x{r.N}x{r.K}" in shapes, axis=1)
-    return data[keep].drop(columns=["ORDER", "SPLIT_K"]).rename(columns=TUTORIAL).reset_index(drop=True)
+    return (
+        data[keep]
+        .drop(columns=["ORDER", "SPLIT_K", "TEMPLATE"])
+        .rename(columns=TUTORIAL)
+        .reset_index(drop=True)
+    )
 
 
 def test_measured_rows_take_the_absent_defaults_not_the_models_choice(chip, data):
@@ -459,7 +466,7 @@ def test_measured_rows_take_the_absent_defaults_not_the_models_choice(chip, data
     tut = _tutorial(data)
     ranked, rejected = rank_candidates(p, chip, tut)
     assert len(ranked) > 50 and len(rejected) == 0
-    assert set(ranked["defaulted"]) == {"ORDER SPLIT_K"} and "completed" not in ranked
+    assert set(ranked["defaulted"]) == {"ORDER SPLIT_K TEMPLATE"} and "completed" not in ranked
     assert set(ranked["ORDER"]) == {"grouped"} and set(ranked["SPLIT_K"]) == {1}
     # the same predictions as the rows written out whole
     whole = data[(data.ORDER == 1) & (data.SPLIT_K == 1)]
@@ -471,7 +478,9 @@ def test_measured_rows_take_the_absent_defaults_not_the_models_choice(chip, data
     assert np.allclose(got["predicted_us"].sort_index(), want["predicted_us"].sort_index())
     # without the times the model completes the order: not what these rows measured
     completed, _ = rank_candidates(p, chip, tut.drop(columns=["ms"]))
-    assert set(completed["completed"]) == {"ORDER SPLIT_K"} and (completed["ORDER"] != "grouped").any()
+    assert (
+        set(completed["completed"]) == {"ORDER SPLIT_K TEMPLATE"} and (completed["ORDER"] != "grouped").any()
+    )
 
 
 def test_a_kernel_without_a_group_size_launches_row_major(chip, data):
@@ -479,12 +488,21 @@ def test_a_kernel_without_a_group_size_launches_row_major(chip, data):
     from tiler.rank import absent_defaults
 
     model = get_operator("matmul", "cuda")
-    assert absent_defaults(model, {"BLOCK_M", "GROUP_M"}) == {"ORDER": "grouped", "SPLIT_K": "1"}
-    assert absent_defaults(model, {"BLOCK_M"}) == {"ORDER": "row", "GROUP_M": "1", "SPLIT_K": "1"}
+    assert absent_defaults(model, {"BLOCK_M", "GROUP_M"}) == {
+        "ORDER": "grouped",
+        "SPLIT_K": "1",
+        "TEMPLATE": "pointer",
+    }
+    assert absent_defaults(model, {"BLOCK_M"}) == {
+        "ORDER": "row",
+        "GROUP_M": "1",
+        "SPLIT_K": "1",
+        "TEMPLATE": "pointer",
+    }
     assert absent_defaults(model, set(mc.KNOBS)) == {}
     tut = _tutorial(data).drop(columns=["GROUP_SIZE_M"])
     ranked, _ = rank_candidates(Matmul(4096, 4096, 4096), chip, tut)
-    assert set(ranked["defaulted"]) == {"GROUP_M ORDER SPLIT_K"}
+    assert set(ranked["defaulted"]) == {"GROUP_M ORDER SPLIT_K TEMPLATE"}
     assert set(ranked["ORDER"]) == {"row"} and set(ranked["GROUP_M"]) == {1}
 
 
@@ -677,7 +695,9 @@ def test_calibrate_takes_the_users_columns(raw_chip, data, tmp_path, capsys):
     a = calibrate(raw_chip, "matmul", tut, folds=0, fit_shapes=shapes, date="2026-01-01")
     b = calibrate(raw_chip, "matmul", whole, folds=0, fit_shapes=shapes, date="2026-01-01")
     assert (
-        a.values == b.values and a.defaulted == {"ORDER": ["grouped"], "SPLIT_K": ["1"]} and not b.defaulted
+        a.values == b.values
+        and a.defaulted == {"ORDER": ["grouped"], "SPLIT_K": ["1"], "TEMPLATE": ["pointer"]}
+        and not b.defaulted
     )
     assert "ORDER=grouped, SPLIT_K=1" in a.summary() and "default" not in b.summary()
     # the command line: the error names --measurements

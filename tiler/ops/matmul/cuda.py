@@ -216,6 +216,12 @@ def _template(c: dict) -> np.ndarray:
     return np.zeros(np.shape(c["BLOCK_M"]), dtype=np.int64)
 
 
+def resident(occ: np.ndarray, c: dict) -> np.ndarray:
+    """Programs resident on an SM at a time: the occupancy (at least 1), but 1 for the persistent template, whose
+    grid has one program per SM walking its tiles one after another."""
+    return np.where(_template(c) == PERSISTENT, 1, np.maximum(occ, 1))
+
+
 def tma_ok(p: Matmul) -> bool:
     """TMA descriptors can describe A and B as stored: each row stride a multiple of 16 bytes (triton_tma)."""
     from .triton_tma import tma_ok as rows_ok
@@ -469,9 +475,10 @@ def estimate(p: Matmul, chip, c: dict) -> dict[str, np.ndarray]:
         return timing(prepare(p, chip, c), chip, efficiency(chip))
     # the hit rates of every row: prepare()'s grid and occupancy, per distinct tiling
     bm, bn, sk = (tiling[k][tfirst] for k in ("BLOCK_M", "BLOCK_N", "SPLIT_K"))
-    occ = _layout(p, chip, {k: v[tfirst] for k, v in tiling.items()})[5]
+    first = {k: v[tfirst] for k, v in tiling.items()}
+    occ = _layout(p, chip, first)[5]
     tm, tn = ceil_div(p.M, bm), ceil_div(p.N, bn)
-    occ_eff, rows_a = np.maximum(occ, 1), np.minimum(bm, p.M)
+    occ_eff, rows_a = resident(occ, first), np.minimum(bm, p.M)
     a_hit, b_hit = _panel_hit_rates(
         p, chip, c, tm[tinv], tn[tinv], sk[tinv], occ_eff[tinv], rows_a[tinv], bn[tinv]
     )
@@ -518,8 +525,7 @@ def prepare(p: Matmul, chip, c: dict, l2_hits: bool = True) -> dict[str, np.ndar
         tpl >= TMA
     )  # TMA loads: full-width bulk copies whatever Triton can prove (the `tma` rule: 16-B rows)
     persistent = tpl == PERSISTENT
-    # a persistent grid runs one program per SM, walking its tiles one after another (one resident at a time)
-    occ_eff = np.where(persistent, 1, np.maximum(occ, 1))
+    occ_eff = resident(occ, c)
     # --- the SM-level schedule: programs per SM, rounds of `occ`, the explicit tail round
     n_sm = ceil_div(programs, sms)
     rounds = ceil_div(n_sm, occ_eff)
