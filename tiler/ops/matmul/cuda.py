@@ -521,9 +521,8 @@ def prepare(p: Matmul, chip, c: dict, l2_hits: bool = True) -> dict[str, np.ndar
     vec_c = _vector_elems(p.N, True, ob, chip)
     cap = _reg_cap(chip, w)
     tpl = _template(c)
-    tma = (
-        tpl >= TMA
-    )  # TMA loads: full-width bulk copies whatever Triton can prove (the `tma` rule: 16-B rows)
+    # TMA loads: full-width bulk copies whatever Triton can prove (the `tma` rule: 16-B rows)
+    tma = tpl >= TMA
     persistent = tpl == PERSISTENT
     occ_eff = resident(occ, c)
     # --- the SM-level schedule: programs per SM, rounds of `occ`, the explicit tail round
@@ -724,7 +723,8 @@ def timing(g: dict, chip, e: dict[str, float]) -> dict[str, np.ndarray]:
     epi_f, epi_l = epilogue(g["k_full"], g["act_full"]), epilogue(g["k_last"], g["act_last"])
     fill = lat + prog_ovh
     # a persistent program starts once; each later tile of it costs the tile's setup, its loads already in flight
-    refill = np.where(g["persistent"] > 0, e["persistent_tile_cycles"] / f, fill)
+    persist = g["persistent"] > 0
+    refill = np.where(persist, e["persistent_tile_cycles"] / f, fill)
     r_full = g["rounds"] - 1.0
     steps = g["steps"]
     main = r_full * (steps * s_full + refill + epi_f) + steps * s_last + fill + epi_l
@@ -744,8 +744,9 @@ def timing(g: dict, chip, e: dict[str, float]) -> dict[str, np.ndarray]:
     pipes = {
         "tensor": (r_full * steps * mac_f + steps * mac_l) * 1e6,
         "alu": extra * 1e6,
+        # program starts: one per round, or one per SM and a tile setup per later tile (persistent)
         "issue": (
-            r_full * steps * sc_f + steps * sc_l + prog_ovh + r_full * (refill - lat * (refill == fill))
+            r_full * steps * sc_f + steps * sc_l + prog_ovh + r_full * np.where(persist, refill, prog_ovh)
         )
         * 1e6,
         "smem": (r_full * steps * mte1_f + steps * mte1_l) * 1e6,
