@@ -8,15 +8,13 @@ masks, so a test can catch either being wrong) and `emit` prints the code a user
 describe each target, with what it cannot express.
 
 One module a target, each with its schema beside its view: `catlass`, `ascendc`, `triton`; `shared` holds what
-they have in common. This package re-exports their names, so `tiler.ops.matmul.views.X` reads as before.
+they have in common. This package re-exports their public names (and `_header`, `_indent`, which others use), so
+`tiler.ops.matmul.views.X` reads as before.
 """
 
 from __future__ import annotations
 
 from .ascendc import (  # noqa: F401
-    _ACL_DTYPE,
-    _INT32,
-    _OPERAND,
     ASCENDC,
     ASCENDC_API_CHOSEN,
     ASCENDC_DOCS_SNAPSHOT,
@@ -27,8 +25,6 @@ from .ascendc import (  # noqa: F401
     ASCENDC_TEXT,
     TCUBE_FIELDS,
     TCUBE_SCHEMA,
-    _ascendc_split,
-    _tcube_setters,
     ascendc_api_form,
     ascendc_entry,
     ascendc_masks,
@@ -39,11 +35,6 @@ from .ascendc import (  # noqa: F401
     tcube_view,
 )
 from .catlass import (  # noqa: F401
-    _CATLASS_POLICIES,
-    _CATLASS_SCHEDULERS,
-    _CPP_OUT_OF_IN,
-    _CPP_TYPE,
-    _SHAPE3,
     ATLAS_A2,
     CATLASS,
     CATLASS_DOMAINS,
@@ -53,11 +44,6 @@ from .catlass import (  # noqa: F401
     CATLASS_SCHEMA,
     CATLASS_SNAPSHOT,
     CATLASS_TEXT,
-    _catlass_shape,
-    _catlass_splitk_cores,
-    _cpp_args,
-    _is_atlas_a2,
-    _l0c_stages,
     catlass_entry,
     catlass_launcher,
     catlass_masks,
@@ -69,28 +55,17 @@ from .catlass import (  # noqa: F401
     emit_catlass,
 )
 from .shared import (  # noqa: F401
-    _INT,
     CPP_BYTES,
     CPP_ELEMENT,
     CPP_OUTPUT,
-    _check_operand,
     _header,
     _indent,
-    _k_slice,
-    _knob,
-    _layout,
-    _native_flat,
-    _native_int,
-    _pinned,
-    _quant_no_view,
-    _space,
 )
 from .triton import (  # noqa: F401
     TRITON,
     TRITON_KERNELS,
     TRITON_KWARGS,
     TRITON_SCHEMA,
-    _triton_grid,
     check_triton,
     emit_triton,
     triton_supports,
