@@ -914,39 +914,11 @@ def run(
     import optuna
 
     t0 = time.perf_counter()
-    if strategy not in ("tpe", "random"):
-        raise SpaceError(f"strategy: bayes.run takes tpe or random, got {strategy!r}")
-    trials = DEFAULT_TRIALS if trials is None else trials
-    if isinstance(trials, bool) or not isinstance(trials, int | np.integer) or trials < 1:
-        raise TilerError(f"trials: must be an integer >= 1, got {trials!r}")
-    if guided < 0:
-        raise TilerError(f"guided: must be >= 0, got {guided}")
-    measure_timeout = check_timeout(measure_timeout)
-    seed = check_seed(seed)
-    model = get_operator(space.op, space.family, space.target)
-    measure_fn, measure_id = _measure_fn(measure, measure_timeout, model)
-    measured = measure_fn is not None
-    resolve = (not measured) if resolve is None else resolve
-    inner = ("none" if measured else DEFAULT_INNER) if inner is None else inner
-    use_local = (strategy == "tpe" and not measured) if local is None else bool(local)
-    if use_local and measured:
-        raise TilerError(
-            "local: the model-guided local search needs the model as objective, not a measurement"
-        )
-    if inner not in INNER:
-        raise TilerError(f"inner: must be one of {', '.join(INNER)}, got {inner!r}")
-    obj = Objective(
-        problem,
-        chip,
-        space,
-        model,
-        measure_fn,
-        resolve=resolve,
-        inner=inner,
-        ordinal=ordinal,
-        conditional=conditional,
+    trials, measure_timeout, seed = _check_run(strategy, trials, guided, measure_timeout, seed)
+    obj, measure_id, use_local = _objective(
+        problem, chip, space, strategy, measure, measure_timeout, resolve, inner, local, ordinal, conditional
     )
-
+    measured = obj.measure_fn is not None
     signature = {
         "space": space.domains(),
         "profile": chip.profile_hash,
@@ -968,133 +940,22 @@ def run(
     bar = None
     try:
         obj.sampler = knob_sampler(make_sampler(strategy, seed, sampler_options), seed)
-        study = optuna.create_study(
-            storage=store,
-            study_name=name,
-            direction="minimize",
-            sampler=obj.sampler,
-            load_if_exists=True,
-        )
-        old = study.get_trials(deepcopy=False)
-        _check_study(study, name, study_descriptor(problem, chip, space), old)
-        metric = "measured_us" if measured else "predicted_us"
-        if study.metric_names != [metric]:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # experimental in some optuna versions
-                study.set_metric_names([metric])
-        obj.load(old)
-        lock = contextlib.nullcontext()
-        if not isinstance(store, optuna.storages.InMemoryStorage):
-            # a study others may share: on SQLite each tiling is claimed before it is evaluated and the budget is
-            # the study's (tiler.search.claims); on a server, a measured study re-reads the storage's finished
-            # trials before each measurement and after each trial (a model search skips the cost)
-            from optuna.trial import TrialState
-
-            from .claims import Claims
-
-            def refresh() -> None:
-                obj.load(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.FAIL)))
-
-            expiry = (measure_timeout + 60.0) if measured else 60.0  # a live trial ends well within this
-            obj.claims = Claims.for_storage(store, name, expiry)
-            if obj.claims is not None:
-                obj.refresh, obj.budget, lock = refresh, trials, obj.claims.lock
-                obj.claims.adopt({json.dumps(list(k)): n for k, (n, _, _) in obj.cache.items()})
-            elif measured:
-                obj.refresh = refresh
-        resumed = obj.evaluated
+        study, old = _open_study(optuna, store, name, obj, problem, chip, space)
+        lock = _share_study(optuna, store, study, name, obj, trials, measure_timeout)
         notes: list[str] = []
-        if resumed:
-            notes.append(f"resumed study {name!r}: {resumed} evaluated trials were already done")
-        # known-good and model-ranked starting points: enqueued once (skip_if_exists), measured first
-        guided_params: list[dict] = []
-        if guided:
-            if diverse:
-                from . import diverse_top
-
-                ex = diverse_top(problem, chip, space, guided)
-            else:
-                ex = exhaustive(problem, chip, space, top=guided)
-            for i in range(len(ex.est["time_us"])):
-                p = obj.params({k: int(ex.cands[k][i]) for k in space.names})
-                if p is not None and p not in guided_params:
-                    guided_params.append(p)
-            for p in guided_params:
-                study.enqueue_trial(p, user_attrs={"source": "guided"}, skip_if_exists=True)
-        if warm_start:
-            p, why = _warm_row(obj, problem, chip)
-            if p is None:
-                notes.append(why)
-            else:
-                study.enqueue_trial(p, user_attrs={"source": "warm_start"}, skip_if_exists=True)
+        if obj.evaluated:
+            notes.append(f"resumed study {name!r}: {obj.evaluated} evaluated trials were already done")
+        _enqueue_starts(study, obj, problem, chip, space, guided, diverse, warm_start, notes)
         cap = 10 * trials + 100 - len(old)
         local = LocalSearch(obj, seed) if use_local else None
-        explore = np.random.RandomState(seed)
-
-        stall = {"since": 0, "last": obj.evaluated, "hit": False}
         what = "measured" if measured else "model"
         idle = not progress or obj.evaluated >= trials or cap <= 0  # nothing will run: no bar
         bar = Progress(trials, f"{strategy} ({what})", min(obj.evaluated, trials), quiet=idle, unit="trial")
-        best = [min((v for _, v, _ in obj.cache.values() if v is not None), default=math.inf)]
-        if best[0] < math.inf:
-            bar.note(f"best {best[0]:.3f} us")
-
-        def stop(st, trial):
-            if obj.refresh is not None and obj.claims is None:
-                obj.refresh()  # the budget is per study: count what other processes evaluated (claims count it)
-            if trial.value is not None and trial.value < best[0]:
-                best[0] = trial.value
-                bar.note(f"best {best[0]:.3f} us")
-            bar.update(min(obj.evaluated, trials) - bar.done)
-            if local is not None and obj.evaluated < trials:
-                nxt = local.propose()
-                if nxt is not None:
-                    st.enqueue_trial(nxt[0], user_attrs=nxt[1])
-            stall["since"] = 0 if obj.evaluated > stall["last"] else stall["since"] + 1
-            stall["last"] = obj.evaluated
-            if stall["since"] and stall["since"] % ESCAPE == 0 and obj.evaluated < trials:
-                p = obj.unseen(explore)
-                if p is not None:
-                    st.enqueue_trial(p, user_attrs={"source": "explore"})
-            if obj.evaluated >= trials or obj.budget_spent:
-                return True
-            elif obj.exhausted():
-                stall["all"] = True  # every feasible point evaluated: nothing left to propose
-                return True
-            elif stall["since"] >= STALL:  # the sampler only proposes tilings it has seen or infeasible ones
-                stall["hit"] = True
-                return True
-            return False
-
+        stop = _Stop(obj, trials, bar, local, np.random.RandomState(seed))
         if obj.evaluated < trials and cap > 0:
             optimize(study, obj, cap, stop, lock)
-            if stall.get("all"):
-                notes.append(
-                    f"every one of the {len(obj.grid)} feasible points of the sampled knobs was evaluated "
-                    f"({obj.evaluated} of {trials} evaluations used)"
-                )
-            elif stall["hit"]:
-                notes.append(
-                    f"stopped early: the last {STALL} proposals were all repeats or infeasible "
-                    f"(the sampler has converged; {obj.evaluated} of {trials} evaluations used)"
-                )
-            elif obj.budget_spent:
-                notes.append(
-                    f"the study's budget of {trials} evaluations is spent (other processes share it)"
-                )
-            elif obj.evaluated < trials:
-                notes.append(f"stopped at the cap of {10 * trials + 100} optuna trials")
-        spent = {"trials": obj.model_evals, "local_search": local.evals if local is not None else 0}
-        if not measured and any(spent.values()):  # what the model scored (cumulative over resumed runs)
-            before = study.user_attrs.get("model_evals") or {}
-            study.set_user_attr("model_evals", {k: int(before.get(k, 0)) + v for k, v in spent.items()})
-            text = f"model evaluations: {obj.model_evals:,} candidates scored inside this run's trials"
-            if local is not None:
-                text += (
-                    f" + {local.evals:,} scored by the model-guided local search, which chose "
-                    f"{local.proposed} of the trials"
-                )
-            notes.append(text)
+            notes += stop.notes()
+        notes += _model_evals_notes(study, obj, local, measured)
         all_trials = study.get_trials(deepcopy=False)
         explored = sum(t.user_attrs.get("source") == "explore" for t in all_trials)
         if explored:
@@ -1124,6 +985,212 @@ def run(
         notes=notes,
         t0=t0,
     )
+
+
+def _check_run(strategy: str, trials, guided: int, measure_timeout, seed) -> tuple[int, float, int]:
+    """`run`'s strategy, trials, guided, timeout and seed checked, in that order: (trials, timeout, seed)."""
+    if strategy not in ("tpe", "random"):
+        raise SpaceError(f"strategy: bayes.run takes tpe or random, got {strategy!r}")
+    trials = DEFAULT_TRIALS if trials is None else trials
+    if isinstance(trials, bool) or not isinstance(trials, int | np.integer) or trials < 1:
+        raise TilerError(f"trials: must be an integer >= 1, got {trials!r}")
+    if guided < 0:
+        raise TilerError(f"guided: must be >= 0, got {guided}")
+    return trials, check_timeout(measure_timeout), check_seed(seed)
+
+
+def _objective(
+    problem,
+    chip,
+    space: Space,
+    strategy,
+    measure,
+    measure_timeout,
+    resolve,
+    inner,
+    local,
+    ordinal,
+    conditional,
+) -> tuple[Objective, str | None, bool]:
+    """The trials' Objective with `run`'s defaults filled in (resolve, inner and local follow whether the objective
+    is the model or a measurement): (objective, the measurement's id or None, whether the local search runs)."""
+    model = get_operator(space.op, space.family, space.target)
+    measure_fn, measure_id = _measure_fn(measure, measure_timeout, model)
+    measured = measure_fn is not None
+    resolve = (not measured) if resolve is None else resolve
+    inner = ("none" if measured else DEFAULT_INNER) if inner is None else inner
+    use_local = (strategy == "tpe" and not measured) if local is None else bool(local)
+    if use_local and measured:
+        raise TilerError(
+            "local: the model-guided local search needs the model as objective, not a measurement"
+        )
+    if inner not in INNER:
+        raise TilerError(f"inner: must be one of {', '.join(INNER)}, got {inner!r}")
+    obj = Objective(
+        problem,
+        chip,
+        space,
+        model,
+        measure_fn,
+        resolve=resolve,
+        inner=inner,
+        ordinal=ordinal,
+        conditional=conditional,
+    )
+    return obj, measure_id, use_local
+
+
+def _open_study(optuna, store, name: str, obj: Objective, problem, chip, space: Space):
+    """Create or resume the study `name` in `store`, check that it is this search's and load its trials into `obj`:
+    (study, its trials before this run)."""
+    study = optuna.create_study(
+        storage=store,
+        study_name=name,
+        direction="minimize",
+        sampler=obj.sampler,
+        load_if_exists=True,
+    )
+    old = study.get_trials(deepcopy=False)
+    _check_study(study, name, study_descriptor(problem, chip, space), old)
+    metric = "measured_us" if obj.measure_fn is not None else "predicted_us"
+    if study.metric_names != [metric]:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # experimental in some optuna versions
+            study.set_metric_names([metric])
+    obj.load(old)
+    return study, old
+
+
+def _share_study(optuna, store, study, name: str, obj: Objective, trials: int, measure_timeout: float):
+    """Set `obj` up for a study other processes may share; returns the lock each trial's evaluation holds.
+
+    On SQLite each tiling is claimed before it is evaluated and the budget is the study's (tiler.search.claims); on
+    a server, a measured study re-reads the storage's finished trials before each measurement and after each trial
+    (a model search skips the cost). An in-memory study is this process's alone: no lock."""
+    lock = contextlib.nullcontext()
+    if isinstance(store, optuna.storages.InMemoryStorage):
+        return lock
+    from optuna.trial import TrialState
+
+    from .claims import Claims
+
+    def refresh() -> None:
+        obj.load(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.FAIL)))
+
+    measured = obj.measure_fn is not None
+    expiry = (measure_timeout + 60.0) if measured else 60.0  # a live trial ends well within this
+    obj.claims = Claims.for_storage(store, name, expiry)
+    if obj.claims is not None:
+        obj.refresh, obj.budget, lock = refresh, trials, obj.claims.lock
+        obj.claims.adopt({json.dumps(list(k)): n for k, (n, _, _) in obj.cache.items()})
+    elif measured:
+        obj.refresh = refresh
+    return lock
+
+
+def _enqueue_starts(
+    study, obj: Objective, problem, chip, space: Space, guided, diverse, warm_start, notes
+) -> None:
+    """Enqueue the known-good and model-ranked starting points (once: skip_if_exists), evaluated first: the model's
+    top `guided` (diverse: its diverse top-k) and, with `warm_start`, the operator's warm start (or a note why
+    not)."""
+    guided_params: list[dict] = []
+    if guided:
+        if diverse:
+            from . import diverse_top
+
+            ex = diverse_top(problem, chip, space, guided)
+        else:
+            ex = exhaustive(problem, chip, space, top=guided)
+        for i in range(len(ex.est["time_us"])):
+            p = obj.params({k: int(ex.cands[k][i]) for k in space.names})
+            if p is not None and p not in guided_params:
+                guided_params.append(p)
+        for p in guided_params:
+            study.enqueue_trial(p, user_attrs={"source": "guided"}, skip_if_exists=True)
+    if warm_start:
+        p, why = _warm_row(obj, problem, chip)
+        if p is None:
+            notes.append(why)
+        else:
+            study.enqueue_trial(p, user_attrs={"source": "warm_start"}, skip_if_exists=True)
+
+
+class _Stop:
+    """optuna's callback after each trial: counts the budget (other processes' trials too), draws the progress bar,
+    enqueues the local search's proposal or, after ESCAPE repeats in a row, a random unseen point, and stops the
+    study when the budget is spent, every feasible point is evaluated or the sampler has stalled (STALL)."""
+
+    def __init__(self, obj: Objective, trials: int, bar, local, explore):
+        self.obj, self.trials, self.bar, self.local, self.explore = obj, trials, bar, local, explore
+        self.since, self.last, self.hit, self.all = 0, obj.evaluated, False, False
+        self.best = min((v for _, v, _ in obj.cache.values() if v is not None), default=math.inf)
+        if self.best < math.inf:
+            bar.note(f"best {self.best:.3f} us")
+
+    def __call__(self, st, trial) -> bool:
+        obj, trials, bar = self.obj, self.trials, self.bar
+        if obj.refresh is not None and obj.claims is None:
+            obj.refresh()  # the budget is per study: count what other processes evaluated (claims count it)
+        if trial.value is not None and trial.value < self.best:
+            self.best = trial.value
+            bar.note(f"best {self.best:.3f} us")
+        bar.update(min(obj.evaluated, trials) - bar.done)
+        if self.local is not None and obj.evaluated < trials:
+            nxt = self.local.propose()
+            if nxt is not None:
+                st.enqueue_trial(nxt[0], user_attrs=nxt[1])
+        self.since = 0 if obj.evaluated > self.last else self.since + 1
+        self.last = obj.evaluated
+        if self.since and self.since % ESCAPE == 0 and obj.evaluated < trials:
+            p = obj.unseen(self.explore)
+            if p is not None:
+                st.enqueue_trial(p, user_attrs={"source": "explore"})
+        if obj.evaluated >= trials or obj.budget_spent:
+            return True
+        elif obj.exhausted():
+            self.all = True  # every feasible point evaluated: nothing left to propose
+            return True
+        elif self.since >= STALL:  # the sampler only proposes tilings it has seen or infeasible ones
+            self.hit = True
+            return True
+        return False
+
+    def notes(self) -> list[str]:
+        """Why the study stopped before its budget, if it did."""
+        obj, trials = self.obj, self.trials
+        if self.all:
+            return [
+                f"every one of the {len(obj.grid)} feasible points of the sampled knobs was evaluated "
+                f"({obj.evaluated} of {trials} evaluations used)"
+            ]
+        elif self.hit:
+            return [
+                f"stopped early: the last {STALL} proposals were all repeats or infeasible "
+                f"(the sampler has converged; {obj.evaluated} of {trials} evaluations used)"
+            ]
+        elif obj.budget_spent:
+            return [f"the study's budget of {trials} evaluations is spent (other processes share it)"]
+        elif obj.evaluated < trials:
+            return [f"stopped at the cap of {10 * trials + 100} optuna trials"]
+        return []
+
+
+def _model_evals_notes(study, obj: Objective, local, measured: bool) -> list[str]:
+    """What the model scored in this run (trials and local search), added to the study's cumulative user attribute
+    `model_evals`; a measured search, or one that scored nothing, records nothing."""
+    spent = {"trials": obj.model_evals, "local_search": local.evals if local is not None else 0}
+    if measured or not any(spent.values()):
+        return []
+    before = study.user_attrs.get("model_evals") or {}
+    study.set_user_attr("model_evals", {k: int(before.get(k, 0)) + v for k, v in spent.items()})
+    text = f"model evaluations: {obj.model_evals:,} candidates scored inside this run's trials"
+    if local is not None:
+        text += (
+            f" + {local.evals:,} scored by the model-guided local search, which chose "
+            f"{local.proposed} of the trials"
+        )
+    return [text]
 
 
 def optimize(study, obj: Objective, cap: int, stop, lock) -> None:

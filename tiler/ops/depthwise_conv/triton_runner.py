@@ -5,28 +5,25 @@ torch and triton are optional (`pip install 'tiler[gpu]'`); without them a measu
 
 from __future__ import annotations
 
-from ..triton_measure import measured_us
-from ..triton_measure import tiling_from_doc as _from_doc
+from ..triton_measure import DocumentRunner
 from .problem import DepthwiseConv
 
 
-def tiling_from_doc(doc: dict) -> tuple[dict, dict, str]:
-    """(problem fields, knob config, dtype) from a tiler.tiling/v1 document of depthwise_conv."""
-    from .cuda import KNOBS
+def _vendor(problem: dict, dtype) -> tuple[str, float]:
+    """The vendor call a document's tiling is compared with: torch conv2d in its faster memory format (name, ms)."""
+    ven = vendor_times(problem, dtype=dtype)
+    return f"torch conv2d {ven['best']}", ven["ms"]
 
-    return _from_doc(doc, DepthwiseConv, KNOBS)
 
-
-def measure_document(doc: dict) -> float:
-    """The median time in microseconds of a tiling document (a failure fails this trial only)."""
-
-    def run():
-        from . import triton_kernels
-
-        problem, cfg, dtype = tiling_from_doc(doc)
-        return triton_kernels.run(problem, cfg, dtype=dtype)
-
-    return measured_us(run)
+RUNNER = DocumentRunner(
+    DepthwiseConv,
+    knobs=f"{__package__}.cuda:KNOBS",
+    time=f"{__package__}.triton_kernels:run",
+    vendor=_vendor,
+)
+tiling_from_doc = RUNNER.tiling_from_doc
+measure_document = RUNNER.measure_document
+vendor_document = RUNNER.vendor_document
 
 
 def vendor_times(
@@ -58,13 +55,6 @@ def vendor_times(
         out[name] = {"ms": prob.time_fn(fn, warmup_ms, rep_ms), "rel_err": err}
     best = min(out, key=lambda k: out[k]["ms"])
     return {**out, "best": best, "ms": out[best]["ms"], "cudnn_enabled": bool(torch.backends.cudnn.enabled)}
-
-
-def vendor_document(doc: dict) -> dict:
-    """The vendor call (torch conv2d, the faster memory format) on a tiling document's problem: {"name", "us"}."""
-    problem, _, dtype = tiling_from_doc(doc)
-    ven = vendor_times(problem, dtype=dtype)
-    return {"name": f"torch conv2d {ven['best']}", "us": float(ven["ms"]) * 1e3}
 
 
 def run_with_vendor(

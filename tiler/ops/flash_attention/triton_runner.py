@@ -5,30 +5,35 @@ torch and triton are optional (`pip install 'tiler[gpu]'`); without them a measu
 
 from __future__ import annotations
 
-from ..triton_measure import measured_us
-from ..triton_measure import tiling_from_doc as _from_doc
+from ..triton_measure import DocumentRunner, median_ms
 from .problem import FlashAttention
 
 
-def tiling_from_doc(doc: dict) -> tuple[dict, dict, str]:
-    """(problem fields, knob config, dtype) from a tiler.tiling/v1 document of flash_attention."""
-    from .triton_kernels import KNOBS
+def _time(problem: dict, cfg: dict, dtype="fp16") -> dict:
+    """`triton_kernels.time_config` of one tiling; ImportError when triton is missing."""
+    from . import triton_kernels
 
-    return _from_doc(doc, FlashAttention, KNOBS)
+    if triton_kernels.triton is None:
+        raise ImportError("triton")
+    return triton_kernels.time_config(problem, cfg, dtype=dtype)
 
 
-def measure_document(doc: dict) -> float:
-    """The median time in microseconds of a tiling document (a failure fails this trial only)."""
+def _vendor(problem: dict, dtype) -> tuple[str, float]:
+    """The vendor call a document's tiling is compared with: the fastest fused SDPA backend, else SDPA as
+    dispatched (name, ms)."""
+    ven = vendor_times(problem, dtype=dtype)
+    return f"SDPA {ven['fastest'].lower()}", ven["fastest_ms"]
 
-    def run():
-        from . import triton_kernels
 
-        problem, cfg, dtype = tiling_from_doc(doc)
-        if triton_kernels.triton is None:
-            raise ImportError("triton")
-        return triton_kernels.time_config(problem, cfg, dtype=dtype)
-
-    return measured_us(run)
+RUNNER = DocumentRunner(
+    FlashAttention,
+    knobs=f"{__package__}.triton_kernels:KNOBS",
+    time=_time,
+    vendor=_vendor,
+)
+tiling_from_doc = RUNNER.tiling_from_doc
+measure_document = RUNNER.measure_document
+vendor_document = RUNNER.vendor_document
 
 
 def _sdpa_backend(torch, q, k, v, causal: bool, gqa: bool) -> str:
@@ -62,7 +67,7 @@ def vendor_times(shape: dict, dtype="fp16", seed: int = 0, warmup=5, rep=25, bac
     "fastest" / "fastest_ms": the fastest backend that runs them (the dispatcher's pick when none does)."""
     import torch
     import torch.nn.functional as F
-    import triton
+    import triton  # noqa: F401 - fail before any work where triton is missing
 
     from . import triton_kernels as tk
 
@@ -98,8 +103,7 @@ def vendor_times(shape: dict, dtype="fp16", seed: int = 0, warmup=5, rep=25, bac
     err = float((fn().float() - ref).abs().max())
     if not err < 2e-2:
         raise ArithmeticError(f"torch SDPA: max |error| {err:.3g} against the reference")
-    ms = triton.testing.do_bench(fn, warmup=warmup, rep=rep, return_mode="median")
-    out = {"ms": float(ms), "max_abs_err": err, "backend": backend, "gqa": gqa}
+    out = {"ms": median_ms(fn, warmup, rep), "max_abs_err": err, "backend": backend, "gqa": gqa}
     if backends:
         out["backends"] = {name: _forced(name, fn, ref, warmup, rep) for name in SDPA_BACKENDS}
         ran = {n: b["ms"] for n, b in out["backends"].items() if "ms" in b}
@@ -111,7 +115,6 @@ def vendor_times(shape: dict, dtype="fp16", seed: int = 0, warmup=5, rep=25, bac
 
 def _forced(name: str, fn, ref, warmup, rep) -> dict:
     """One SDPA backend forced alone on the call `fn`: its time and error, or why it does not run."""
-    import triton
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     try:
@@ -119,19 +122,11 @@ def _forced(name: str, fn, ref, warmup, rep) -> dict:
             err = float((fn().float() - ref).abs().max())
             if not err < 2e-2:
                 return {"error": f"max |error| {err:.3g} against the reference"}
-            ms = triton.testing.do_bench(fn, warmup=warmup, rep=rep, return_mode="median")
+            ms = median_ms(fn, warmup, rep)
     except Exception as exc:  # noqa: BLE001 - this backend does not take these inputs (dtype, mask, head size)
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         return {"error": f"{type(exc).__name__}: {first[:160]}"}
-    return {"ms": float(ms), "max_abs_err": err}
-
-
-def vendor_document(doc: dict) -> dict:
-    """The vendor call (the fastest fused SDPA backend, else SDPA as dispatched) on a tiling document's problem:
-    {"name", "us"}."""
-    problem, _, dtype = tiling_from_doc(doc)
-    ven = vendor_times(problem, dtype=dtype)
-    return {"name": f"SDPA {ven['fastest'].lower()}", "us": float(ven["fastest_ms"]) * 1e3}
+    return {"ms": ms, "max_abs_err": err}
 
 
 def time_with_vendor(shape: dict, config: dict, dtype="fp16", check=True, warmup=5, rep=25) -> dict:

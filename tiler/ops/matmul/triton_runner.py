@@ -25,12 +25,12 @@ import json
 import math
 import os
 import sys
-from pathlib import Path
 
 from tiler.errors import SpaceError, TilerError, closest
 from tiler.ops.matmul.triton_tma import TEMPLATES, _tile_of, launcher, tma_ok
+from tiler.ops.triton_measure import GPU_EXTRA, load_document, measured_us, median_ms
 
-MISSING_GPU_STACK = "the Triton runner needs torch and triton: pip install 'tiler[gpu]'"
+MISSING_GPU_STACK = f"the Triton runner needs torch and triton: {GPU_EXTRA}"
 
 CONFIG_KEYS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_stages", "num_warps", "GROUP_M", "ORDER", "SPLIT_K")
 # keys a config may leave out, with the value it then takes (TEMPLATE 0: the pointer kernel; triton_tma)
@@ -441,7 +441,7 @@ class Problem:
         return diff / self._ref_norm if self._ref_norm > 0 else diff
 
     def _time(self, fn, check: bool, out) -> dict:
-        torch, triton = _gpu_stack()
+        torch, _ = _gpu_stack()
         rel = None
         if check:
             out.fill_(float("nan"))  # poison: every element must be written
@@ -453,7 +453,7 @@ class Problem:
                 raise TilerError(
                     f"wrong result for M={self.M} N={self.N} K={self.K}: rel_err {rel:.3g} > {MAX_REL_ERR}"
                 )
-        ms = float(triton.testing.do_bench(fn, warmup=self.warmup_ms, rep=self.rep_ms, return_mode="median"))
+        ms = median_ms(fn, self.warmup_ms, self.rep_ms)
         return {"ms": ms, "tflops": self.flops / (ms * 1e-3) / 1e12, "rel_err": rel}
 
     def measure(self, config: dict, check: bool = True) -> dict:
@@ -510,25 +510,9 @@ def time_config(
 # --- exported tilings ---------------------------------------------------------------------------------
 
 
-def _load_doc(path_or_dict) -> dict:
-    if isinstance(path_or_dict, dict):
-        return path_or_dict
-    from ...space import read_text_file
-
-    path = Path(path_or_dict)
-    text = read_text_file(path, "the tiling")  # at most tiler.io.FILE_BYTES_MAX bytes; one line on failure
-    try:
-        doc = json.loads(text)
-    except (RecursionError, ValueError) as e:  # JSONDecodeError; nested too deep; a number too long
-        raise TilerError(f"{path} is not JSON: {str(e).splitlines()[0][:80] or 'nested too deep'}") from None
-    if not isinstance(doc, dict):
-        raise TilerError(f"{path}: a tiling document is a JSON object")
-    return doc
-
-
 def tiling_from_doc(path_or_dict) -> tuple[int, int, int, str, dict]:
     """(M, N, K, dtype, config) from a tiler.tiling/v1 document (path or parsed dict)."""
-    doc = _load_doc(path_or_dict)
+    doc = load_document(path_or_dict)
     schema = doc.get("schema")
     if schema is not None and schema != TILING_SCHEMA:
         raise TilerError(f"tiling schema is {schema!r}; this runner reads {TILING_SCHEMA!r}")
@@ -554,7 +538,7 @@ def tiling_from_doc(path_or_dict) -> tuple[int, int, int, str, dict]:
 def layout_from_doc(path_or_dict) -> str:
     """The problem's layout (problem.shape.layout, default nn) of a tiling document; TilerError for a B format
     the kernel cannot read (NZ fractals are Ascend's) or an unknown layout."""
-    doc = _load_doc(path_or_dict)
+    doc = load_document(path_or_dict)
     shape = (doc.get("problem") or {}).get("shape") or {}
     if str(shape.get("b_format", "nd")).strip().lower() != "nd":
         raise TilerError(f"b_format: the Triton runner reads nd operands, got {shape['b_format']!r}")
@@ -564,7 +548,7 @@ def layout_from_doc(path_or_dict) -> str:
 def run_tiling_json(path_or_dict, check: bool = True, vendor: bool = False) -> dict:
     """Time an exported tiling (schema tiler.tiling/v1) on operands of its problem's layout; returns
     time_config's dict (with `vendor`, cuBLAS timed beside it in the same run)."""
-    doc = _load_doc(path_or_dict)
+    doc = load_document(path_or_dict)
     M, N, K, dtype, config = tiling_from_doc(doc)
     return time_config(M, N, K, config, dtype=dtype, check=check, layout=layout_from_doc(doc), vendor=vendor)
 
@@ -579,17 +563,9 @@ def vendor_document(doc: dict) -> dict:
 
 def measure_document(doc: dict) -> float:
     """`--measure triton`: the median time in microseconds of a tiling document; any failure (no GPU stack, a
-    kernel that does not compile or launch, a wrong result) is a MeasureError that fails this trial only."""
-    from tiler.runners.external import MeasureError
-
-    try:
-        res = run_tiling_json(doc)
-    except TilerError as exc:
-        raise MeasureError(str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from None
-    except Exception as exc:
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise MeasureError(f"triton: {type(exc).__name__}: {first[:200]}") from None
-    return float(res["ms"]) * 1e3
+    kernel that does not compile or launch, a wrong result) is a MeasureError that fails this trial only; the
+    runner's own errors (TilerError) read as they are."""
+    return measured_us(lambda: run_tiling_json(doc), own=(TilerError,), missing=())
 
 
 def main(argv=None) -> int:

@@ -5,25 +5,9 @@ torch and triton are optional (`pip install 'tiler[gpu]'`); without them a measu
 
 from __future__ import annotations
 
-from ..triton_measure import measured_us
-from ..triton_measure import tiling_from_doc as _from_doc
+from ..triton_measure import DocumentRunner
 from .problem import Softmax
 
-
-def tiling_from_doc(doc: dict) -> tuple[dict, dict, str]:
-    """(problem fields, knob config, dtype) from a tiler.tiling/v1 document of softmax."""
-    from .cuda import KNOBS
-
-    return _from_doc(doc, Softmax, KNOBS)
-
-
-def measure_document(doc: dict) -> float:
-    """The median time in microseconds of a tiling document (a failure fails this trial only)."""
-
-    def run():
-        from . import triton_kernels
-
-        problem, cfg, dtype = tiling_from_doc(doc)
-        return triton_kernels.run(problem, cfg, dtype=dtype)
-
-    return measured_us(run)
+RUNNER = DocumentRunner(Softmax, knobs=f"{__package__}.cuda:KNOBS", time=f"{__package__}.triton_kernels:run")
+tiling_from_doc = RUNNER.tiling_from_doc
+measure_document = RUNNER.measure_document
