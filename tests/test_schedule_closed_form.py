@@ -210,3 +210,74 @@ def test_flash_attention_ascend_work_total_without_mask_equals_every_task(s1, s2
     want = kinds.sum(axis=0) * int(ascend.geometry(p, bs1, bs2, ks)["copies"])
     ascend.work_total.cache_clear()
     assert np.array_equal(ascend.work_total(p, bs1, bs2, ks), want)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.integers(1, 5000),
+    st.integers(0, 3000),
+    st.sampled_from([16, 32, 64, 128]),
+    st.sampled_from([16, 64, 128, 256]),
+    st.integers(1, 16),
+    st.booleans(),
+)
+def test_flash_attention_ascend_block_sums_equal_every_task(s1, extra, bs1, bs2, ks, causal):
+    """The per-s1-block sums of the work columns over the kv chunks (closed form) equal summing _kinds' tasks of
+    each block, with and without the mask; so the work total is the sum of every task."""
+    from tiler.ops.flash_attention import ascend
+    from tiler.problem import parse_problem
+
+    fields = dict(B=2, heads=8, kv_heads=2, S1=s1, S2=s1 + extra, D=64, causal=int(causal))
+    p = parse_problem("flash_attention", fields, "fp16")
+    kinds, _ = ascend._kinds(p, bs1, bs2, ks)
+    n1 = int(ascend.geometry(p, bs1, bs2, ks)["n1"])
+    assert np.array_equal(ascend._block_sums(p, bs1, bs2, ks), kinds.reshape(n1, ks, -1).sum(axis=1))
+    want = kinds.sum(axis=0) * int(ascend.geometry(p, bs1, bs2, ks)["copies"])
+    ascend.work_total.cache_clear()
+    assert np.array_equal(ascend.work_total(p, bs1, bs2, ks), want)
+
+
+def _deal_plain_walk(kinds, copies, cores):
+    """Every task t = j * U + u on core t mod cores, counted one by one (the deals' reference)."""
+    U = kinds.shape[0]
+    t = np.arange(U * copies)
+    out = np.zeros((cores, kinds.shape[1]))
+    np.add.at(out, t % cores, kinds[t % U])
+    return out
+
+
+def _deal_snake_walk(kinds, weight, copies, cores):
+    """Tasks sorted heaviest first, copies of a kind together, dealt 0..K-1, K-1..0, ... one by one."""
+    order = np.repeat(np.argsort(-weight, kind="stable"), copies)
+    q = np.arange(order.size)
+    core = np.where((q // cores) % 2 == 0, q % cores, cores - 1 - q % cores)
+    out = np.zeros((cores, kinds.shape[1]))
+    np.add.at(out, core, kinds[order])
+    return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.integers(1, 700),
+    st.integers(0, 700),
+    st.sampled_from([16, 64, 128]),
+    st.sampled_from([16, 64, 128, 256]),
+    st.integers(1, 8),
+    st.booleans(),
+    st.integers(1, 40),
+    st.integers(1, 9),
+)
+def test_flash_attention_ascend_deals_equal_dealing_every_task(
+    s1, extra, bs1, bs2, ks, causal, cores, copies
+):
+    """Both core splits' per-core work (closed forms by residue) equal dealing every task one by one."""
+    from tiler.ops.flash_attention import ascend
+    from tiler.problem import parse_problem
+
+    fields = dict(B=1, heads=1, kv_heads=1, S1=s1, S2=s1 + extra, D=64, causal=int(causal))
+    p = parse_problem("flash_attention", fields, "fp16")
+    kinds, weight = ascend._kinds(p, bs1, bs2, ks)
+    assert np.array_equal(ascend._deal_plain(kinds, copies, cores), _deal_plain_walk(kinds, copies, cores))
+    assert np.array_equal(
+        ascend._deal_snake(kinds, weight, copies, cores), _deal_snake_walk(kinds, weight, copies, cores)
+    )
