@@ -281,3 +281,32 @@ def test_flash_attention_ascend_deals_equal_dealing_every_task(
     assert np.array_equal(
         ascend._deal_snake(kinds, weight, copies, cores), _deal_snake_walk(kinds, weight, copies, cores)
     )
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.integers(1, 40),
+    st.integers(1, 40),
+    st.integers(1, 3),
+    st.integers(1, 5000),
+    st.integers(1, 5000),
+    st.integers(1, 60000),
+    st.integers(1, 60000),
+    st.booleans(),
+)
+def test_serial_l2_hit_rates_equal_the_walk(tm, tn, outer, a_bytes, b_bytes, cap_a, cap_b, shared):
+    """One tile a round (a single-core chip): the closed-form L2 hit rates equal walking every traversal, bit for
+    bit, with one L2 capacity or one per panel kind (the cut walk's shares)."""
+    from tiler.model import schedule
+
+    settings_ = np.array([(o, d, s) for o in (1, 2, 3, 4, 8, 64) for d in (0, 1) for s in (0, 1)])
+    caps = float(cap_a) if shared else (cap_a * 0.75, float(cap_b))
+    got = schedule._serial_hit_rates(tm, tn, outer, settings_, float(a_bytes), float(b_bytes), caps)
+    schedule._TOUCHES.clear()
+    real = schedule._serial_hit_rates
+    try:
+        schedule._serial_hit_rates = lambda *a: None
+        want = schedule._hit_rates(tm, tn, outer, 1, settings_, float(a_bytes), float(b_bytes), caps)
+    finally:
+        schedule._serial_hit_rates = real
+    assert got is not None and np.array_equal(got, want)

@@ -644,6 +644,10 @@ def _hit_rates(tm, tn, outer, slots, settings, a_bytes, b_bytes, l2_bytes) -> np
     this one) fit in L2; every other load of it in the round is an L2 hit (a core reads what another just fetched).
     The touches do not depend on the panels' bytes (_touches, cached): only the footprint sums below do.
     """
+    if slots == 1:
+        serial = _serial_hit_rates(tm, tn, outer, settings, a_bytes, b_bytes, l2_bytes)
+        if serial is not None:
+            return serial
     counts, kinds = _touches(tm, tn, outer, slots, settings)
     n_set, nr = counts[0].shape
     loads = tm * tn * outer
@@ -660,6 +664,63 @@ def _hit_rates(tm, tn, outer, slots, settings, a_bytes, b_bytes, l2_bytes) -> np
         between = cum[hi] - cum[lo]
         misses = first + np.bincount(which, weights=between > caps[j], minlength=n_set)
         out[:, j] = 1.0 - misses / loads
+    return out
+
+
+def _serial_hit_rates(tm, tn, outer, settings, a_bytes, b_bytes, l2_bytes) -> np.ndarray | None:
+    """_hit_rates for one tile a round (a single core), in closed form: the same miss counts, no walk.
+
+    Each round touches one A and one B panel, so the bytes from a panel's previous touch up to this one are
+    (rounds apart) x (A + B panel bytes), and a repeat touch misses when that exceeds the L2 (its kind's share).
+    The walk of each (offset, direction, serpentine) is groups of `off` walk rows (the last one `h` rows), each
+    group walked column by column: a walk row's panel is touched once per walk column of its group, `off` (or
+    `h`) rounds apart; a walk column's panel is touched on consecutive rounds inside a group (1 apart) and then in
+    the next group, its place there depending on the serpentine (a few kinds of group boundary, each counted once
+    for every walk column at once). Slices repeat the same walk with their own panels (no reuse across them).
+
+    The bytes are whole numbers, so the walk's running sums are exact and these products equal them: the result
+    is _hit_rates' bit for bit. None where that does not hold (bytes not whole, or sums past 2^53)."""
+    caps = l2_bytes if isinstance(l2_bytes, tuple) else (l2_bytes, l2_bytes)
+    step = float(a_bytes) + float(b_bytes)
+    loads = tm * tn * outer
+    if not (float(a_bytes).is_integer() and float(b_bytes).is_integer()) or (loads + 1) * step >= 2.0**53:
+        return None
+    out = np.empty((len(settings), 2))
+    for i, (offset, direction, snake) in enumerate(np.asarray(settings, dtype=np.int64).tolist()):
+        a, b = (tm, tn) if direction == 0 else (tn, tm)
+        off = min(offset, a)
+        groups = -(-a // off)
+        h_last = a - (groups - 1) * off
+        row_kind, col_kind = (0, 1) if direction == 0 else (1, 0)  # A is the walk row's panel for direction 0
+        miss = [0, 0]
+
+        def over(gap, kind):
+            return np.asarray(np.asarray(gap, dtype=np.float64) * step > caps[kind])
+
+        # walk rows: every group's rows, each touched b times, h rounds apart
+        miss[row_kind] += ((groups - 1) * off * (b - 1)) * int(over(off, row_kind)) + h_last * (b - 1) * int(
+            over(h_last, row_kind)
+        )
+        # walk columns: h - 1 touches 1 round apart in each group, then the touch in the next group
+        miss[col_kind] += b * (a - groups) * int(over(1, col_kind))
+        y = np.arange(b, dtype=np.int64)
+        # the group boundaries g -> g + 1 by kind, (parity of g for the serpentine, height of group g + 1) -> how
+        # many: every group but the last has `off` walk rows, the last h_last
+        bounds: dict = {}
+        if groups >= 2:
+            inner = groups - 2  # boundaries into a group that is not the last
+            for par in (0, 1) if snake else (0,):
+                bounds[par, off] = (inner + 1 - par) // 2 if snake else inner
+            key = ((groups - 2) % 2 if snake else 0, h_last)
+            bounds[key] = bounds.get(key, 0) + 1
+        for (par, h_next), n in bounds.items():
+            j = b - 1 - y if par == 0 and snake else y  # place in the next group (odd groups reversed)
+            j_here = y if par == 0 else (b - 1 - y if snake else y)
+            gap = off * b + j * h_next - j_here * off - off + 1
+            miss[col_kind] += n * int(over(gap, col_kind).sum())
+        first = (tm * outer, tn * outer)
+        for kind in (0, 1):
+            out[i, kind] = 1.0 - float(first[kind] + miss[kind] * outer) / loads
     return out
 
 
