@@ -173,19 +173,41 @@ def _residue_hist(start: int, stride: int, n: int, cores: int) -> np.ndarray:
     return out
 
 
-def _add_runs(out: np.ndarray, start: int, stride: int, n: int, length: int, cores: int) -> None:
-    """Count, per residue mod `cores`, the positions start + j*stride + [0, length) for j in [0, n) into `out`
-    (cores,): every run covers each residue length // cores times, and the length % cores residues after its
-    start once more (a circular window sum over the starts' residues)."""
-    if n <= 0 or length <= 0:
-        return
-    full, rem = divmod(length, cores)
-    out += full * n
-    if rem:
-        starts = _residue_hist(start, stride, n, cores)
-        cs = np.concatenate([[0], np.cumsum(np.tile(starts, 2))])
-        x = np.arange(cores)
-        out += cs[x + cores + 1] - cs[x + cores + 1 - rem]
+def _runs_counts(runs: list, stride: int, cores: int) -> np.ndarray:
+    """Tiles per core of many runs of one stride, (TILE_TYPES, cores): each run (tile type, start, n, length) is
+    the positions start + j*stride + [0, length) for j in [0, n), counted per residue mod `cores`.
+
+    Per run, the starts' residues repeat every cores / gcd(stride, cores) runs, so one period of them is weighted
+    by how often it recurs (whole periods, plus one for the rest), then each start residue adds one to the
+    `length % cores` residues after it (a circular window sum over the starts' histogram), on top of
+    `length // cores` on every residue per run. Whole counts, in a few vectorised passes for all the runs."""
+    runs = [r for r in runs if r[2] > 0 and r[3] > 0]
+    if not runs:
+        return np.zeros((TILE_TYPES, cores), dtype=np.int64)
+    ttype, start, n, length = np.array(runs, dtype=np.int64).T
+    full, rem = np.divmod(length, cores)
+    flat = np.repeat(np.bincount(ttype, weights=full * n, minlength=TILE_TYPES), cores)
+    part = np.flatnonzero(rem)
+    if part.size:
+        ttype, start, n, rem = ttype[part], start[part], n[part], rem[part]
+        period = cores // math.gcd(stride % cores, cores) if stride % cores else 1
+        whole, rest = np.divmod(n, period)
+        j = np.arange(period, dtype=np.int64)
+        weight = (j < np.minimum(period, n)[:, None]) * (whole[:, None] + (j < rest[:, None]))
+        t = np.arange(part.size)[:, None]
+        hist = np.bincount(
+            (t * cores + (start[:, None] + j * stride) % cores).ravel(),
+            weights=weight.ravel(),
+            minlength=part.size * cores,
+        ).reshape(part.size, cores)
+        cs = np.zeros((part.size, 2 * cores + 1))
+        np.cumsum(np.concatenate([hist, hist], axis=1), axis=1, out=cs[:, 1:])
+        x = np.arange(cores) + cores + 1
+        win = cs[t, x] - cs[t, x - rem[:, None]]
+        flat += np.bincount(
+            (ttype[:, None] * cores + x - cores - 1).ravel(), weights=win.ravel(), minlength=flat.size
+        )
+    return np.rint(flat).astype(np.int64).reshape(TILE_TYPES, cores)
 
 
 def _group_counts(tm, tn, cores, offset, direction, snake, edge_m, edge_n, g: int) -> np.ndarray:
@@ -214,6 +236,7 @@ def _group_counts(tm, tn, cores, offset, direction, snake, edge_m, edge_n, g: in
         pieces = [(j0, 1, cores - j0 * h), (j0 + 1, b - j0 - 1, 0)]
         cuts = sorted({0, h, *((min(cores, h),) if direction == 0 else ()), *((h - 1,) if row_bit else ())})
         reuse_all = direction == 1 and cores % h == 0
+        runs: list = []  # (tile type, first start, runs, run length), every run `h` apart: counted at once
         for j, n, lo in pieces:
             for js, ns in (
                 (j, min(n, max(edge_run - j, 0))),
@@ -230,7 +253,8 @@ def _group_counts(tm, tn, cores, offset, direction, snake, edge_m, edge_n, g: in
                         continue
                     reuse = reuse_all or (direction == 0 and e0 >= cores)
                     ttype = kind + (row_bit if e0 >= h - 1 else 0) + 4 * reuse
-                    _add_runs(out[ttype], start + js * h + e0, h, je - js, e1 - e0, cores)
+                    runs.append((ttype, start + js * h + e0, je - js, e1 - e0))
+        out += _runs_counts(runs, h, cores)
     return out.T
 
 
