@@ -1349,7 +1349,7 @@ def _record(
 # and a core count, e.g. the shapes of a sweep); and of an L2 walk: tm, tn, splits, offset, direction,
 # serpentine, base_k (with the problem, base_k and splits give the K slice; one table per problem and L2). A row
 # whose values do not fit is scored by estimate_reference (no feasible tiling comes near these limits).
-_SCHED_BITS = (16, 16, 6, 1, 1, 6, 1, 1, 8, 1)
+_SCHED_BITS = (18, 18, 6, 1, 1, 6, 1, 1, 8, 1)  # 61 bits: grids up to 2^18 tiles a side (M = 2^22 at base 16)
 _HIT_BITS = (16, 16, 6, 6, 1, 1, 13)
 _TABLES: dict = {}
 _TABLES_MAX = 16  # hit-rate tables (problems) kept before all start over
