@@ -957,10 +957,15 @@ class MatmulAscend(Operator):
 
     def _block_allowed(self, schedules: dict | None) -> bool:
         """Whether some allowed schedule is the block split (the target's domain and `schedules`' values)."""
+        return self._split_allowed(schedules, 1)
+
+    def _split_allowed(self, schedules: dict | None, split: int) -> bool:
+        """Whether some allowed schedule has core_split `split` (0 walk, 1 block; the target's domain and
+        `schedules`' values)."""
         allowed = set((schedules or {}).get("core_split", (0, 1)))
         if self.target is not None and "core_split" in self.target.domains:
             allowed &= {1 if v == "block" else 0 for v in self.target.domains["core_split"]}
-        return 1 in allowed
+        return split in allowed
 
     def _floors(self, p: Matmul, chip, c: dict) -> dict:
         """quick_bound's whole-kernel floors (core-seconds summed over the chip): MAC; MTE2 bytes over the best
@@ -1023,6 +1028,20 @@ class MatmulAscend(Operator):
             "swizzle_direction": (0, 1),
             "serpentine": (0, 1),
         }
+        # the walk and the block split bounded apart (each with its own cores loading at once and sharing the
+        # work), the smaller of the two: a schedule is one or the other
+        splits = [v for v in (0, 1) if self._split_allowed(schedules, v)]
+        if len(splits) == 2:
+            walk = self._bound_split(p, chip, c, {**schedules, "core_split": (0,)}, block=False)
+            return np.minimum(
+                walk, self._bound_split(p, chip, c, {**schedules, "core_split": (1,)}, block=True)
+            )
+        return self._bound_split(p, chip, c, schedules, block=splits == [1])
+
+    def _bound_split(self, p: Matmul, chip, c: dict, schedules: dict, block: bool) -> np.ndarray:
+        """bound() over the schedules of `schedules`; `block`: they are all the block split, whose cores used
+        (block_grid's um * un per slice, the cores loading at once) share all the work: the busiest core runs at
+        least their mean (no re-cut there)."""
         g = _geometry(p, c)
         cores = chip.cores
         hit_a = 1.0 - 1.0 / g["gn"]
@@ -1089,6 +1108,8 @@ class MatmulAscend(Operator):
         if tuple(schedules.get("tail_split", (0, 1))) == (0,):
             pieces = np.ones_like(pieces)
         sharing = np.where(last > 0, np.minimum(cores, (g["tiles"] - last) + last * pieces), cores)
+        if block:
+            sharing = active
         make = np.maximum(work / sharing, (g["tiles"] // cores) * cheapest)
         return (make + fill0) * 1e6 + _head_us(chip, active) + _reduction_us(p, chip, c)
 
