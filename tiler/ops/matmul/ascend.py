@@ -1041,11 +1041,28 @@ class MatmulAscend(Operator):
     def _bound_split(self, p: Matmul, chip, c: dict, schedules: dict, block: bool) -> np.ndarray:
         """bound() over the schedules of `schedules`; `block`: they are all the block split, whose cores used
         (block_grid's um * un per slice, the cores loading at once) share all the work: the busiest core runs at
-        least their mean (no re-cut there)."""
+        least their mean (no re-cut there).
+
+        L2 hit rates: at their ceiling (each panel misses once), except where every schedule of the kind has
+        them in closed form: the block split's are estimate()'s exactly (B once per panel, A once or once per
+        block column); a walk of one tile a round (one core) that is simulated (first_touch_only false) and whose
+        A and B panels of one tile exceed the usable L2 misses on every load (each repeat touch has at least
+        those bytes between it and the last: schedule._hit_rates), hit rates 0."""
         g = _geometry(p, c)
         cores = chip.cores
         hit_a = 1.0 - 1.0 / g["gn"]
         hit_b = 1.0 - 1.0 / g["gm"]
+        cap = chip["l2_bytes"] * chip["l2_usable_fraction"]
+        a_panel, b_panel = g["tm"] * g["kc"] * p.in_bytes, g["tn"] * g["kc"] * p.in_bytes
+        if block:
+            gm, gn, sk = (np.asarray(g[k], dtype=np.int64) for k in ("gm", "gn", "splits"))
+            _, un, _, bn_t = block_grid(gm, gn, sk, cores)
+            fits = gm * a_panel + un * b_panel <= cap
+            hit_a = 1.0 - np.where(fits, 1.0, bn_t) / g["gn"]
+        elif cores == 1:
+            foot = (g["gm"] * a_panel + g["gn"] * b_panel) * g["splits"] * p.batch
+            none = ~first_touch_only(g["tiles"], cores, foot, cap) & (a_panel + b_panel > cap)
+            hit_a, hit_b = np.where(none, 0.0, hit_a), np.where(none, 0.0, hit_b)
         active = self._fewest_active(chip, g, schedules)
         res = c["weight_resident"] == 1
         n = len(c["base_m"])
