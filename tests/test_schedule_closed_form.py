@@ -310,3 +310,28 @@ def test_serial_l2_hit_rates_equal_the_walk(tm, tn, outer, a_bytes, b_bytes, cap
     finally:
         schedule._serial_hit_rates = real
     assert got is not None and np.array_equal(got, want)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.one_of(st.integers(1, 300), st.integers(1, 70000)),
+    st.one_of(st.integers(1, 300), st.integers(1, 70000)),
+    st.sampled_from([1, 2, 4]),
+    st.integers(1, 3),
+    st.integers(1, 400),
+    st.integers(1, 400),
+    st.floats(1e3, 1e8),
+)
+def test_serial_hit_ceiling_is_the_best_walk(tm, tn, splits, batch, a_bytes, b_bytes, cap):
+    """The single-core L2 hit ceiling over walk settings (closed form, every setting at once) equals the highest
+    hit rate of each kind that panel_hits_many gives over those settings (prefixes, cut walks and their shares
+    included), bit for bit."""
+    from tiler.model import schedule
+
+    offs, dirs, snakes = (1, 2, 3, 4, 8), (0, 1), (0, 1)
+    settings_ = np.array([(o, d, s) for o in offs for d in dirs for s in snakes])
+    a, b = float(a_bytes * 64), float(b_bytes * 64)
+    schedule.clear_caches()
+    hits = panel_hits_many(tm, tn, splits, batch, 1, settings_, a, b, cap)
+    got = schedule.serial_hit_ceiling(tm, tn, splits, batch, a, b, cap, offs, dirs, snakes)
+    assert float(got[0]) == hits[:, 0].max() and float(got[1]) == hits[:, 1].max()

@@ -38,6 +38,7 @@ from ...model.schedule import (
     pack_codes,
     panel_hits_many,
     same_walk,
+    serial_hit_ceiling,
     unpack_codes,
 )
 from ...operator import Operator, register
@@ -1038,16 +1039,19 @@ class MatmulAscend(Operator):
             )
         return self._bound_split(p, chip, c, schedules, block=splits == [1])
 
-    def _bound_split(self, p: Matmul, chip, c: dict, schedules: dict, block: bool) -> np.ndarray:
+    def _bound_split(
+        self, p: Matmul, chip, c: dict, schedules: dict, block: bool, hits: tuple | None = None
+    ) -> np.ndarray:
         """bound() over the schedules of `schedules`; `block`: they are all the block split, whose cores used
         (block_grid's um * un per slice, the cores loading at once) share all the work: the busiest core runs at
         least their mean (no re-cut there).
 
         L2 hit rates: at their ceiling (each panel misses once), except where every schedule of the kind has
         them in closed form: the block split's are estimate()'s exactly (B once per panel, A once or once per
-        block column); a walk of one tile a round (one core) that is simulated (first_touch_only false) and whose
-        A and B panels of one tile exceed the usable L2 misses on every load (each repeat touch has at least
-        those bytes between it and the last: schedule._hit_rates), hit rates 0."""
+        block column); a walk of one tile a round (one core): the smallest bound over the (A, B) hit rates of the
+        walk settings no other setting beats on both (schedule.serial_hit_ceiling's front: the simulation's own
+        counts in closed form, for every row at once); every walk is at or below one of them (`hits`: one such
+        pair per row)."""
         g = _geometry(p, c)
         cores = chip.cores
         hit_a = 1.0 - 1.0 / g["gn"]
@@ -1059,10 +1063,29 @@ class MatmulAscend(Operator):
             _, un, _, bn_t = block_grid(gm, gn, sk, cores)
             fits = gm * a_panel + un * b_panel <= cap
             hit_a = 1.0 - np.where(fits, 1.0, bn_t) / g["gn"]
-        elif cores == 1:
-            foot = (g["gm"] * a_panel + g["gn"] * b_panel) * g["splits"] * p.batch
-            none = ~first_touch_only(g["tiles"], cores, foot, cap) & (a_panel + b_panel > cap)
-            hit_a, hit_b = np.where(none, 0.0, hit_a), np.where(none, 0.0, hit_b)
+        elif cores == 1 and hits is None:
+            front_a, front_b = serial_hit_ceiling(
+                g["gm"],
+                g["gn"],
+                g["splits"],
+                p.batch,
+                a_panel,
+                b_panel,
+                cap,
+                schedules["swizzle_offset"],
+                schedules["swizzle_direction"],
+                schedules["serpentine"],
+                front=True,
+            )
+            return np.min(
+                [
+                    self._bound_split(p, chip, c, schedules, block, (a, b))
+                    for a, b in zip(front_a, front_b, strict=True)
+                ],
+                axis=0,
+            )
+        if hits is not None:
+            hit_a, hit_b = hits
         active = self._fewest_active(chip, g, schedules)
         res = c["weight_resident"] == 1
         n = len(c["base_m"])
