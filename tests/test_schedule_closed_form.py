@@ -335,3 +335,8 @@ def test_serial_hit_ceiling_is_the_best_walk(tm, tn, splits, batch, a_bytes, b_b
     hits = panel_hits_many(tm, tn, splits, batch, 1, settings_, a, b, cap)
     got = schedule.serial_hit_ceiling(tm, tn, splits, batch, a, b, cap, offs, dirs, snakes)
     assert float(got[0]) == hits[:, 0].max() and float(got[1]) == hits[:, 1].max()
+    # the front: pairs of settings, and every setting's pair at or below one of them on both kinds
+    fa, fb = schedule.serial_hit_ceiling(tm, tn, splits, batch, a, b, cap, offs, dirs, snakes, front=True)
+    pairs = {(float(x), float(y)) for x, y in zip(fa, fb, strict=True)}
+    assert pairs <= {(float(x), float(y)) for x, y in hits}
+    assert all(any(x <= fx and y <= fy for fx, fy in pairs) for x, y in hits)

@@ -778,90 +778,93 @@ def serial_hit_ceiling(
     front: instead, the (A, B) pairs of the settings that no other setting beats on both kinds, (K, rows) each
     (a row with fewer repeats its first): every setting's pair is at or below one of them, so a cost that falls
     as hit rates rise is bounded below by its smallest over these K pairs."""
-    tm, tn, splits, batch = (
-        np.asarray(x, dtype=np.int64) for x in np.broadcast_arrays(tm, tn, splits, batch)
-    )
-    a_panel, b_panel = (np.asarray(x, dtype=np.float64) for x in np.broadcast_arrays(a_panel, b_panel))
+    cols = np.broadcast_arrays(tm, tn, splits, batch, a_panel, b_panel)
+    shape = cols[0].shape
+    tm, tn, splits, batch = (np.asarray(x, dtype=np.int64).ravel() for x in cols[:4])
+    a_panel, b_panel = (np.asarray(x, dtype=np.float64).ravel() for x in cols[4:])
     ceil_a, ceil_b = 1.0 - 1.0 / tn, 1.0 - 1.0 / tm
-    all_a, all_b = [], []
     per = tm * tn
     step = a_panel + b_panel
-    for offset in sorted(set(offsets)):
-        for direction in sorted(set(directions)):
-            for snake in sorted(set(snakes)):
-                # the simulated grid (_prefix): whole, whole slices, whole groups, or cut along its long side
-                a_all, b_all = (tm, tn) if direction == 0 else (tn, tm)
-                off_all = np.minimum(offset, a_all)
-                need = -(-SIM_TILES // b_all)
-                rows = np.minimum(a_all, -(-need // off_all) * off_all)
-                cut_walk = rows * b_all > SIM_MAX
-                cut = np.maximum(1, SIM_TILES // (2 * off_all))
-                share = np.where(cut_walk, cut / b_all, 1.0)
-                rows = np.where(cut_walk, np.minimum(a_all, 2 * off_all), rows)
-                b_cut = np.where(cut_walk, cut, b_all)
-                small = per * splits * batch <= SIM_TILES
-                slices = per <= SIM_TILES
-                a = np.where(small | slices, a_all, rows)
-                b = np.where(small | slices, b_all, b_cut)
-                outer = np.where(small, splits * batch, np.where(slices, np.maximum(1, SIM_TILES // per), 1))
-                share = np.where(small | slices, 1.0, share)
-                t_m, t_n = (a, b) if direction == 0 else (b, a)
-                # the walk's shares: the walk columns' panels (B for direction 0) compared with L2 * share
-                cap_row = np.full(tm.shape, float(l2_bytes))
-                cap_col = l2_bytes * share
-                off = np.minimum(offset, a)
-                groups = -(-a // off)
-                h_last = a - (groups - 1) * off
-                loads = t_m * t_n * outer
-                # the largest whole gap (rounds) whose bytes fit, per kind: gap * step <= cap
-                lim = []
-                for cap in (cap_row, cap_col):
-                    t = np.floor(cap / step).astype(np.int64)
-                    t = np.where((t + 1) * step <= cap, t + 1, t)
-                    lim.append(np.where(t * step > cap, t - 1, t))
-                lim_row, lim_col = lim
-                miss_row = (groups - 1) * off * (b - 1) * (off > lim_row) + h_last * (b - 1) * (
-                    h_last > lim_row
-                )
-                miss_col = b * (a - groups) * (1 > lim_col)
-                inner = np.maximum(groups - 2, 0)
-                two = groups >= 2
-                if snake:
-                    # par 0: g even -> g + 1 reversed: gap = off*b + (b-1-y)*h' - y*off - off + 1
-                    # par 1: g odd -> g + 1 forward: gap = off*b + y*h' - (b-1-y)*off - off + 1
-                    terms = []
-                    for par in (0, 1):
-                        n_inner = np.where(two, (inner + 1 - par) // 2, 0)
-                        terms.append((par, off, n_inner))
-                        terms.append((par, h_last, np.where(two & ((groups - 2) % 2 == par), 1, 0)))
-                    for par, h_next, count in terms:
-                        if par == 0:
-                            alpha, beta = off * b + (b - 1) * h_next - off + 1, -(h_next + off)
-                        else:
-                            alpha, beta = off * b - (b - 1) * off - off + 1, h_next + off
-                        miss_col = miss_col + count * _count_over(alpha, beta, b, lim_col)
-                else:
-                    # gap = off*b + y*h' - y*off - off + 1
-                    for h_next, count in ((off, np.where(two, inner, 0)), (h_last, np.where(two, 1, 0))):
-                        alpha, beta = off * b - off + 1, h_next - off
-                        miss_col = miss_col + count * _count_over(alpha, beta, b, lim_col)
-                first_row, first_col = (
-                    (t_m * outer, t_n * outer) if direction == 0 else (t_n * outer, t_m * outer)
-                )
-                hit_row = 1.0 - (first_row + miss_row * outer).astype(np.float64) / loads
-                hit_col = 1.0 - (first_col + miss_col * outer).astype(np.float64) / loads
-                hit_a, hit_b = (hit_row, hit_col) if direction == 0 else (hit_col, hit_row)
-                all_a.append(hit_a)
-                all_b.append(hit_b)
+    # every setting at once: (S, 1) settings against (rows,) columns
+    grid = np.array(
+        [
+            (o, d, s)
+            for o in sorted(set(offsets))
+            for d in sorted(set(directions))
+            for s in sorted(set(snakes))
+        ],
+        dtype=np.int64,
+    )
+    offset, direction, snake = (grid[:, i, None] for i in range(3))
+    d0 = direction == 0
+    # the simulated grid (_prefix): whole, whole slices, whole groups, or cut along its long side
+    a_all, b_all = np.where(d0, tm, tn), np.where(d0, tn, tm)
+    off_all = np.minimum(offset, a_all)
+    need = -(-SIM_TILES // b_all)
+    rows = np.minimum(a_all, -(-need // off_all) * off_all)
+    cut_walk = rows * b_all > SIM_MAX
+    cut = np.maximum(1, SIM_TILES // (2 * off_all))
+    small = per * splits * batch <= SIM_TILES
+    slices = per <= SIM_TILES
+    whole_grid = small | slices
+    a = np.where(whole_grid, a_all, np.where(cut_walk, np.minimum(a_all, 2 * off_all), rows))
+    b = np.where(whole_grid, b_all, np.where(cut_walk, cut, b_all))
+    outer = np.where(
+        small, splits * batch, np.where(slices, np.maximum(1, SIM_TILES // np.maximum(per, 1)), 1)
+    )
+    share = np.where(whole_grid | ~cut_walk, 1.0, cut / b_all)
+    t_m, t_n = np.where(d0, a, b), np.where(d0, b, a)
+    # the walk columns' panels (B for direction 0) are compared with L2 * share, the walk rows' with L2
+    off = np.minimum(offset, a)
+    groups = -(-a // off)
+    h_last = a - (groups - 1) * off
+    loads = t_m * t_n * outer
+
+    def largest_gap(cap):
+        """The largest whole gap (rounds) whose bytes fit: gap * step <= cap."""
+        t = np.floor(cap / step).astype(np.int64)
+        t = np.where((t + 1) * step <= cap, t + 1, t)
+        return np.where(t * step > cap, t - 1, t)
+
+    lim_row = largest_gap(np.float64(l2_bytes))
+    lim_col = largest_gap(l2_bytes * share)
+    miss_row = (groups - 1) * off * (b - 1) * (off > lim_row) + h_last * (b - 1) * (h_last > lim_row)
+    miss_col = b * (a - groups) * (1 > lim_col)
+    inner = np.maximum(groups - 2, 0)
+    two = groups >= 2
+    last_par = (groups - 2) % 2
+    sn = snake == 1
+    # group boundaries into a group of h' rows, gap = alpha + beta*y for walk column y:
+    # plain: off*b + y*h' - y*off - off + 1; serpentine from an even group (the next reversed):
+    # off*b + (b-1-y)*h' - y*off - off + 1; from an odd group: off*b + y*h' - (b-1-y)*off - off + 1
+    for h_next, is_last in ((off, False), (h_last, True)):
+        plain_n = np.where(two, 1 if is_last else inner, 0)
+        plain = plain_n * _count_over(off * b - off + 1, h_next - off, b, lim_col)
+        serp = 0
+        for par in (0, 1):
+            if is_last:
+                count = np.where(two & (last_par == par), 1, 0)
+            else:
+                count = np.where(two, (inner + 1 - par) // 2, 0)
+            if par == 0:
+                alpha, beta = off * b + (b - 1) * h_next - off + 1, -(h_next + off)
+            else:
+                alpha, beta = off * b - (b - 1) * off - off + 1, h_next + off
+            serp = serp + count * _count_over(alpha, beta, b, lim_col)
+        miss_col = miss_col + np.where(sn, serp, plain)
+    first_row, first_col = np.where(d0, t_m, t_n) * outer, np.where(d0, t_n, t_m) * outer
+    hit_row = 1.0 - (first_row + miss_row * outer).astype(np.float64) / loads
+    hit_col = 1.0 - (first_col + miss_col * outer).astype(np.float64) / loads
+    all_a, all_b = np.where(d0, hit_row, hit_col), np.where(d0, hit_col, hit_row)
     slices_all = splits * batch
     whole = first_touch_only(per * slices_all, 1, (tm * a_panel + tn * b_panel) * slices_all, l2_bytes)
     exact = (a_panel == np.floor(a_panel)) & (b_panel == np.floor(b_panel))
     exact &= (np.minimum(per * slices_all, SIM_MAX * 2) + 1) * step < 2.0**53
     keep = whole | ~exact
-    hit_a = np.where(keep, ceil_a, np.stack(all_a))  # (settings, rows)
-    hit_b = np.where(keep, ceil_b, np.stack(all_b))
+    hit_a = np.where(keep, ceil_a, all_a)  # (settings, rows)
+    hit_b = np.where(keep, ceil_b, all_b)
     if not front:
-        return hit_a.max(axis=0), hit_b.max(axis=0)
+        return hit_a.max(axis=0).reshape(shape), hit_b.max(axis=0).reshape(shape)
     # the settings no other beats on both kinds (of equal pairs the first), first per row; the rest of each
     # row's columns repeat its first such pair
     ge = (hit_a[:, None] >= hit_a[None, :]) & (hit_b[:, None] >= hit_b[None, :])  # ge[t, s]: t at least s
@@ -870,8 +873,8 @@ def serial_hit_ceiling(
     order = np.argsort(beaten, axis=0, kind="stable")
     width = int((~beaten).sum(axis=0).max())
     pick = np.where(np.arange(width)[:, None] < (~beaten).sum(axis=0), order[:width], order[:1])
-    cols = np.arange(hit_a.shape[1])
-    return hit_a[pick, cols], hit_b[pick, cols]
+    at = np.arange(hit_a.shape[1])
+    return hit_a[pick, at].reshape(width, *shape), hit_b[pick, at].reshape(width, *shape)
 
 
 _TOUCHES: dict = {}
