@@ -335,6 +335,10 @@ def test_serial_hit_ceiling_is_the_best_walk(tm, tn, splits, batch, a_bytes, b_b
     hits = panel_hits_many(tm, tn, splits, batch, 1, settings_, a, b, cap)
     got = schedule.serial_hit_ceiling(tm, tn, splits, batch, a, b, cap, offs, dirs, snakes)
     assert float(got[0]) == hits[:, 0].max() and float(got[1]) == hits[:, 1].max()
+    # rows: the same values per row (repeated rows computed once, a first-touch row at its ceiling)
+    rows = schedule.serial_hit_ceiling([tm, 1, tm], [tn, 1, tn], splits, batch, a, b, cap, offs, dirs, snakes)
+    assert rows[0][0] == rows[0][2] == got[0] and rows[1][0] == rows[1][2] == got[1]
+    assert (rows[0][1], rows[1][1]) == (0.0, 0.0)
     # the front: pairs of settings, and every setting's pair at or below one of them on both kinds
     fa, fb = schedule.serial_hit_ceiling(tm, tn, splits, batch, a, b, cap, offs, dirs, snakes, front=True)
     pairs = {(float(x), float(y)) for x, y in zip(fa, fb, strict=True)}

@@ -783,6 +783,32 @@ def serial_hit_ceiling(
     tm, tn, splits, batch = (np.asarray(x, dtype=np.int64).ravel() for x in cols[:4])
     a_panel, b_panel = (np.asarray(x, dtype=np.float64).ravel() for x in cols[4:])
     ceil_a, ceil_b = 1.0 - 1.0 / tn, 1.0 - 1.0 / tm
+    slices_all = splits * batch
+    whole = first_touch_only(tm * tn * slices_all, 1, (tm * a_panel + tn * b_panel) * slices_all, l2_bytes)
+    exact = (a_panel == np.floor(a_panel)) & (b_panel == np.floor(b_panel))
+    exact &= (np.minimum(tm * tn * slices_all, SIM_MAX * 2) + 1) * (a_panel + b_panel) < 2.0**53
+    walked = np.flatnonzero(~whole & exact)  # the other rows keep the ceiling, as panel_hits_many gives it
+    if walked.size == tm.size and tm.size > 1:  # rows of one grid and panel sizes are computed once
+        first, inv = group_rows([tm, tn, splits, batch, a_panel.view(np.int64), b_panel.view(np.int64)])
+        if first.size < tm.size:
+            args = (tm, tn, splits, batch, a_panel, b_panel)
+            got = serial_hit_ceiling(*(x[first] for x in args), l2_bytes, offsets, directions, snakes, front)
+            return tuple(np.asarray(x)[..., inv].reshape(*np.shape(x)[:-1], *shape) for x in got)
+    if walked.size < tm.size:
+        out_a, out_b = (
+            np.broadcast_to(ceil_a, (1, tm.size)).copy(),
+            np.broadcast_to(ceil_b, (1, tm.size)).copy(),
+        )
+        if walked.size:
+            args = (tm, tn, splits, batch, a_panel, b_panel)
+            got = serial_hit_ceiling(*(x[walked] for x in args), l2_bytes, offsets, directions, snakes, front)
+            got_a, got_b = (np.asarray(x).reshape(-1, walked.size) for x in got)
+            out_a = np.repeat(out_a, got_a.shape[0], axis=0)
+            out_b = np.repeat(out_b, got_b.shape[0], axis=0)
+            out_a[:, walked], out_b[:, walked] = got_a, got_b
+        if not front:
+            return out_a[0].reshape(shape), out_b[0].reshape(shape)
+        return out_a.reshape(-1, *shape), out_b.reshape(-1, *shape)
     per = tm * tn
     step = a_panel + b_panel
     # every setting at once: (S, 1) settings against (rows,) columns
@@ -856,13 +882,7 @@ def serial_hit_ceiling(
     hit_row = 1.0 - (first_row + miss_row * outer).astype(np.float64) / loads
     hit_col = 1.0 - (first_col + miss_col * outer).astype(np.float64) / loads
     all_a, all_b = np.where(d0, hit_row, hit_col), np.where(d0, hit_col, hit_row)
-    slices_all = splits * batch
-    whole = first_touch_only(per * slices_all, 1, (tm * a_panel + tn * b_panel) * slices_all, l2_bytes)
-    exact = (a_panel == np.floor(a_panel)) & (b_panel == np.floor(b_panel))
-    exact &= (np.minimum(per * slices_all, SIM_MAX * 2) + 1) * step < 2.0**53
-    keep = whole | ~exact
-    hit_a = np.where(keep, ceil_a, all_a)  # (settings, rows)
-    hit_b = np.where(keep, ceil_b, all_b)
+    hit_a, hit_b = all_a, all_b  # (settings, rows)
     if not front:
         return hit_a.max(axis=0).reshape(shape), hit_b.max(axis=0).reshape(shape)
     # the settings no other beats on both kinds (of equal pairs the first), first per row; the rest of each

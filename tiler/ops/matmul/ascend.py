@@ -1077,13 +1077,14 @@ class MatmulAscend(Operator):
                 schedules["serpentine"],
                 front=True,
             )
-            return np.min(
-                [
-                    self._bound_split(p, chip, c, schedules, block, (a, b))
-                    for a, b in zip(front_a, front_b, strict=True)
-                ],
-                axis=0,
-            )
+            out = self._bound_split(p, chip, c, schedules, block, (front_a[0], front_b[0]))
+            for a, b in zip(front_a[1:], front_b[1:], strict=True):  # only rows with another pair there
+                rows = np.flatnonzero((a != front_a[0]) | (b != front_b[0]))
+                if rows.size:
+                    sub = {k: v[rows] for k, v in c.items()}
+                    more = self._bound_split(p, chip, sub, schedules, block, (a[rows], b[rows]))
+                    out[rows] = np.minimum(out[rows], more)
+            return out
         if hits is not None:
             hit_a, hit_b = hits
         active = self._fewest_active(chip, g, schedules)
