@@ -1029,15 +1029,28 @@ class MatmulAscend(Operator):
             "swizzle_direction": (0, 1),
             "serpentine": (0, 1),
         }
-        # the walk and the block split bounded apart (each with its own cores loading at once and sharing the
-        # work), the smaller of the two: a schedule is one or the other
         splits = [v for v in (0, 1) if self._split_allowed(schedules, v)]
-        if len(splits) == 2:
-            walk = self._bound_split(p, chip, c, {**schedules, "core_split": (0,)}, block=False)
-            return np.minimum(
-                walk, self._bound_split(p, chip, c, {**schedules, "core_split": (1,)}, block=True)
-            )
-        return self._bound_split(p, chip, c, schedules, block=splits == [1])
+        if len(splits) < 2:
+            return self._bound_split(p, chip, c, schedules, block=splits == [1])
+        # both splits: one floor for every schedule (the fewest cores either split keeps loading), and where that
+        # mixes the two (the block split loads on fewer cores than the walk fills: faster tiles, yet the walk's
+        # sharing over every core) or a single core's walk is simulated (its hit rates below the ceiling), the
+        # walk and the block split bounded apart, each with its own cores, the smaller of the two; a schedule is
+        # one or the other, so the larger of that and the common floor holds
+        out = self._bound_split(p, chip, c, schedules, block=False)
+        g = _geometry(p, c)
+        apart = self._fewest_active(chip, g, schedules) < np.minimum(chip.cores, g["tiles"])
+        if chip.cores == 1:
+            cap = chip["l2_bytes"] * chip["l2_usable_fraction"]
+            foot = (g["gm"] * g["tm"] + g["gn"] * g["tn"]) * g["kc"] * p.in_bytes * g["splits"] * p.batch
+            apart |= ~first_touch_only(g["tiles"], 1, foot, cap)
+        rows = np.flatnonzero(apart)
+        if rows.size:
+            sub = {k: v[rows] for k, v in c.items()}
+            walk = self._bound_split(p, chip, sub, {**schedules, "core_split": (0,)}, block=False)
+            block = self._bound_split(p, chip, sub, {**schedules, "core_split": (1,)}, block=True)
+            out[rows] = np.maximum(out[rows], np.minimum(walk, block))
+        return out
 
     def _bound_split(
         self, p: Matmul, chip, c: dict, schedules: dict, block: bool, hits: tuple | None = None
@@ -1063,7 +1076,7 @@ class MatmulAscend(Operator):
             _, un, _, bn_t = block_grid(gm, gn, sk, cores)
             fits = gm * a_panel + un * b_panel <= cap
             hit_a = 1.0 - np.where(fits, 1.0, bn_t) / g["gn"]
-        elif cores == 1 and hits is None:
+        elif cores == 1 and hits is None and not self._split_allowed(schedules, 1):
             front_a, front_b = serial_hit_ceiling(
                 g["gm"],
                 g["gn"],
