@@ -1040,10 +1040,14 @@ class MatmulAscend(Operator):
         out = self._bound_split(p, chip, c, schedules, block=False)
         g = _geometry(p, c)
         apart = self._fewest_active(chip, g, schedules) < np.minimum(chip.cores, g["tiles"])
-        if chip.cores == 1:
+        if chip.cores == 1:  # where some walk setting falls below the ceiling on every best pair
+            a_panel, b_panel = g["tm"] * g["kc"] * p.in_bytes, g["tn"] * g["kc"] * p.in_bytes
+            walks = [schedules[k] for k in ("swizzle_offset", "swizzle_direction", "serpentine")]
             cap = chip["l2_bytes"] * chip["l2_usable_fraction"]
-            foot = (g["gm"] * g["tm"] + g["gn"] * g["tn"]) * g["kc"] * p.in_bytes * g["splits"] * p.batch
-            apart |= ~first_touch_only(g["tiles"], 1, foot, cap)
+            fa, fb = serial_hit_ceiling(
+                g["gm"], g["gn"], g["splits"], p.batch, a_panel, b_panel, cap, *walks, front=True
+            )
+            apart |= ~((fa == 1.0 - 1.0 / g["gn"]) & (fb == 1.0 - 1.0 / g["gm"])).any(axis=0)
         rows = np.flatnonzero(apart)
         if rows.size:
             sub = {k: v[rows] for k, v in c.items()}
