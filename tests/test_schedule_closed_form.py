@@ -210,3 +210,137 @@ def test_flash_attention_ascend_work_total_without_mask_equals_every_task(s1, s2
     want = kinds.sum(axis=0) * int(ascend.geometry(p, bs1, bs2, ks)["copies"])
     ascend.work_total.cache_clear()
     assert np.array_equal(ascend.work_total(p, bs1, bs2, ks), want)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.integers(1, 5000),
+    st.integers(0, 3000),
+    st.sampled_from([16, 32, 64, 128]),
+    st.sampled_from([16, 64, 128, 256]),
+    st.integers(1, 16),
+    st.booleans(),
+)
+def test_flash_attention_ascend_block_sums_equal_every_task(s1, extra, bs1, bs2, ks, causal):
+    """The per-s1-block sums of the work columns over the kv chunks (closed form) equal summing _kinds' tasks of
+    each block, with and without the mask; so the work total is the sum of every task."""
+    from tiler.ops.flash_attention import ascend
+    from tiler.problem import parse_problem
+
+    fields = dict(B=2, heads=8, kv_heads=2, S1=s1, S2=s1 + extra, D=64, causal=int(causal))
+    p = parse_problem("flash_attention", fields, "fp16")
+    kinds, _ = ascend._kinds(p, bs1, bs2, ks)
+    n1 = int(ascend.geometry(p, bs1, bs2, ks)["n1"])
+    assert np.array_equal(ascend._block_sums(p, bs1, bs2, ks), kinds.reshape(n1, ks, -1).sum(axis=1))
+    want = kinds.sum(axis=0) * int(ascend.geometry(p, bs1, bs2, ks)["copies"])
+    ascend.work_total.cache_clear()
+    assert np.array_equal(ascend.work_total(p, bs1, bs2, ks), want)
+
+
+def _deal_plain_walk(kinds, copies, cores):
+    """Every task t = j * U + u on core t mod cores, counted one by one (the deals' reference)."""
+    U = kinds.shape[0]
+    t = np.arange(U * copies)
+    out = np.zeros((cores, kinds.shape[1]))
+    np.add.at(out, t % cores, kinds[t % U])
+    return out
+
+
+def _deal_snake_walk(kinds, weight, copies, cores):
+    """Tasks sorted heaviest first, copies of a kind together, dealt 0..K-1, K-1..0, ... one by one."""
+    order = np.repeat(np.argsort(-weight, kind="stable"), copies)
+    q = np.arange(order.size)
+    core = np.where((q // cores) % 2 == 0, q % cores, cores - 1 - q % cores)
+    out = np.zeros((cores, kinds.shape[1]))
+    np.add.at(out, core, kinds[order])
+    return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.integers(1, 700),
+    st.integers(0, 700),
+    st.sampled_from([16, 64, 128]),
+    st.sampled_from([16, 64, 128, 256]),
+    st.integers(1, 8),
+    st.booleans(),
+    st.integers(1, 40),
+    st.integers(1, 9),
+)
+def test_flash_attention_ascend_deals_equal_dealing_every_task(
+    s1, extra, bs1, bs2, ks, causal, cores, copies
+):
+    """Both core splits' per-core work (closed forms by residue) equal dealing every task one by one."""
+    from tiler.ops.flash_attention import ascend
+    from tiler.problem import parse_problem
+
+    fields = dict(B=1, heads=1, kv_heads=1, S1=s1, S2=s1 + extra, D=64, causal=int(causal))
+    p = parse_problem("flash_attention", fields, "fp16")
+    kinds, weight = ascend._kinds(p, bs1, bs2, ks)
+    assert np.array_equal(ascend._deal_plain(kinds, copies, cores), _deal_plain_walk(kinds, copies, cores))
+    assert np.array_equal(
+        ascend._deal_snake(kinds, weight, copies, cores), _deal_snake_walk(kinds, weight, copies, cores)
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.integers(1, 40),
+    st.integers(1, 40),
+    st.integers(1, 3),
+    st.integers(1, 5000),
+    st.integers(1, 5000),
+    st.integers(1, 60000),
+    st.integers(1, 60000),
+    st.booleans(),
+)
+def test_serial_l2_hit_rates_equal_the_walk(tm, tn, outer, a_bytes, b_bytes, cap_a, cap_b, shared):
+    """One tile a round (a single-core chip): the closed-form L2 hit rates equal walking every traversal, bit for
+    bit, with one L2 capacity or one per panel kind (the cut walk's shares)."""
+    from tiler.model import schedule
+
+    settings_ = np.array([(o, d, s) for o in (1, 2, 3, 4, 8, 64) for d in (0, 1) for s in (0, 1)])
+    caps = float(cap_a) if shared else (cap_a * 0.75, float(cap_b))
+    got = schedule._serial_hit_rates(tm, tn, outer, settings_, float(a_bytes), float(b_bytes), caps)
+    schedule._TOUCHES.clear()
+    real = schedule._serial_hit_rates
+    try:
+        schedule._serial_hit_rates = lambda *a: None
+        want = schedule._hit_rates(tm, tn, outer, 1, settings_, float(a_bytes), float(b_bytes), caps)
+    finally:
+        schedule._serial_hit_rates = real
+    assert got is not None and np.array_equal(got, want)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.one_of(st.integers(1, 300), st.integers(1, 70000)),
+    st.one_of(st.integers(1, 300), st.integers(1, 70000)),
+    st.sampled_from([1, 2, 4]),
+    st.integers(1, 3),
+    st.integers(1, 400),
+    st.integers(1, 400),
+    st.floats(1e3, 1e8),
+)
+def test_serial_hit_ceiling_is_the_best_walk(tm, tn, splits, batch, a_bytes, b_bytes, cap):
+    """The single-core L2 hit ceiling over walk settings (closed form, every setting at once) equals the highest
+    hit rate of each kind that panel_hits_many gives over those settings (prefixes, cut walks and their shares
+    included), bit for bit."""
+    from tiler.model import schedule
+
+    offs, dirs, snakes = (1, 2, 3, 4, 8), (0, 1), (0, 1)
+    settings_ = np.array([(o, d, s) for o in offs for d in dirs for s in snakes])
+    a, b = float(a_bytes * 64), float(b_bytes * 64)
+    schedule.clear_caches()
+    hits = panel_hits_many(tm, tn, splits, batch, 1, settings_, a, b, cap)
+    got = schedule.serial_hit_ceiling(tm, tn, splits, batch, a, b, cap, offs, dirs, snakes)
+    assert float(got[0]) == hits[:, 0].max() and float(got[1]) == hits[:, 1].max()
+    # rows: the same values per row (repeated rows computed once, a first-touch row at its ceiling)
+    rows = schedule.serial_hit_ceiling([tm, 1, tm], [tn, 1, tn], splits, batch, a, b, cap, offs, dirs, snakes)
+    assert rows[0][0] == rows[0][2] == got[0] and rows[1][0] == rows[1][2] == got[1]
+    assert (rows[0][1], rows[1][1]) == (0.0, 0.0)
+    # the front: pairs of settings, and every setting's pair at or below one of them on both kinds
+    fa, fb = schedule.serial_hit_ceiling(tm, tn, splits, batch, a, b, cap, offs, dirs, snakes, front=True)
+    pairs = {(float(x), float(y)) for x, y in zip(fa, fb, strict=True)}
+    assert pairs <= {(float(x), float(y)) for x, y in hits}
+    assert all(any(x <= fx and y <= fy for fx, fy in pairs) for x, y in hits)

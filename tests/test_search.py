@@ -170,3 +170,29 @@ def test_prefix_floor_holds_when_k_is_shorter_than_a_base_block():
     quick = model.quick_bound(p, chip, table)
     prefix = model.prefix_bound(p, chip, {k: table[k] for k in model.LEVELS[0]}, space.domains())
     assert np.all(prefix <= quick * (1 + 1e-9))
+
+
+@pytest.mark.parametrize("chip_id", ["ascend910a", "ascend310b1", "ascend310p3", "ascend910b4"])
+@pytest.mark.parametrize("shape", [(4097, 4097, 1), (300, 5000, 777), (2048, 96, 8192)])
+def test_bound_of_each_core_split_stays_below_its_best_schedule(chip_id, shape):
+    """bound() takes the smaller of a walk bound and a block-split bound (each with its own cores at work): on
+    random enumerated tilings of several chips it stays at or below the best schedule, and with one core split
+    pinned at or below that split's best schedule."""
+    from tiler.hardware import load_chip
+    from tiler.space import product
+
+    chip = load_chip(chip_id)
+    space = load_space("matmul", "ascend")
+    model = get_operator("matmul", "ascend")
+    p = mm(*shape)
+    table, _, _ = enumerate_feasible(p, chip, space, model)
+    rng = np.random.default_rng(sum(shape))
+    rows = take(table, rng.choice(len(table["base_m"]), size=min(150, len(table["base_m"])), replace=False))
+    names = list(model.SCHEDULE_KNOBS)
+    sched = space.product(names)
+    exact = model.estimate(p, chip, product(rows, sched))["time_us"].reshape(len(rows["base_m"]), -1)
+    assert np.all(model.bound(p, chip, rows, space.domains(names)) <= exact.min(axis=1) * (1 + 1e-9))
+    for split in (0, 1):
+        cols = sched["core_split"] == split
+        doms = {**space.domains(names), "core_split": (split,)}
+        assert np.all(model.bound(p, chip, rows, doms) <= exact[:, cols].min(axis=1) * (1 + 1e-9))

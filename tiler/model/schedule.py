@@ -173,19 +173,41 @@ def _residue_hist(start: int, stride: int, n: int, cores: int) -> np.ndarray:
     return out
 
 
-def _add_runs(out: np.ndarray, start: int, stride: int, n: int, length: int, cores: int) -> None:
-    """Count, per residue mod `cores`, the positions start + j*stride + [0, length) for j in [0, n) into `out`
-    (cores,): every run covers each residue length // cores times, and the length % cores residues after its
-    start once more (a circular window sum over the starts' residues)."""
-    if n <= 0 or length <= 0:
-        return
-    full, rem = divmod(length, cores)
-    out += full * n
-    if rem:
-        starts = _residue_hist(start, stride, n, cores)
-        cs = np.concatenate([[0], np.cumsum(np.tile(starts, 2))])
-        x = np.arange(cores)
-        out += cs[x + cores + 1] - cs[x + cores + 1 - rem]
+def _runs_counts(runs: list, stride: int, cores: int) -> np.ndarray:
+    """Tiles per core of many runs of one stride, (TILE_TYPES, cores): each run (tile type, start, n, length) is
+    the positions start + j*stride + [0, length) for j in [0, n), counted per residue mod `cores`.
+
+    Per run, the starts' residues repeat every cores / gcd(stride, cores) runs, so one period of them is weighted
+    by how often it recurs (whole periods, plus one for the rest), then each start residue adds one to the
+    `length % cores` residues after it (a circular window sum over the starts' histogram), on top of
+    `length // cores` on every residue per run. Whole counts, in a few vectorised passes for all the runs."""
+    runs = [r for r in runs if r[2] > 0 and r[3] > 0]
+    if not runs:
+        return np.zeros((TILE_TYPES, cores), dtype=np.int64)
+    ttype, start, n, length = np.array(runs, dtype=np.int64).T
+    full, rem = np.divmod(length, cores)
+    flat = np.repeat(np.bincount(ttype, weights=full * n, minlength=TILE_TYPES), cores)
+    part = np.flatnonzero(rem)
+    if part.size:
+        ttype, start, n, rem = ttype[part], start[part], n[part], rem[part]
+        period = cores // math.gcd(stride % cores, cores) if stride % cores else 1
+        whole, rest = np.divmod(n, period)
+        j = np.arange(period, dtype=np.int64)
+        weight = (j < np.minimum(period, n)[:, None]) * (whole[:, None] + (j < rest[:, None]))
+        t = np.arange(part.size)[:, None]
+        hist = np.bincount(
+            (t * cores + (start[:, None] + j * stride) % cores).ravel(),
+            weights=weight.ravel(),
+            minlength=part.size * cores,
+        ).reshape(part.size, cores)
+        cs = np.zeros((part.size, 2 * cores + 1))
+        np.cumsum(np.concatenate([hist, hist], axis=1), axis=1, out=cs[:, 1:])
+        x = np.arange(cores) + cores + 1
+        win = cs[t, x] - cs[t, x - rem[:, None]]
+        flat += np.bincount(
+            (ttype[:, None] * cores + x - cores - 1).ravel(), weights=win.ravel(), minlength=flat.size
+        )
+    return np.rint(flat).astype(np.int64).reshape(TILE_TYPES, cores)
 
 
 def _group_counts(tm, tn, cores, offset, direction, snake, edge_m, edge_n, g: int) -> np.ndarray:
@@ -214,6 +236,7 @@ def _group_counts(tm, tn, cores, offset, direction, snake, edge_m, edge_n, g: in
         pieces = [(j0, 1, cores - j0 * h), (j0 + 1, b - j0 - 1, 0)]
         cuts = sorted({0, h, *((min(cores, h),) if direction == 0 else ()), *((h - 1,) if row_bit else ())})
         reuse_all = direction == 1 and cores % h == 0
+        runs: list = []  # (tile type, first start, runs, run length), every run `h` apart: counted at once
         for j, n, lo in pieces:
             for js, ns in (
                 (j, min(n, max(edge_run - j, 0))),
@@ -230,7 +253,8 @@ def _group_counts(tm, tn, cores, offset, direction, snake, edge_m, edge_n, g: in
                         continue
                     reuse = reuse_all or (direction == 0 and e0 >= cores)
                     ttype = kind + (row_bit if e0 >= h - 1 else 0) + 4 * reuse
-                    _add_runs(out[ttype], start + js * h + e0, h, je - js, e1 - e0, cores)
+                    runs.append((ttype, start + js * h + e0, je - js, e1 - e0))
+        out += _runs_counts(runs, h, cores)
     return out.T
 
 
@@ -644,6 +668,10 @@ def _hit_rates(tm, tn, outer, slots, settings, a_bytes, b_bytes, l2_bytes) -> np
     this one) fit in L2; every other load of it in the round is an L2 hit (a core reads what another just fetched).
     The touches do not depend on the panels' bytes (_touches, cached): only the footprint sums below do.
     """
+    if slots == 1:
+        serial = _serial_hit_rates(tm, tn, outer, settings, a_bytes, b_bytes, l2_bytes)
+        if serial is not None:
+            return serial
     counts, kinds = _touches(tm, tn, outer, slots, settings)
     n_set, nr = counts[0].shape
     loads = tm * tn * outer
@@ -661,6 +689,212 @@ def _hit_rates(tm, tn, outer, slots, settings, a_bytes, b_bytes, l2_bytes) -> np
         misses = first + np.bincount(which, weights=between > caps[j], minlength=n_set)
         out[:, j] = 1.0 - misses / loads
     return out
+
+
+def _serial_hit_rates(tm, tn, outer, settings, a_bytes, b_bytes, l2_bytes) -> np.ndarray | None:
+    """_hit_rates for one tile a round (a single core), in closed form: the same miss counts, no walk.
+
+    Each round touches one A and one B panel, so the bytes from a panel's previous touch up to this one are
+    (rounds apart) x (A + B panel bytes), and a repeat touch misses when that exceeds the L2 (its kind's share).
+    The walk of each (offset, direction, serpentine) is groups of `off` walk rows (the last one `h` rows), each
+    group walked column by column: a walk row's panel is touched once per walk column of its group, `off` (or
+    `h`) rounds apart; a walk column's panel is touched on consecutive rounds inside a group (1 apart) and then in
+    the next group, its place there depending on the serpentine (a few kinds of group boundary, each counted once
+    for every walk column at once). Slices repeat the same walk with their own panels (no reuse across them).
+
+    The bytes are whole numbers, so the walk's running sums are exact and these products equal them: the result
+    is _hit_rates' bit for bit. None where that does not hold (bytes not whole, or sums past 2^53)."""
+    caps = l2_bytes if isinstance(l2_bytes, tuple) else (l2_bytes, l2_bytes)
+    step = float(a_bytes) + float(b_bytes)
+    loads = tm * tn * outer
+    if not (float(a_bytes).is_integer() and float(b_bytes).is_integer()) or (loads + 1) * step >= 2.0**53:
+        return None
+    out = np.empty((len(settings), 2))
+    for i, (offset, direction, snake) in enumerate(np.asarray(settings, dtype=np.int64).tolist()):
+        a, b = (tm, tn) if direction == 0 else (tn, tm)
+        off = min(offset, a)
+        groups = -(-a // off)
+        h_last = a - (groups - 1) * off
+        row_kind, col_kind = (0, 1) if direction == 0 else (1, 0)  # A is the walk row's panel for direction 0
+        miss = [0, 0]
+
+        def over(gap, kind):
+            return np.asarray(np.asarray(gap, dtype=np.float64) * step > caps[kind])
+
+        # walk rows: every group's rows, each touched b times, h rounds apart
+        miss[row_kind] += ((groups - 1) * off * (b - 1)) * int(over(off, row_kind)) + h_last * (b - 1) * int(
+            over(h_last, row_kind)
+        )
+        # walk columns: h - 1 touches 1 round apart in each group, then the touch in the next group
+        miss[col_kind] += b * (a - groups) * int(over(1, col_kind))
+        y = np.arange(b, dtype=np.int64)
+        # the group boundaries g -> g + 1 by kind, (parity of g for the serpentine, height of group g + 1) -> how
+        # many: every group but the last has `off` walk rows, the last h_last
+        bounds: dict = {}
+        if groups >= 2:
+            inner = groups - 2  # boundaries into a group that is not the last
+            for par in (0, 1) if snake else (0,):
+                bounds[par, off] = (inner + 1 - par) // 2 if snake else inner
+            key = ((groups - 2) % 2 if snake else 0, h_last)
+            bounds[key] = bounds.get(key, 0) + 1
+        for (par, h_next), n in bounds.items():
+            j = b - 1 - y if par == 0 and snake else y  # place in the next group (odd groups reversed)
+            j_here = y if par == 0 else (b - 1 - y if snake else y)
+            gap = off * b + j * h_next - j_here * off - off + 1
+            miss[col_kind] += n * int(over(gap, col_kind).sum())
+        first = (tm * outer, tn * outer)
+        for kind in (0, 1):
+            out[i, kind] = 1.0 - float(first[kind] + miss[kind] * outer) / loads
+    return out
+
+
+def _count_over(alpha, beta, n, limit):
+    """How many y in [0, n) have alpha + beta*y > limit (integer arrays, broadcast): a line's count past a
+    threshold, in closed form."""
+    alpha, beta, n, limit = np.broadcast_arrays(
+        *(np.asarray(x, dtype=np.int64) for x in (alpha, beta, n, limit))
+    )
+    out = np.where(alpha > limit, n, 0)
+    up, down = beta > 0, beta < 0
+    safe = np.where(beta == 0, 1, np.abs(beta))
+    first_up = np.clip((limit - alpha) // safe + 1, 0, n)  # beta > 0: from this y on
+    last_down = np.clip(-((limit - alpha) // safe), 0, n)  # beta < 0: y below ceil((alpha - limit) / -beta)
+    return np.where(up, n - first_up, np.where(down, last_down, out))
+
+
+def serial_hit_ceiling(
+    tm, tn, splits, batch, a_panel, b_panel, l2_bytes, offsets, directions, snakes, front: bool = False
+):
+    """The highest L2 hit rates (A, B) any walk setting of the domains gives, each kind on its own, per row
+    (arrays broadcast): panel_hits_many's with one tile a round (a single core), computed in closed form for every
+    row and setting at once, no walk and no cache (the search bounds thousands of tilings with it).
+
+    Per setting this is _prefix (the simulated grid and the L2 shares) and _serial_hit_rates' counts, each term
+    a line in the walk column (alpha + beta*y) counted past the last whole gap that fits (_count_over). Rows
+    where every panel's first touch is its only miss (first_touch_only) get 1 - 1/tn and 1 - 1/tm, as there. The
+    bytes must be whole and their sums below 2^53 (panel_hits_many then gives these values bit for bit); a row
+    where they are not gets the ceiling 1 - 1/tn, 1 - 1/tm.
+
+    front: instead, the (A, B) pairs of the settings that no other setting beats on both kinds, (K, rows) each
+    (a row with fewer repeats its first): every setting's pair is at or below one of them, so a cost that falls
+    as hit rates rise is bounded below by its smallest over these K pairs."""
+    cols = np.broadcast_arrays(tm, tn, splits, batch, a_panel, b_panel)
+    shape = cols[0].shape
+    tm, tn, splits, batch = (np.asarray(x, dtype=np.int64).ravel() for x in cols[:4])
+    a_panel, b_panel = (np.asarray(x, dtype=np.float64).ravel() for x in cols[4:])
+    ceil_a, ceil_b = 1.0 - 1.0 / tn, 1.0 - 1.0 / tm
+    slices_all = splits * batch
+    whole = first_touch_only(tm * tn * slices_all, 1, (tm * a_panel + tn * b_panel) * slices_all, l2_bytes)
+    exact = (a_panel == np.floor(a_panel)) & (b_panel == np.floor(b_panel))
+    exact &= (np.minimum(tm * tn * slices_all, SIM_MAX * 2) + 1) * (a_panel + b_panel) < 2.0**53
+    walked = np.flatnonzero(~whole & exact)  # the other rows keep the ceiling, as panel_hits_many gives it
+    if walked.size == tm.size and tm.size > 1:  # rows of one grid and panel sizes are computed once
+        first, inv = group_rows([tm, tn, splits, batch, a_panel.view(np.int64), b_panel.view(np.int64)])
+        if first.size < tm.size:
+            args = (tm, tn, splits, batch, a_panel, b_panel)
+            got = serial_hit_ceiling(*(x[first] for x in args), l2_bytes, offsets, directions, snakes, front)
+            return tuple(np.asarray(x)[..., inv].reshape(*np.shape(x)[:-1], *shape) for x in got)
+    if walked.size < tm.size:
+        out_a, out_b = (
+            np.broadcast_to(ceil_a, (1, tm.size)).copy(),
+            np.broadcast_to(ceil_b, (1, tm.size)).copy(),
+        )
+        if walked.size:
+            args = (tm, tn, splits, batch, a_panel, b_panel)
+            got = serial_hit_ceiling(*(x[walked] for x in args), l2_bytes, offsets, directions, snakes, front)
+            got_a, got_b = (np.asarray(x).reshape(-1, walked.size) for x in got)
+            out_a = np.repeat(out_a, got_a.shape[0], axis=0)
+            out_b = np.repeat(out_b, got_b.shape[0], axis=0)
+            out_a[:, walked], out_b[:, walked] = got_a, got_b
+        if not front:
+            return out_a[0].reshape(shape), out_b[0].reshape(shape)
+        return out_a.reshape(-1, *shape), out_b.reshape(-1, *shape)
+    per = tm * tn
+    step = a_panel + b_panel
+    # every setting at once: (S, 1) settings against (rows,) columns
+    grid = np.array(
+        [
+            (o, d, s)
+            for o in sorted(set(offsets))
+            for d in sorted(set(directions))
+            for s in sorted(set(snakes))
+        ],
+        dtype=np.int64,
+    )
+    offset, direction, snake = (grid[:, i, None] for i in range(3))
+    d0 = direction == 0
+    # the simulated grid (_prefix): whole, whole slices, whole groups, or cut along its long side
+    a_all, b_all = np.where(d0, tm, tn), np.where(d0, tn, tm)
+    off_all = np.minimum(offset, a_all)
+    need = -(-SIM_TILES // b_all)
+    rows = np.minimum(a_all, -(-need // off_all) * off_all)
+    cut_walk = rows * b_all > SIM_MAX
+    cut = np.maximum(1, SIM_TILES // (2 * off_all))
+    small = per * splits * batch <= SIM_TILES
+    slices = per <= SIM_TILES
+    whole_grid = small | slices
+    a = np.where(whole_grid, a_all, np.where(cut_walk, np.minimum(a_all, 2 * off_all), rows))
+    b = np.where(whole_grid, b_all, np.where(cut_walk, cut, b_all))
+    outer = np.where(
+        small, splits * batch, np.where(slices, np.maximum(1, SIM_TILES // np.maximum(per, 1)), 1)
+    )
+    share = np.where(whole_grid | ~cut_walk, 1.0, cut / b_all)
+    t_m, t_n = np.where(d0, a, b), np.where(d0, b, a)
+    # the walk columns' panels (B for direction 0) are compared with L2 * share, the walk rows' with L2
+    off = np.minimum(offset, a)
+    groups = -(-a // off)
+    h_last = a - (groups - 1) * off
+    loads = t_m * t_n * outer
+
+    def largest_gap(cap):
+        """The largest whole gap (rounds) whose bytes fit: gap * step <= cap."""
+        t = np.floor(cap / step).astype(np.int64)
+        t = np.where((t + 1) * step <= cap, t + 1, t)
+        return np.where(t * step > cap, t - 1, t)
+
+    lim_row = largest_gap(np.float64(l2_bytes))
+    lim_col = largest_gap(l2_bytes * share)
+    miss_row = (groups - 1) * off * (b - 1) * (off > lim_row) + h_last * (b - 1) * (h_last > lim_row)
+    miss_col = b * (a - groups) * (1 > lim_col)
+    inner = np.maximum(groups - 2, 0)
+    two = groups >= 2
+    last_par = (groups - 2) % 2
+    sn = snake == 1
+    # group boundaries into a group of h' rows, gap = alpha + beta*y for walk column y:
+    # plain: off*b + y*h' - y*off - off + 1; serpentine from an even group (the next reversed):
+    # off*b + (b-1-y)*h' - y*off - off + 1; from an odd group: off*b + y*h' - (b-1-y)*off - off + 1
+    for h_next, is_last in ((off, False), (h_last, True)):
+        plain_n = np.where(two, 1 if is_last else inner, 0)
+        plain = plain_n * _count_over(off * b - off + 1, h_next - off, b, lim_col)
+        serp = 0
+        for par in (0, 1):
+            if is_last:
+                count = np.where(two & (last_par == par), 1, 0)
+            else:
+                count = np.where(two, (inner + 1 - par) // 2, 0)
+            if par == 0:
+                alpha, beta = off * b + (b - 1) * h_next - off + 1, -(h_next + off)
+            else:
+                alpha, beta = off * b - (b - 1) * off - off + 1, h_next + off
+            serp = serp + count * _count_over(alpha, beta, b, lim_col)
+        miss_col = miss_col + np.where(sn, serp, plain)
+    first_row, first_col = np.where(d0, t_m, t_n) * outer, np.where(d0, t_n, t_m) * outer
+    hit_row = 1.0 - (first_row + miss_row * outer).astype(np.float64) / loads
+    hit_col = 1.0 - (first_col + miss_col * outer).astype(np.float64) / loads
+    all_a, all_b = np.where(d0, hit_row, hit_col), np.where(d0, hit_col, hit_row)
+    hit_a, hit_b = all_a, all_b  # (settings, rows)
+    if not front:
+        return hit_a.max(axis=0).reshape(shape), hit_b.max(axis=0).reshape(shape)
+    # the settings no other beats on both kinds (of equal pairs the first), first per row; the rest of each
+    # row's columns repeat its first such pair
+    ge = (hit_a[:, None] >= hit_a[None, :]) & (hit_b[:, None] >= hit_b[None, :])  # ge[t, s]: t at least s
+    later = np.arange(len(hit_a))[None, :, None] > np.arange(len(hit_a))[:, None, None]  # s after t
+    beaten = (ge & ~(ge.transpose(1, 0, 2) & ~later)).any(axis=0)  # beaten[s]: some t >= s, t != s's twin
+    order = np.argsort(beaten, axis=0, kind="stable")
+    width = int((~beaten).sum(axis=0).max())
+    pick = np.where(np.arange(width)[:, None] < (~beaten).sum(axis=0), order[:width], order[:1])
+    at = np.arange(hit_a.shape[1])
+    return hit_a[pick, at].reshape(width, *shape), hit_b[pick, at].reshape(width, *shape)
 
 
 _TOUCHES: dict = {}

@@ -166,52 +166,105 @@ def _kinds(p: FlashAttention, bs1: int, bs2: int, ks: int, blocks=None) -> tuple
     return out, steps
 
 
+def _residue_counts(stride: int, n: int, cores: int) -> np.ndarray:
+    """How many of j * stride, j in [0, n), are each residue mod `cores` (cores,): the residues repeat every
+    cores / gcd(stride, cores) terms, so one period is counted, times the whole periods, plus the rest."""
+    period = cores // gcd(stride % cores, cores) if stride % cores else 1
+    first = (stride * np.arange(min(period, n), dtype=np.int64)) % cores
+    whole, rest = divmod(n, period)
+    return whole * np.bincount(first, minlength=cores) + np.bincount(first[:rest], minlength=cores)
+
+
 def _deal_plain(kinds: np.ndarray, copies: int, cores: int) -> np.ndarray:
     """Per-core work columns when task t = j * U + u (copy j of kind u) goes to core t mod cores, in closed form:
-    over P = cores / gcd(U, cores) consecutive copies a kind visits each core of its residue class mod gcd once."""
+    the kinds' work summed by u mod cores (R, cores x NTYPES), and how often copy j's offset j * U is each
+    residue s (H); kind residue r lands on core c (r + s = c mod cores) H[c - r] times. Time and memory grow with
+    the kinds and the cores, never with their product (whole counts: exact)."""
     U = kinds.shape[0]
-    g = gcd(U, cores)
-    period = cores // g
-    q, rem = divmod(copies, period)
-    by_class = kinds.reshape(U // g, g, NTYPES).sum(axis=0)  # kind u is in class u mod g (g divides U)
-    out = q * by_class[np.arange(cores) % g]
-    if rem:  # the last copies: how often each kind lands on each core, then their work (whole counts: exact)
-        core = (np.arange(rem)[None, :] * U + np.arange(U)[:, None]) % cores  # (U, rem)
-        hits = np.bincount((np.arange(U)[:, None] * cores + core).ravel(), minlength=U * cores)
-        out += hits.reshape(U, cores).T.astype(np.float64) @ kinds
-    return out
+    by_residue = np.stack([kinds[r::cores].sum(axis=0) for r in range(cores)])  # (cores, NTYPES)
+    hist = _residue_counts(U, copies, cores).astype(np.float64)
+    times = hist[(np.arange(cores)[None, :] - np.arange(cores)[:, None]) % cores]  # times[r, c]
+    return times.T @ by_residue
 
 
 def _deal_snake(kinds: np.ndarray, weight: np.ndarray, copies: int, cores: int) -> np.ndarray:
     """Per-core work columns when tasks sorted heaviest first (valid s2 blocks) are dealt in snake order (0..K-1,
     K-1..0, ...): the vectorised stand-in for the greedy least-loaded assignment. Position q goes to core q mod K
     on even rounds and K-1 - q mod K on odd ones, so positions below x give core c
-    2 (x // 2K) + [x mod 2K > c] + [x mod 2K > 2K-1-c] tasks."""
-    order = np.argsort(-weight, kind="stable")
+    2 (x // 2K) + [x mod 2K > c] + [x mod 2K > 2K-1-c] tasks. The kind at rank v holds positions v copies ..
+    (v + 1) copies: its count on core c is 2 (whole double rounds it spans, the same on every core) plus the
+    indicator terms of its two ends, which depend on the ends' residues mod 2K only; so the kinds' work is summed
+    by those residues (weighted bincounts) and never multiplied by a (kinds x cores) table."""
     U = kinds.shape[0]
-    edges = (
-        np.arange(U + 1, dtype=np.int64)[:, None] * copies
-    )  # kind u holds positions edges[u] .. edges[u + 1]
+    two_k = 2 * cores
+    top = int(weight.max()) if U else 0
+    # a stable sort of small whole keys is numpy's radix sort: the same order as argsort(-weight, stable)
+    key = (top - weight).astype(np.uint16) if 0 <= int(weight.min(initial=0)) and top < 1 << 16 else -weight
+    order = np.argsort(key, kind="stable")
+    rank = np.empty(U, dtype=np.int64)
+    rank[order] = np.arange(U, dtype=np.int64)
+    lo, hi = rank * copies, (rank + 1) * copies  # each kind's positions
+    whole = (hi // two_k - lo // two_k).astype(np.float64)
+    r_lo, r_hi = lo % two_k, hi % two_k
     c = np.arange(cores, dtype=np.int64)[None, :]
-    r = edges % (2 * cores)
-    below = (
-        2 * (edges // (2 * cores)) + (r > c) + (r > 2 * cores - 1 - c)
-    )  # positions below each edge, per core
-    counts = np.diff(below, axis=0)  # (U, cores)
-    return counts.T.astype(np.float64) @ kinds[order]
+    rho = np.arange(two_k, dtype=np.int64)[:, None]
+    ind = ((rho > c).astype(np.float64) + (rho > two_k - 1 - c)).T  # (cores, 2K): [rho > c] + [rho > 2K-1-c]
+    out = np.zeros((cores, NTYPES))
+    for t in np.flatnonzero(kinds.any(axis=0)).tolist():  # a column of zeros deals zeros
+        col = kinds[:, t]
+        net = np.bincount(r_hi, weights=col, minlength=two_k) - np.bincount(
+            r_lo, weights=col, minlength=two_k
+        )
+        out[:, t] = 2 * float(whole @ col) + ind @ net
+    return out
+
+
+def _block_sums(p: FlashAttention, bs1: int, bs2: int, ks: int) -> np.ndarray:
+    """Per s1 block i, its ks tasks' work columns summed over the kv chunks, (n1, NTYPES): what _kinds lists
+    task by task, summed in closed form per block. The chunks [k bpc, min((k + 1) bpc, nb2)) tile the s2 blocks,
+    so a block's steps over its chunks are its valid s2 blocks (nvalid), the unmasked ones min(nvalid, nfull),
+    the ragged last s2 block is in exactly one chunk (stepped when nvalid reaches nb2), and the chunks with a
+    step are those starting below nvalid: min(ceil(nvalid / bpc), ks). Whole counts, so sums are exact."""
+    g = geometry(p, bs1, bs2, ks)
+    n1, nb2, bpc = int(g["n1"]), int(g["nb2"]), int(g["bpc"])
+    edge_rows = int(g["rows_last"]) < int(g["rows"])
+    ragged = int(g["w_last"]) < bs2
+    start = np.arange(n1, dtype=np.int64) * bs1
+    end = np.minimum(start + bs1, p.S1)
+    nvalid = np.clip(ceil_div(p.visible_keys(end), bs2).astype(np.int64), 0, nb2)
+    if p.causal:
+        first = np.minimum(start + p.shift + 1, p.S2)
+        nfull = np.where(first >= p.S2, nb2, first // bs2)
+    else:
+        nfull = np.full(n1, nb2)
+    unmasked = np.clip(np.minimum(nvalid, nfull), 0, nb2)
+    masked = nvalid - unmasked
+    tail = ragged & (nvalid >= nb2)
+    tail_m = tail & (nb2 - 1 >= nfull)
+    tail_u = tail & ~tail_m
+    out = np.zeros((n1, NTYPES))
+    out[:, 0] = unmasked - tail_u
+    out[:, 1] = masked - tail_m
+    out[:, 2] = tail_u
+    out[:, 3] = tail_m
+    out[:, STEP_TYPES] = np.minimum(-(-nvalid // bpc), ks)
+    if edge_rows:
+        out[-1, 4:8], out[-1, :4] = out[-1, :4], 0.0
+        out[-1, STEP_TYPES + 1], out[-1, STEP_TYPES] = out[-1, STEP_TYPES], 0.0
+    return out
 
 
 @lru_cache(maxsize=1024)
 def work_total(p: FlashAttention, bs1: int, bs2: int, ks: int) -> np.ndarray:
     """The work columns of every task of one (block_s1, block_s2, kv_split), summed: what the cores share.
 
-    Without the mask every s1 block but the last has the same tasks (the same keys), so the sum is n1 - 1 times
-    the first block's plus the last's: the same whole counts as summing every task, in time independent of S1."""
+    Each s1 block's tasks are summed over its kv chunks in closed form (_block_sums), so the table is one row per
+    s1 block, not per task; without the mask every s1 block but the last has the same tasks (the same keys), so
+    the sum is n1 - 1 times the first block's plus the last's. The same whole counts as summing every task."""
     g = geometry(p, bs1, bs2, ks)
     n1 = int(g["n1"])
     if p.causal or n1 <= 2:
-        kinds, _ = _kinds(p, bs1, bs2, ks)
-        total = kinds.sum(axis=0)
+        total = _block_sums(p, bs1, bs2, ks).sum(axis=0)
     else:
         kinds, _ = _kinds(p, bs1, bs2, ks, blocks=[0, n1 - 1])
         total = kinds[:ks].sum(axis=0) * (n1 - 1) + kinds[ks:].sum(axis=0)

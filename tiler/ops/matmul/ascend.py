@@ -39,6 +39,7 @@ from ...model.schedule import (
     pack_codes,
     panel_hits_many,
     same_walk,
+    serial_hit_ceiling,
     unpack_codes,
 )
 from ...operator import Operator, register
@@ -1132,10 +1133,15 @@ class MatmulAscend(Operator):
 
     def _block_allowed(self, schedules: dict | None) -> bool:
         """Whether some allowed schedule is the block split (the target's domain and `schedules`' values)."""
+        return self._split_allowed(schedules, 1)
+
+    def _split_allowed(self, schedules: dict | None, split: int) -> bool:
+        """Whether some allowed schedule has core_split `split` (0 walk, 1 block; the target's domain and
+        `schedules`' values)."""
         allowed = set((schedules or {}).get("core_split", (0, 1)))
         if self.target is not None and "core_split" in self.target.domains:
             allowed &= {1 if v == "block" else 0 for v in self.target.domains["core_split"]}
-        return 1 in allowed
+        return split in allowed
 
     def _floors(self, p: Matmul, chip, c: dict) -> dict:
         """quick_bound's whole-kernel floors (core-seconds summed over the chip): MAC; MTE2 bytes over the best
@@ -1198,10 +1204,81 @@ class MatmulAscend(Operator):
             "swizzle_direction": (0, 1),
             "serpentine": (0, 1),
         }
+        splits = [v for v in (0, 1) if self._split_allowed(schedules, v)]
+        if len(splits) < 2:
+            return self._bound_split(p, chip, c, schedules, block=splits == [1])
+        # both splits: one floor for every schedule (the fewest cores either split keeps loading), and where that
+        # mixes the two (the block split loads on fewer cores than the walk fills: faster tiles, yet the walk's
+        # sharing over every core) or a single core's walk is simulated (its hit rates below the ceiling), the
+        # walk and the block split bounded apart, each with its own cores, the smaller of the two; a schedule is
+        # one or the other, so the larger of that and the common floor holds
+        out = self._bound_split(p, chip, c, schedules, block=False)
+        g = _geometry(p, c)
+        apart = self._fewest_active(chip, g, schedules) < np.minimum(chip.cores, g["tiles"])
+        if chip.cores == 1:  # where some walk setting falls below the ceiling on every best pair
+            a_panel, b_panel = g["tm"] * g["kc"] * p.in_bytes, g["tn"] * g["kc"] * p.in_bytes
+            walks = [schedules[k] for k in ("swizzle_offset", "swizzle_direction", "serpentine")]
+            cap = chip["l2_bytes"] * chip["l2_usable_fraction"]
+            fa, fb = serial_hit_ceiling(
+                g["gm"], g["gn"], g["splits"], p.batch, a_panel, b_panel, cap, *walks, front=True
+            )
+            apart |= ~((fa == 1.0 - 1.0 / g["gn"]) & (fb == 1.0 - 1.0 / g["gm"])).any(axis=0)
+        rows = np.flatnonzero(apart)
+        if rows.size:
+            sub = {k: v[rows] for k, v in c.items()}
+            walk = self._bound_split(p, chip, sub, {**schedules, "core_split": (0,)}, block=False)
+            block = self._bound_split(p, chip, sub, {**schedules, "core_split": (1,)}, block=True)
+            out[rows] = np.maximum(out[rows], np.minimum(walk, block))
+        return out
+
+    def _bound_split(
+        self, p: Matmul, chip, c: dict, schedules: dict, block: bool, hits: tuple | None = None
+    ) -> np.ndarray:
+        """bound() over the schedules of `schedules`; `block`: they are all the block split, whose cores used
+        (block_grid's um * un per slice, the cores loading at once) share all the work: the busiest core runs at
+        least their mean (no re-cut there).
+
+        L2 hit rates: at their ceiling (each panel misses once), except where every schedule of the kind has
+        them in closed form: the block split's are estimate()'s exactly (B once per panel, A once or once per
+        block column); a walk of one tile a round (one core): the smallest bound over the (A, B) hit rates of the
+        walk settings no other setting beats on both (schedule.serial_hit_ceiling's front: the simulation's own
+        counts in closed form, for every row at once); every walk is at or below one of them (`hits`: one such
+        pair per row)."""
         g = _geometry(p, c)
         cores = chip.cores
         hit_a = 1.0 - 1.0 / g["gn"]
         hit_b = 1.0 - 1.0 / g["gm"]
+        cap = chip["l2_bytes"] * chip["l2_usable_fraction"]
+        a_panel, b_panel = g["tm"] * g["kc"] * p.in_bytes, g["tn"] * g["kc"] * p.in_bytes
+        if block:
+            gm, gn, sk = (np.asarray(g[k], dtype=np.int64) for k in ("gm", "gn", "splits"))
+            _, un, _, bn_t = block_grid(gm, gn, sk, cores)
+            fits = gm * a_panel + un * b_panel <= cap
+            hit_a = 1.0 - np.where(fits, 1.0, bn_t) / g["gn"]
+        elif cores == 1 and hits is None and not self._split_allowed(schedules, 1):
+            front_a, front_b = serial_hit_ceiling(
+                g["gm"],
+                g["gn"],
+                g["splits"],
+                p.batch,
+                a_panel,
+                b_panel,
+                cap,
+                schedules["swizzle_offset"],
+                schedules["swizzle_direction"],
+                schedules["serpentine"],
+                front=True,
+            )
+            out = self._bound_split(p, chip, c, schedules, block, (front_a[0], front_b[0]))
+            for a, b in zip(front_a[1:], front_b[1:], strict=True):  # only rows with another pair there
+                rows = np.flatnonzero((a != front_a[0]) | (b != front_b[0]))
+                if rows.size:
+                    sub = {k: v[rows] for k, v in c.items()}
+                    more = self._bound_split(p, chip, sub, schedules, block, (a[rows], b[rows]))
+                    out[rows] = np.minimum(out[rows], more)
+            return out
+        if hits is not None:
+            hit_a, hit_b = hits
         active = self._fewest_active(chip, g, schedules)
         res = c["weight_resident"] == 1
         n = len(c["base_m"])
@@ -1264,6 +1341,8 @@ class MatmulAscend(Operator):
         if tuple(schedules.get("tail_split", (0, 1))) == (0,):
             pieces = np.ones_like(pieces)
         sharing = np.where(last > 0, np.minimum(cores, (g["tiles"] - last) + last * pieces), cores)
+        if block:
+            sharing = active
         make = np.maximum(work / sharing, (g["tiles"] // cores) * cheapest)
         return (make + fill0) * 1e6 + _head_us(chip, active) + _reduction_us(p, chip, c)
 
@@ -1532,7 +1611,7 @@ def _record(
 # and a core count, e.g. the shapes of a sweep); and of an L2 walk: tm, tn, splits, offset, direction,
 # serpentine, base_k (with the problem, base_k and splits give the K slice; one table per problem and L2). A row
 # whose values do not fit is scored by estimate_reference (no feasible tiling comes near these limits).
-_SCHED_BITS = (16, 16, 6, 1, 1, 6, 1, 1, 8, 1)
+_SCHED_BITS = (18, 18, 6, 1, 1, 6, 1, 1, 8, 1)  # 61 bits: grids up to 2^18 tiles a side (M = 2^22 at base 16)
 _HIT_BITS = (16, 16, 6, 6, 1, 1, 13)
 _TABLES: dict = {}
 _TABLES_MAX = 16  # hit-rate tables (problems) kept before all start over
