@@ -200,7 +200,7 @@ def _runnable(problem, chip, space, res, cfg: SweepConfig):
     return per_target(problem, chip, free, None, only=space.target, known={space.target: res})
 
 
-CACHE_BYTES = 64 << 20  # model-cache growth a sweep process allows itself before it clears the caches
+CACHE_BYTES = 32 << 20  # model-cache growth a sweep process allows itself before it clears the caches
 CACHE_SEARCHES = 16  # without /proc (not Linux): clear the caches every this many searches instead
 _CACHE_STATE = {"base": None, "searches": 0}
 
@@ -214,14 +214,25 @@ def _rss_bytes() -> int | None:
         return None
 
 
+def _trim() -> None:
+    """Hand freed heap pages back to the system (glibc malloc_trim), so that the resident size says what is held."""
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            ctypes.CDLL(None).malloc_trim(0)
+        except (OSError, AttributeError):
+            pass
+
+
 def _bound_caches() -> None:
     """Keep the model's caches (tiler.model.schedule: walks, per-core work, hits) from growing with the sweep.
 
     They serve the candidates of one search (the same grid at several K steps); across the rows of a sweep they
-    hardly hit, yet grow by up to ~4 MB per Ascend search (1 GB after a few hundred rows). So a sweep process
-    clears them once its resident memory is CACHE_BYTES over where it was at its first search (or every
-    CACHE_SEARCHES searches where the memory cannot be read); the answers are the same (the caches are pure),
-    and a cleared cache is no slower over random shapes (bench.memory_scale, docs/sweep.md "Memory")."""
+    hardly hit, yet grow by up to ~4 MB per Ascend search (500 MB after 100 random Ascend rows). So a sweep
+    process clears them once its resident memory is CACHE_BYTES over where it was after its first search (or
+    every CACHE_SEARCHES searches where the memory cannot be read); the answers are the same (the caches are
+    pure), and over random shapes a sweep that clears them is no slower (docs/sweep.md, "Memory")."""
     from .model.schedule import clear_caches
 
     st = _CACHE_STATE
@@ -235,10 +246,11 @@ def _bound_caches() -> None:
         st["base"] = rss
     elif rss > st["base"] + CACHE_BYTES:
         clear_caches()
+        _trim()
         after = _rss_bytes() or rss
         if after > st["base"] + CACHE_BYTES // 2:
-            # memory that stays after a clear is not the caches' (results held by the caller, the allocator
-            # keeping freed pages): measure from here, so the caches are not cleared after every search
+            # what stays after a clear is not the caches' (results the caller holds, with --jobs 1): measure
+            # from here, so that the caches are not cleared after every search
             st["base"] = after
 
 
