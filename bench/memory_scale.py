@@ -1,12 +1,15 @@
-"""Peak memory of a large sweep and a large report (issue 31's targets: a 10,000-row sweep and a 100,000-row report
-each under 500 MB for the whole process tree; the report page a few MB).
+"""Peak memory of a large sweep, a large report and a large calibration (issue 31's targets: a 10,000-row sweep and
+a 100,000-row report each under 500 MB for the whole process tree, the report page a few MB; a calibration inside
+tiler.calibrate.CALIBRATE_BYTES_MAX under 1 GB).
 
-    python -m bench.memory_scale sweep  [--rows 10000] [--chip h200] [--jobs 2]
-    python -m bench.memory_scale report [--rows 100000]
+    python -m bench.memory_scale sweep     [--rows 10000] [--chip h200] [--jobs 2]
+    python -m bench.memory_scale report    [--rows 100000]
+    python -m bench.memory_scale calibrate [--rows 33600]
 
 `sweep` writes random matmul shapes (seeded) and runs `tiler sweep` on them; `report` first sweeps 300 random shapes
 on the h200, then repeats that table's rows to `--rows` rows with distinct M (so every row is its own problem) and
-runs `tiler report` on it. Each samples the resident memory of the command and all its children (/proc, every
+runs `tiler report` on it; `calibrate` repeats tests/data/h200_matmul_cal.csv to `--rows` rows and runs
+`tiler calibrate --folds 4` on it (h200 matmul). Each samples the resident memory of the command and all its children (/proc, every
 50 ms) and prints the peak sum, the wall time and the output's size. Linux only (reads /proc).
 """
 
@@ -61,7 +64,7 @@ def shapes_csv(path: Path, rows: int, seed: int = 0) -> Path:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("what", choices=("sweep", "report"))
+    ap.add_argument("what", choices=("sweep", "report", "calibrate"))
     ap.add_argument("--rows", type=int, default=None)
     ap.add_argument("--chip", default="h200")
     ap.add_argument("--jobs", type=int, default=2)
@@ -75,6 +78,18 @@ def main() -> None:
             out = tmp / "sweep.csv"
             cmd = [*tiler, "sweep", str(src), "--op", "matmul", "--chip", a.chip, "--out", str(out)]
             peak, secs, rc = run_peak([*cmd, "--jobs", str(a.jobs), "--quiet"])
+        elif a.what == "calibrate":
+            import pandas as pd
+
+            rows = a.rows or 33_600
+            cal = pd.read_csv(
+                Path(__file__).resolve().parent.parent / "tests" / "data" / "h200_matmul_cal.csv"
+            )
+            src = tmp / "cal.csv"
+            pd.concat([cal] * -(-rows // len(cal)), ignore_index=True).head(rows).to_csv(src, index=False)
+            out = tmp / "fitted.toml"
+            cmd = [*tiler, "calibrate", "--chip", "h200", "--op", "matmul", "--measurements", str(src)]
+            peak, secs, rc = run_peak([*cmd, "--out", str(out), "--folds", "4"])
         else:
             import numpy as np
             import pandas as pd

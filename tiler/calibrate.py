@@ -41,6 +41,12 @@ NEAR_BEST = 0.5  # log(measured / shape's best) at which a row's weight has fall
 # systematic error) with the error scale SOFT_L1: so a fit on a few shapes moves few constants far, and a fit on
 # many is led by the data. A guess, not a fit (docs/model.md).
 PRIOR_SIGMA = 1.0
+# The memory a calibration may take for its rows: the model's prepared columns of every measured row (Operator.
+# prepare) times CALIBRATE_OVERHEAD (the folds' copies, timing()'s temporaries and the Jacobian's re-timings: 9x
+# measured on h200 matmul, bench/memory_scale.py calibrate). An input that would need more is refused before it
+# is prepared (one line, exit 2); with the ~120 MB of the interpreter and the table the process stays under 1 GB.
+CALIBRATE_BYTES_MAX = 768 << 20
+CALIBRATE_OVERHEAD = 10
 
 
 @dataclass
@@ -257,6 +263,8 @@ def load_measurements(chip: Chip, op: str, df: pd.DataFrame) -> Measured:
         if not ok.any():
             continue
         kept = {k: v[ok] for k, v in cands.items()}
+        if not parts:  # before the first shape's rows are prepared: what all the file's rows would take
+            _check_memory(model, p, chip, kept, len(base), unit)
         shapes.append(p.label())
         problems.append(p)
         cand_list.append(kept)
@@ -285,6 +293,20 @@ def load_measurements(chip: Chip, op: str, df: pd.DataFrame) -> Measured:
         defaulted,
         dropped,
     )
+
+
+def _check_memory(model: Operator, p: Problem, chip, kept: dict, rows: int, unit: str) -> None:
+    """Refuse (TilerError, one line) a table whose rows' prepared model columns would pass CALIBRATE_BYTES_MAX:
+    one row is prepared to measure its columns' bytes, and every row of the table is counted as fitted."""
+    one = model.prepare(p, chip, {k: v[:1] for k, v in kept.items()})
+    per_row = sum(np.asarray(v).nbytes for v in one.values()) * CALIBRATE_OVERHEAD
+    need = per_row * rows
+    if need > CALIBRATE_BYTES_MAX:
+        raise TilerError(
+            f"measurements: {rows:,} {unit}s would take about {need / 2**20:,.0f} MiB to fit ({per_row:,} bytes "
+            f"per {unit}), over the limit of {CALIBRATE_BYTES_MAX >> 20} MiB (CALIBRATE_BYTES_MAX, at most "
+            f"{CALIBRATE_BYTES_MAX // per_row:,} {unit}s): fit fewer rows (a sample of each shape's tilings)"
+        )
 
 
 def _predict(model: Operator, chip, data: Measured, e: dict) -> np.ndarray:

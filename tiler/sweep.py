@@ -200,11 +200,66 @@ def _runnable(problem, chip, space, res, cfg: SweepConfig):
     return per_target(problem, chip, free, None, only=space.target, known={space.target: res})
 
 
+CACHE_BYTES = 32 << 20  # model-cache growth a sweep process allows itself before it clears the caches
+CACHE_SEARCHES = 16  # without /proc (not Linux): clear the caches every this many searches instead
+_CACHE_STATE = {"base": None, "searches": 0}
+
+
+def _rss_bytes() -> int | None:
+    """This process's resident bytes (Linux /proc/self/statm), or None where that cannot be read."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return None
+
+
+def _trim() -> None:
+    """Hand freed heap pages back to the system (glibc malloc_trim), so that the resident size says what is held."""
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            ctypes.CDLL(None).malloc_trim(0)
+        except (OSError, AttributeError):
+            pass
+
+
+def _bound_caches() -> None:
+    """Keep the model's caches (tiler.model.schedule: walks, per-core work, hits) from growing with the sweep.
+
+    They serve the candidates of one search (the same grid at several K steps); across the rows of a sweep they
+    hardly hit, yet grow by up to ~4 MB per Ascend search (500 MB after 100 random Ascend rows). So a sweep
+    process clears them once its resident memory is CACHE_BYTES over where it was after its first search (or
+    every CACHE_SEARCHES searches where the memory cannot be read); the answers are the same (the caches are
+    pure), and over random shapes a sweep that clears them is no slower (docs/sweep.md, "Memory")."""
+    from .model.schedule import clear_caches
+
+    st = _CACHE_STATE
+    st["searches"] += 1
+    rss = _rss_bytes()
+    if rss is None:
+        if st["searches"] % CACHE_SEARCHES == 0:
+            clear_caches()
+        return
+    if st["base"] is None:
+        st["base"] = rss
+    elif rss > st["base"] + CACHE_BYTES:
+        clear_caches()
+        _trim()
+        after = _rss_bytes() or rss
+        if after > st["base"] + CACHE_BYTES // 2:
+            # what stays after a clear is not the caches' (results the caller holds, with --jobs 1): measure
+            # from here, so that the caches are not cleared after every search
+            st["base"] = after
+
+
 def _solve_chunk(chunk: Sequence[tuple[str, str, Any]], ctx: _Context) -> list[tuple[str, dict]]:
     """Worker entry point (process pool or Dask): [(journal key, chip id, problem)] -> [(key, result)]."""
     out = []
     for key, chip_id, problem in chunk:
         out.append((key, solve(problem, _chip_from_state(ctx.chips[chip_id]), ctx.spaces[chip_id], ctx.cfg)))
+        _bound_caches()
     return out
 
 
@@ -352,36 +407,67 @@ class Journal:
 
         Raises TilerError (the journal is left as it is) when a row does not parse: bad JSON, a null or
         malformed result, an unknown status."""
+        return dict(self.scan())
+
+    def scan(self):
+        """load() one row at a time: yields (key, result) of every reusable row once all of them parsed (a
+        damaged journal raises TilerError before anything is yielded or deleted), then drops the internal
+        errors. A sweep keeps only the keys (reading each result back with get()), not 10,000 parsed dicts."""
         db = self._connect(check=True)
         try:
-            rows = db.execute("SELECT key, status, kind, error, result FROM results").fetchall()
+            for _ in self._rows(db):  # a first pass only validates: nothing is held
+                pass
+            yield from self._rows(db)
         except sqlite3.Error as exc:
             raise self._bad(f"{type(exc).__name__}: {exc}") from None
-        out = {}
-        for key, status, kind, error, result in rows:
-            if not isinstance(key, str):
-                raise self._bad(f"a row has key {key!r}")
-            if status == "ok":
-                try:
-                    res = json.loads(result) if isinstance(result, str | bytes) else None
-                except (ValueError, RecursionError) as exc:
-                    raise self._bad(f"the result of {key[:80]!r} is not JSON: {str(exc)[:80]}") from None
-                if not self._valid_ok(res):
-                    raise self._bad(
-                        f"the result of {key[:80]!r} is {str(result)[:60]!r}, not a search result"
-                    )
-                out[key] = res
-            elif status == "error" and kind == "input" and isinstance(error, str):
-                out[key] = {"status": status, "kind": kind, "error": error}
-            elif status != "error" or kind != "internal":
-                raise self._bad(f"the row {key[:80]!r} has status {status!r}, kind {kind!r}")
         # only now that every row parsed: a damaged journal is never written to
         try:
             db.execute("DELETE FROM results WHERE status = 'error' AND kind = 'internal'")
             db.commit()
         except sqlite3.Error as exc:
             raise self._bad(f"{type(exc).__name__}: {exc}") from None
-        return out
+
+    def _rows(self, db):
+        cur = db.execute("SELECT key, status, kind, error, result FROM results ORDER BY rowid")
+        for key, status, kind, error, result in cur:
+            if not isinstance(key, str):
+                raise self._bad(f"a row has key {key!r}")
+            res = self._result(key, status, kind, error, result)
+            if res is not None:
+                yield key, res
+
+    def _result(self, key, status, kind, error, result) -> dict | None:
+        """A row's result (None for an internal error, which a resume retries); TilerError when damaged."""
+        if status == "ok":
+            try:
+                res = json.loads(result) if isinstance(result, str | bytes) else None
+            except (ValueError, RecursionError) as exc:
+                raise self._bad(f"the result of {key[:80]!r} is not JSON: {str(exc)[:80]}") from None
+            if not self._valid_ok(res):
+                raise self._bad(f"the result of {key[:80]!r} is {str(result)[:60]!r}, not a search result")
+            return res
+        if status == "error" and kind == "input" and isinstance(error, str):
+            return {"status": status, "kind": kind, "error": error}
+        if status == "error" and kind == "internal":
+            return None
+        raise self._bad(f"the row {key[:80]!r} has status {status!r}, kind {kind!r}")
+
+    def get(self, key: str) -> dict | None:
+        """One journaled result (an internal error too, as the search returned it), None when absent."""
+        try:
+            row = (
+                self._connect()
+                .execute("SELECT status, kind, error, result FROM results WHERE key = ?", (key,))
+                .fetchone()
+            )
+        except sqlite3.Error as exc:
+            raise self._bad(f"{type(exc).__name__}: {exc}") from None
+        if row is None:
+            return None
+        status, kind, error, result = row
+        if status == "error" and kind == "internal":
+            return {"status": status, "kind": kind, "error": error}
+        return self._result(key, status, kind, error, result)
 
     def put(self, key: str, chip, op: str, problem, cfg: SweepConfig, result: dict) -> bool:
         """Commit one result; returns False (and writes nothing) if the key is already there."""
@@ -406,11 +492,32 @@ class Journal:
         self.db.commit()
         return cur.rowcount == 1
 
+    def drop(self, keys) -> None:
+        """Delete these keys' rows (results of an older record, searched again)."""
+        if keys:
+            self._connect().executemany("DELETE FROM results WHERE key = ?", [(k,) for k in keys])
+            self.db.commit()
+
     def count(self) -> int:
         return self._connect().execute("SELECT COUNT(*) FROM results").fetchone()[0]
 
     def close(self) -> None:
         self.release()
+
+
+class _Results:
+    """The sweep's finished results as the output reads them (`get(key)`): the keys in memory, each result
+    read back from the journal when its rows are built, so the parent never holds every search's record."""
+
+    def __init__(self, journal: Journal):
+        self.journal = journal
+        self.keys: set[str] = set()
+
+    def __contains__(self, key) -> bool:
+        return key in self.keys
+
+    def get(self, key, default=None):
+        return self.journal.get(key) if key in self.keys else default
 
 
 # --------------------------------------------------------------------------------------------------- input
@@ -565,9 +672,15 @@ class WorkerDied(RuntimeError):
 def _run_pool(chunks, ctx: _Context, jobs: int, on_result) -> None:
     from concurrent.futures import ProcessPoolExecutor, as_completed
     from concurrent.futures.process import BrokenProcessPool
+    from multiprocessing import get_context
 
+    # spawned, not forked: a worker imports only what a search needs (no pandas, ~45 MB) instead of sharing a
+    # copy of the parent (pandas, the input table, the rows: each forked worker's memory started at the parent's)
     pool = ProcessPoolExecutor(
-        max_workers=min(jobs, len(chunks)), initializer=_worker_init, initargs=(os.getpid(),)
+        max_workers=min(jobs, len(chunks)),
+        mp_context=get_context("spawn"),
+        initializer=_worker_init,
+        initargs=(os.getpid(),),
     )
     try:
         futures = [pool.submit(_solve_chunk, _payload(c), ctx) for c in chunks]
@@ -989,18 +1102,20 @@ def run_sweep(
         notes.append(f"note: --resume: no journal at {jpath}; started from the beginning")
     journal = Journal(jpath, fresh=not resume)
     try:
-        results = journal.load() if resume else {}
-        results = {k: v for k, v in results.items() if k in tasks_by_key}
-        # a result journaled before the record changed (a GPU's pipes under msprof's names) is searched again
-        results = {
-            k: v
-            for k, v in results.items()
-            if v["status"] != "ok"
-            or (
+        results, stale = _Results(journal), []
+        for k, v in journal.scan() if resume else ():
+            # a result journaled before the record changed (a GPU's pipes under msprof's names) is searched
+            # again, and so is one journaled before searches kept each target's best tiling (runnable)
+            if k not in tasks_by_key:
+                continue
+            if v["status"] != "ok" or (
                 set(record(tasks_by_key[k].chip.family)) <= set(v["row"])
                 and isinstance(v.get("runnable"), dict)
-            )
-        }  # ... and one journaled before searches kept each target's best tiling (runnable) too
+            ):
+                results.keys.add(k)
+            else:
+                stale.append(k)
+        journal.drop(stale)  # their new results take their place
         todo = [t for t in tasks_by_key.values() if t.key not in results]
         reused = len(tasks_by_key) - len(todo)
         total = len(rows) * len(chip_objs)
@@ -1010,7 +1125,7 @@ def run_sweep(
         def on_result(key: str, res: dict) -> None:
             task = tasks_by_key[key]
             journal.put(key, task.chip, op, task.problem, cfg, res)
-            results[key] = res
+            results.keys.add(key)  # the result itself stays in the journal (read back by the output)
             bar.update(len(task.slots))
 
         if todo:
