@@ -58,7 +58,7 @@ def test_an_export_round_trips_to_the_runner_inputs():
     res = search(p, chip, space, top=1)
     doc = tiling_document(p, chip, res.tiling(0), res.row(0))
     problem, cfg, dtype = tiling_from_doc(doc)
-    assert problem == SHAPES[0] and dtype == "fp16"
+    assert problem == {**SHAPES[0], "layout": "nchw"} and dtype == "fp16"
     assert cfg == {k: res.tiling(0)[k] for k in cfg} and km.validate(cfg, problem) is None
 
 

@@ -21,10 +21,10 @@ It imports the kernels by file path (tiler/ops/depthwise_conv/triton_kernels.py)
    alternate between them. Rows are written and flushed as they come; each shape gets an equal share of
    the time left, so a cut thins every shape instead of dropping the last ones.
 
-With ``--layout nhwc`` the problems' tensors are channels_last, the grid is the NHWC vector kernel's (up to 256
-channels per program) and every shape's torch rows time conv2d in both memory formats on the same values
-(source ``<backend> nchw`` and ``<backend> channels_last``; the conversion is not timed), so each tiling's
-ratio to the faster vendor format comes from one run.
+With ``--layout nhwc`` the problems' tensors are channels_last and the grid is the NHWC vector kernel's (up to 256
+channels per program). Every shape's torch rows time conv2d in both memory formats on the same values (source
+``<backend> nchw`` and ``<backend> channels_last``; the conversion is not timed), so each tiling's ratio to the
+faster vendor format comes from one run.
 
 A short summary table (best time per scheme against torch, per shape) ends the output.
 """
@@ -475,28 +475,18 @@ def main(argv=None) -> int:
                 break
             shape_deadline = now + (t_end - now) / (len(work) - i)
             t_shape = now
-            try:
+            try:  # torch in both memory formats on the same values (each checked); the faster is the baseline
                 probs = [km.Problem(s, dtype=s["dtype"], seed=seed) for seed in (0, 1)]
                 backend = torch_backend(probs[0])
-                err = probs[0].check_torch()
-                ms = probs[0].time_fn(probs[0].torch_fn(), args.warmup_ms, args.rep_ms)
+                both = probs[0].torch_formats(args.warmup_ms, args.rep_ms)
             except Exception as e:  # noqa: BLE001
                 log(f"[{s['name']}] torch baseline failed: {type(e).__name__}: {e}")
                 n_fail += 1
                 continue
-            if args.layout == "nhwc":  # both vendor formats on the same values; the faster is the baseline
-                try:
-                    both = probs[0].torch_formats(args.warmup_ms, args.rep_ms)
-                except Exception as e:  # noqa: BLE001
-                    log(f"[{s['name']}] torch formats failed: {type(e).__name__}: {e}")
-                    n_fail += 1
-                    continue
-                for fmt, v in both.items():
-                    gbps = probs[0].bytes / (v["ms"] * 1e-3) / 1e9
-                    w.writerow(fmt_row(s, "torch", f"{backend} {fmt}", None, v["ms"], gbps, v["rel_err"]))
-                ms = min(v["ms"] for v in both.values())
-            else:
-                w.writerow(fmt_row(s, "torch", backend, None, ms, probs[0].bytes / (ms * 1e-3) / 1e9, err))
+            for fmt, v in both.items():
+                gbps = probs[0].bytes / (v["ms"] * 1e-3) / 1e9
+                w.writerow(fmt_row(s, "torch", f"{backend} {fmt}", None, v["ms"], gbps, v["rel_err"]))
+            ms = min(v["ms"] for v in both.values())
             f.flush()
             n_ok += 1
             rec = {
