@@ -24,7 +24,8 @@ It imports the kernels by file path (tiler/ops/depthwise_conv/triton_kernels.py)
 With ``--layout nhwc`` the problems' tensors are channels_last and the grid is the NHWC vector kernel's (up to 256
 channels per program). Every shape's torch rows time conv2d in both memory formats on the same values (source
 ``<backend> nchw`` and ``<backend> channels_last``; the conversion is not timed), so each tiling's ratio to the
-faster vendor format comes from one run.
+faster vendor format comes from one run. (Files measured before 2026-12-03 label both formats' rows with the
+backend torch picks for the problem's own layout.)
 
 A short summary table (best time per scheme against torch, per shape) ends the output.
 """
@@ -317,14 +318,16 @@ def measure_ceilings(path: Path) -> list[dict]:
     return rows
 
 
-def torch_backend(prob) -> str:
-    """The convolution backend PyTorch selects for this problem (cudnn, cudadepthwise2d, ...)."""
+def torch_backend(prob, memory_format=None) -> str:
+    """The convolution backend PyTorch selects for this problem (cudnn, cudadepthwise2d, ...), with the input
+    in `memory_format` (default: the problem's own)."""
     import torch
 
     try:
         p = prob.p
+        x = prob.x if memory_format is None else prob.x.contiguous(memory_format=memory_format)
         b = torch._C._select_conv_backend(
-            prob.x,
+            x,
             prob.w,
             None,
             [p["stride"]] * 2,
@@ -485,7 +488,9 @@ def main(argv=None) -> int:
                 continue
             for fmt, v in both.items():
                 gbps = probs[0].bytes / (v["ms"] * 1e-3) / 1e9
-                w.writerow(fmt_row(s, "torch", f"{backend} {fmt}", None, v["ms"], gbps, v["rel_err"]))
+                mf = torch.channels_last if fmt == "channels_last" else torch.contiguous_format
+                label = f"{torch_backend(probs[0], mf)} {fmt}"
+                w.writerow(fmt_row(s, "torch", label, None, v["ms"], gbps, v["rel_err"]))
             ms = min(v["ms"] for v in both.values())
             f.flush()
             n_ok += 1

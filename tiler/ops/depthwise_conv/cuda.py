@@ -168,11 +168,15 @@ def prepare(p: DepthwiseConv, chip, c: dict) -> dict[str, np.ndarray]:
     nhwc = p.layout == "nhwc"
     # NHWC: elements per vector load (a pixel's channels, up to 16 bytes) and the sector fetched per pixel
     vec_width = np.minimum(g, VECTOR_LOAD_BYTES // p.in_bytes) if nhwc else np.ones(scheme.shape)
-    sector_waste = (
-        ceil_div(g * p.in_bytes, SECTOR_BYTES) * SECTOR_BYTES / (g * p.in_bytes)
-        if nhwc
-        else np.ones(scheme.shape)
-    )
+    # a pixel's channels are one segment of g*b bytes (the whole pixel run when g is every channel): it moves in
+    # whole sectors plus a request's overhead (common.segment_efficiency); NCHW rows are long runs
+    seg = g * p.in_bytes
+    sector_waste = ceil_div(seg, SECTOR_BYTES) * SECTOR_BYTES / seg if nhwc else np.ones(scheme.shape)
+    # the rest of each sector is another channel group's, read much later (pixel tiles run first): it is still in
+    # L2 only when the input fits there; else HBM moves the whole sectors too
+    in_bytes = p.N * p.C * p.H * p.W * p.in_bytes
+    evicted = float(np.clip(1.0 - chip["l2_bytes"] / in_bytes, 0.0, 1.0)) if nhwc else 0.0
+    hbm_bytes = p.compulsory_bytes + in_bytes * (sector_waste - 1.0) * evicted
     plane = p.out_h * p.out_w
     programs = ceil_div(plane, bp) * ceil_div(p.C, g) * p.N
     steps = ceil_div(g * p.taps, bk)
@@ -210,7 +214,7 @@ def prepare(p: DepthwiseConv, chip, c: dict) -> dict[str, np.ndarray]:
         "warps": w.astype(np.float64),
         "fixed_occupancy": _fixed_occupancy(p, chip, c).astype(np.float64),
         "programs": programs.astype(np.float64),
-        "hbm_bytes": np.full(scheme.shape, p.compulsory_bytes),
+        "hbm_bytes": hbm_bytes * np.ones(scheme.shape),
         "l2_bytes": l2_bytes.astype(np.float64),
         "flops": np.full(scheme.shape, p.flops),
         "compulsory": np.full(scheme.shape, p.compulsory_bytes),
