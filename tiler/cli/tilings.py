@@ -121,52 +121,17 @@ def search(
     # --emit with an explicit --top K prints K configs (a Triton target); without --top, the one best
     many = click.get_current_context().get_parameter_source("top") != click.core.ParameterSource.DEFAULT
     if space_path is not None:
-        from ..triton import TARGET, emit_configs
-
         taken = {
             "--export": export_path,
             "--manifest": manifest_path,
             "--measure": measure,
             "--storage": storage,
+            "--study-name": study_name,
+            "--guided": guided,
+            "--warm-start": warm_start,
         }
-        taken.update({"--study-name": study_name, "--guided": guided, "--warm-start": warm_start})
-        for flag, value in taken.items():
-            if value:
-                raise TilerError(
-                    f"{flag}: not with --space (the space's configs are ranked as given, by the model)"
-                )
-        if emit is not None and emit != TARGET:
-            raise TilerError(f"--emit: a user space is a Triton kernel's; must be {TARGET}, got {emit!r}")
-        if top < 1:
-            raise TilerError(f"--top: must be >= 1, got {top}")
-        res = api.search(
-            op,
-            chip_id,
-            shape,
-            dtype,
-            fix=list(fix),
-            target=target,
-            top=top if many or emit is None else 1,
-            strategy=strategy,
-            trials=trials,
-            hardware_dir=obj["hardware_dir"],
-            diverse=diverse if diverse is not None else emit is not None,
-            space=space_path,
-        )
-        for note in res.notes:
-            click.echo(note, err=True)
-        if emit is not None:
-            click.echo(emit_configs(res), nl=False)
-            return
-        if fmt == "json":
-            click.echo(json.dumps(res.summary(), indent=2))
-            return
-        for line in res.head_lines():
-            click.echo(line)
-        for line in _estimate_lines(res.row(0)):
-            click.echo("  " + line)
-        for line in res.tail_lines():
-            click.echo(line)
+        space_args = (obj, op, chip_id, shape, dtype, fix, target, top, many, strategy, trials, diverse, emit)
+        _search_user_space(*space_args, fmt, space_path, taken)
         return
 
     if export_path and export_path != "-":  # a path that cannot take the file is refused before the search
@@ -243,6 +208,76 @@ def search(
         return
     for note in res.notes:  # failures, resume and stop messages, guided-search counts
         click.echo(note, err=True)
+    _print_search(res, doc, fmt)
+
+
+def _search_user_space(
+    obj,
+    op,
+    chip_id,
+    shape,
+    dtype,
+    fix,
+    target,
+    top,
+    many,
+    strategy,
+    trials,
+    diverse,
+    emit,
+    fmt,
+    space_path,
+    taken,
+):
+    """`tiler search --space FILE`: a user's Triton kernel space ranked by the model (refusing the options that
+    have no meaning there, `taken`), printed as configs (--emit), JSON or the report."""
+    from .. import api
+    from ..triton import TARGET, emit_configs
+
+    for flag, value in taken.items():
+        if value:
+            raise TilerError(
+                f"{flag}: not with --space (the space's configs are ranked as given, by the model)"
+            )
+    if emit is not None and emit != TARGET:
+        raise TilerError(f"--emit: a user space is a Triton kernel's; must be {TARGET}, got {emit!r}")
+    if top < 1:
+        raise TilerError(f"--top: must be >= 1, got {top}")
+    res = api.search(
+        op,
+        chip_id,
+        shape,
+        dtype,
+        fix=list(fix),
+        target=target,
+        top=top if many or emit is None else 1,
+        strategy=strategy,
+        trials=trials,
+        hardware_dir=obj["hardware_dir"],
+        diverse=diverse if diverse is not None else emit is not None,
+        space=space_path,
+    )
+    for note in res.notes:
+        click.echo(note, err=True)
+    if emit is not None:
+        click.echo(emit_configs(res), nl=False)
+        return
+    if fmt == "json":
+        click.echo(json.dumps(res.summary(), indent=2))
+        return
+    for line in res.head_lines():
+        click.echo(line)
+    for line in _estimate_lines(res.row(0)):
+        click.echo("  " + line)
+    for line in res.tail_lines():
+        click.echo(line)
+
+
+def _print_search(res, doc: dict, fmt: str) -> None:
+    """The report of `tiler search` (the best tiling, its estimate, what runs it, the measurement and the vendor's
+    time when measured, advice, the search's counts, the next best), or the document with advice and alternatives
+    as JSON."""
+    problem, chip, space = res.problem, res.chip, res.space
     measured = res.est.get("measured_us")
     if measured is not None:
         doc["measurement"] = {"measured_us": float(measured[0]), "predicted_us": float(res.est["time_us"][0])}
