@@ -438,9 +438,8 @@ def emit_catlass(v: dict, doc: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-CATLASS_NATIVE_NAMES = (
-    "ArchTag",
-    "DispatchPolicy",
+# The template parameters of MmadAtlasA2PreloadAsync, the dispatch policy of the preload kernel
+_PRELOAD_POLICY = (
     "PRELOAD_STAGES",
     "L1_STAGES",
     "L0A_STAGES",
@@ -448,6 +447,11 @@ CATLASS_NATIVE_NAMES = (
     "L0C_STAGES",
     "ENABLE_UNIT_FLAG",
     "ENABLE_SHUFFLE_K",
+)
+CATLASS_NATIVE_NAMES = (
+    "ArchTag",
+    "DispatchPolicy",
+    *_PRELOAD_POLICY,
     "L1TileShape",
     "L0TileShape",
     "AType",
@@ -615,16 +619,7 @@ CATLASS_SCHEMA = {
                         "ENABLE_UNIT_FLAG": {"type": "boolean"},
                         "ENABLE_SHUFFLE_K": {"type": "boolean"},
                     },
-                    "required": [
-                        "name",
-                        "PRELOAD_STAGES",
-                        "L1_STAGES",
-                        "L0A_STAGES",
-                        "L0B_STAGES",
-                        "L0C_STAGES",
-                        "ENABLE_UNIT_FLAG",
-                        "ENABLE_SHUFFLE_K",
-                    ],
+                    "required": ["name", *_PRELOAD_POLICY],
                     "additionalProperties": False,
                 },
                 {
