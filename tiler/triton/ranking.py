@@ -153,34 +153,21 @@ def _ranked_configs(problem, chip, us: UserSpace, configs, dicts) -> list[Ranked
     cols = _columns_of(us, dicts)
     ranked, rejected = _rank_table(problem, chip, us, cols, "configs")
     space = us.model_space
-    out = []
-    for rec in ranked.to_dict("records"):
+
+    def config(rec: dict, *scored) -> RankedConfig:
         i = int(rec["row"]) - 1
-        out.append(
-            RankedConfig(
-                i,
-                configs[i],
-                dicts[i],
-                {k: space.knobs[k].label(rec[k]) for k in space.names},
-                float(rec["predicted_us"]),
-                int(rec["rank"]),
-                str(rec.get("bound", "")),
-            )
+        return RankedConfig(
+            i, configs[i], dicts[i], {k: space.knobs[k].label(rec[k]) for k in space.names}, *scored
         )
-    for rec in rejected.to_dict("records"):
-        i = int(rec["row"]) - 1
-        out.append(
-            RankedConfig(
-                i,
-                configs[i],
-                dicts[i],
-                {k: space.knobs[k].label(rec[k]) for k in space.names},
-                float("inf"),
-                None,
-                "",
-                f"{rec['rule']}: {rec['reason']}",
-            )
-        )
+
+    out = [
+        config(rec, float(rec["predicted_us"]), int(rec["rank"]), str(rec.get("bound", "")))
+        for rec in ranked.to_dict("records")
+    ]
+    out += [
+        config(rec, float("inf"), None, "", f"{rec['rule']}: {rec['reason']}")
+        for rec in rejected.to_dict("records")
+    ]
     return out
 
 

@@ -448,16 +448,13 @@ _PRELOAD_POLICY = (
     "ENABLE_UNIT_FLAG",
     "ENABLE_SHUFFLE_K",
 )
+# The kernel's type parameters after the dispatch policy: tile shapes, operand types, block scheduler
+_KERNEL_TYPES = ("L1TileShape", "L0TileShape", "AType", "BType", "CType", "BlockScheduler")
 CATLASS_NATIVE_NAMES = (
     "ArchTag",
     "DispatchPolicy",
     *_PRELOAD_POLICY,
-    "L1TileShape",
-    "L0TileShape",
-    "AType",
-    "BType",
-    "CType",
-    "BlockScheduler",
+    *_KERNEL_TYPES,
     "SwizzleOffset",
     "SwizzleDirection",
     "splitkFactor",
@@ -596,12 +593,7 @@ CATLASS_SCHEMA = {
     "required": [
         "ArchTag",
         "DispatchPolicy",
-        "L1TileShape",
-        "L0TileShape",
-        "AType",
-        "BType",
-        "CType",
-        "BlockScheduler",
+        *_KERNEL_TYPES,
         "split_k",
     ],
     "properties": {
