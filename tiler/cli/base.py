@@ -1,4 +1,4 @@
-"""The `tiler` click group and what its commands share: option blocks, reading a tiling, report lines, the input error."""
+"""The `tiler` click group and what its commands share: option blocks, tilings read, report lines."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`tiler shapes`, `tiler sweep` and `tiler report`: a model's shapes, many problems searched in one run, a page drawn from the results."""
+"""`tiler shapes`, `tiler sweep` and `tiler report`: many problems searched in one run, and their page."""
 
 from __future__ import annotations
 

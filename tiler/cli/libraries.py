@@ -1,4 +1,4 @@
-"""`tiler lookup`, `tiler emit` and `tiler check`: exported tilings and dispatch libraries (look-up, code, the targets' compile-time rules)."""
+"""`tiler lookup`, `tiler emit` and `tiler check`: dispatch libraries and exported tilings."""
 
 from __future__ import annotations
 

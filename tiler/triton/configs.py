@@ -1,4 +1,4 @@
-"""The model's best configs in the user's names: a user space searched for one problem, config dicts, triton.Configs and emitted text."""
+"""The model's best configs in the user's names: search_space, config dicts, triton.Configs, code."""
 
 from __future__ import annotations
 

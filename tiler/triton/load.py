@@ -1,4 +1,4 @@
-"""Reading a user space from a TOML file or a dict: its keys checked, the key map resolved onto the operator's knobs, the shape map of the autotune key."""
+"""Reading a user space (a TOML file or a dict): its keys checked, key and shape maps resolved."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The user's configs ranked by the model for one problem (rank_configs), through tiler.rank's validation and estimate."""
+"""The user's configs ranked by the model for one problem (rank_configs, through tiler.rank)."""
 
 from __future__ import annotations
 

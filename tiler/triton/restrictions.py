@@ -1,4 +1,4 @@
-"""A user space's restrictions: Python expressions over its params, checked against a whitelist of syntax and evaluated over the table of configs."""
+"""A user space's restrictions: Python expressions over its params, checked, then evaluated per config."""
 
 from __future__ import annotations
 

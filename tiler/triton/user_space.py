@@ -1,4 +1,4 @@
-"""A user's Triton tuning space (UserSpace): its params, the configs they span under the restrictions, and their key map onto the model's knobs."""
+"""A user's Triton tuning space (UserSpace): its params, the configs they span, its key map."""
 
 from __future__ import annotations
 

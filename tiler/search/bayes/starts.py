@@ -1,4 +1,4 @@
-"""Starting points: the model's top tilings (guided) and the operator's known-good tiling, enqueued as the first trials."""
+"""Starting points: the model's top tilings (guided) and the operator's known-good tiling, tried first."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Optuna storage and the study: open a storage, name and tag a study, refuse another search's study, share it across processes."""
+"""The optuna study: its storage, name and tag, the refusal of another search's study, sharing it."""
 
 from __future__ import annotations
 
