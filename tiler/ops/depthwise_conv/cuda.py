@@ -32,6 +32,7 @@ import numpy as np
 
 from ...model.common import ceil_div, classify_bound, roofline_us
 from ...operator import Operator, register
+from ..triton_measure import TritonRunner
 from . import views
 from .geometry import VECTOR, input_elems, scheme_groups, useful_fraction
 from .problem import DepthwiseConv
@@ -316,7 +317,7 @@ def timing(g: dict, chip, e: dict[str, float]) -> dict[str, np.ndarray]:
 
 
 @register
-class DepthwiseConvCuda(Operator):
+class DepthwiseConvCuda(TritonRunner, Operator):
     OP = "depthwise_conv"
     FAMILY = "cuda"
     PROBLEM = DepthwiseConv
@@ -411,19 +412,3 @@ class DepthwiseConvCuda(Operator):
         """The CUDA-core kernel with two channels and 128 pixels per program on two warps: within 10% of the best
         measured tiling on 12 of the 15 H200 shapes where the grid has it (0.94 geomean, bench/data/h200_dwconv.csv)."""
         return dict(scheme="vector", groups_per_op=2, BLOCK_P=128, BLOCK_K=16, num_warps=2, num_stages=1)
-
-    def runner(self, name: str):
-        """`--measure triton`: time the tiling with triton_kernels.run (needs a GPU, torch and triton)."""
-        if name not in self.RUNNERS:
-            return super().runner(name)
-        from .triton_runner import measure_document
-
-        return measure_document
-
-    def vendor(self, name: str):
-        """`--vendor`: torch conv2d (the faster of NCHW and channels_last) on the document's problem, timed as the runner times a tiling."""
-        if name not in self.RUNNERS:
-            return super().vendor(name)
-        from .triton_runner import vendor_document
-
-        return vendor_document
