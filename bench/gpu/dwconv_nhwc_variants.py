@@ -177,7 +177,9 @@ def main(argv=None) -> int:
                 ms = prob.time_fn(fn, 5, 25)
                 rows.append({"name": name, "variant": f"block{bw}", "cfg": tag, "ms": ms})
                 best[f"block{bw}"] = min(best.get(f"block{bw}", 1e9), ms)
-        log(f"[{name}] torch cl {cl:.4f} " + " ".join(f"{k} {v:.4f} ({cl / v:.2f}x)" for k, v in best.items()))
+        log(
+            f"[{name}] torch cl {cl:.4f} " + " ".join(f"{k} {v:.4f} ({cl / v:.2f}x)" for k, v in best.items())
+        )
     with open(args.out, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=["name", "variant", "cfg", "ms"])
         w.writeheader()
