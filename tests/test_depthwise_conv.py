@@ -421,7 +421,9 @@ def test_the_triton_view_names_the_layouts_kernel_and_check_catches_a_wrong_one(
     doc = tiling_document(p, chip, res.tiling(0), res.row(0))
     view = doc["targets"]["triton"]
     assert view["kernel"] == "_dw_nhwc_kernel" and doc["problem"]["layout"] == "nhwc"
+    assert view["filter_layout"] == "kh,kw,C"
     assert check_triton(view, chip, p) == []
+    assert any("filter_layout" in b for b in check_triton({**view, "filter_layout": "C,1,kh,kw"}, chip, p))
     assert any("kernel" in b for b in check_triton({**view, "kernel": "_dw_vec_kernel"}, chip, p))
     assert any("groups_per_op" in b for b in check_triton({**view, "groups_per_op": 512}, chip, p))
     assert any("kernel" in b for b in check_triton(view, chip, dw(**CONVNEXT)))

@@ -140,6 +140,9 @@ def triton_view(p: DepthwiseConv, chip, tiling: dict, row: dict) -> dict:
     scheme = tiling["scheme"]
     return {
         "kernel": triton_kernel(p, scheme),
+        # the filter as the kernel reads it (triton_kernels.filter_for): torch's on nchw, a tap's channels
+        # contiguous on nhwc
+        "filter_layout": "kh,kw,C" if p.layout == "nhwc" else "C,1,kh,kw",
         "scheme": scheme,
         "groups_per_op": g,
         "BLOCK_P": bp,
@@ -224,6 +227,11 @@ def check_triton(v: dict, chip, p: DepthwiseConv) -> list[str]:
         bad.append(f"grid = [ceil(out_h*out_w/BLOCK_P), ceil(C/groups_per_op), N] = {grid}")
     if p.layout == "nhwc" and v["scheme"] != "vector":
         bad.append(f"scheme = {v['scheme']}: an nhwc problem runs the vector scheme only")
+    want = "kh,kw,C" if p.layout == "nhwc" else "C,1,kh,kw"
+    if v.get("filter_layout", want) != want:
+        bad.append(
+            f"filter_layout = {v['filter_layout']!r}: the {p.layout} kernel reads the filter as {want}"
+        )
     if v["kernel"] != triton_kernel(p, v["scheme"]):
         bad.append(
             f"kernel = {v['kernel']}: {p.layout} runs {triton_kernel(p, v['scheme'])} for the {v['scheme']} scheme "
