@@ -1,7 +1,8 @@
 """A/B of NHWC depthwise kernel variants on the GPU machine (run THERE): the shipped NHWC kernel of
 tiler/ops/depthwise_conv/triton_kernels.py against candidates: 2-D pixel blocks (BLOCK_P // BLOCK_W rows x
-BLOCK_W columns) whose interior blocks load without masks at per-tap scalar offsets (--block-w), and the shipped
-kernel reading the filter as [kh, kw, C], a tap's channels contiguous (--hwc).
+BLOCK_W columns) whose interior blocks load without masks at per-tap scalar offsets (--block-w). (Until 2026-12-03
+it also had --hwc, the kernel reading the filter as [kh, kw, C]: bench/data/h200_dwconv_nhwc_hwc.csv, row variant
+hwc_filter; the shipped kernel has read it so since, and "shipped" in that file is the kernel before.)
 
     PYTHONUNBUFFERED=1 python -m bench.gpu.dwconv_nhwc_variants --grid bench/data/h200_dwconv_nhwc.csv \
         --out $OUT/h200_dwconv_nhwc_variants.csv
@@ -104,59 +105,6 @@ if triton is not None:
             mask=p_mask[:, None] & c_mask[None, :],
         )
 
-    @triton.jit
-    def _dw_nhwc_hwcw_kernel(
-        x_ptr,
-        w_ptr,
-        out_ptr,
-        N,
-        C,
-        H,
-        W,
-        OH,
-        OW,
-        KH: tl.constexpr,
-        KW: tl.constexpr,
-        STRIDE: tl.constexpr,
-        PAD: tl.constexpr,
-        PADW: tl.constexpr,
-        DIL: tl.constexpr,
-        G: tl.constexpr,
-        BLOCK_P: tl.constexpr,
-    ):
-        """The shipped NHWC kernel with the filter as [kh, kw, C] (a tap's G weights contiguous)."""
-        pid_p = tl.program_id(0)
-        pid_g = tl.program_id(1)
-        n = tl.program_id(2)
-        P = OH * OW
-        offs_p = pid_p * BLOCK_P + tl.arange(0, BLOCK_P)
-        p_mask = offs_p < P
-        oh = offs_p // OW
-        ow = offs_p % OW
-        cs = pid_g * G + tl.arange(0, G)
-        c_mask = cs < C
-        x_img = x_ptr + n.to(tl.int64) * H * W * C
-        acc = tl.zeros((BLOCK_P, G), dtype=tl.float32)
-        for th in tl.static_range(KH):
-            ih = oh * STRIDE - PAD + th * DIL
-            mh = p_mask & (ih >= 0) & (ih < H)
-            for tw in tl.static_range(KW):
-                iw = ow * STRIDE - PADW + tw * DIL
-                m = mh & (iw >= 0) & (iw < W)
-                xv = tl.load(
-                    x_img + ((ih * W + iw) * C)[:, None] + cs[None, :],
-                    mask=m[:, None] & c_mask[None, :],
-                    other=0.0,
-                )
-                wv = tl.load(w_ptr + (th * KW + tw) * C + cs, mask=c_mask, other=0.0)
-                acc += xv.to(tl.float32) * wv.to(tl.float32)[None, :]
-        out_img = out_ptr + n.to(tl.int64) * P * C
-        tl.store(
-            out_img + (offs_p * C)[:, None] + cs[None, :],
-            acc.to(out_ptr.dtype.element_ty),
-            mask=p_mask[:, None] & c_mask[None, :],
-        )
-
 
 def launch_block(prob, cfg: dict, block_w: int):
     """The candidate kernel's launch for prob (triton_kernels.Problem, nhwc) and a grid config."""
@@ -189,34 +137,6 @@ def launch_block(prob, cfg: dict, block_w: int):
     return fn
 
 
-def launch_hwcw(prob, cfg: dict, w_hwc):
-    """The HWC-filter candidate's launch: the shipped NHWC grid, the filter pre-arranged [kh, kw, C] once."""
-    km = load_module("dwconv_triton_kernels", KERNELS_PATH)
-    p = prob.p
-    c = km.normalize_cfg(cfg)
-    G, BP = c["groups_per_op"], c["BLOCK_P"]
-    grid = (triton.cdiv(prob.OH * prob.OW, BP), triton.cdiv(p["C"], G), p["N"])
-    kh, kw = p["kh"], p["kw"]
-    args = (prob.x, w_hwc, prob.out, p["N"], p["C"], p["H"], p["W"], prob.OH, prob.OW)
-    kwargs = dict(
-        KH=kh,
-        KW=kw,
-        STRIDE=p["stride"],
-        PAD=km.pad_h(kh, p["pad"]),
-        PADW=km.pad_w(kw, p["pad"]),
-        DIL=p["dilation"],
-        G=G,
-        BLOCK_P=BP,
-        num_warps=c["num_warps"],
-        num_stages=1,
-    )
-
-    def fn():
-        _dw_nhwc_hwcw_kernel[grid](*args, **kwargs)
-
-    return fn
-
-
 def main(argv=None) -> int:
     import pandas as pd
     import torch
@@ -226,7 +146,6 @@ def main(argv=None) -> int:
     ap.add_argument("--out", required=True)
     ap.add_argument("--top", type=int, default=6)
     ap.add_argument("--block-w", default="4,8,16", help="block widths to try; empty: none")
-    ap.add_argument("--hwc", action="store_true", help="also the shipped kernel with [kh, kw, C] filters")
     args = ap.parse_args(argv)
     km = load_module("dwconv_triton_kernels", KERNELS_PATH)
     g = pd.read_csv(args.grid)
@@ -251,9 +170,6 @@ def main(argv=None) -> int:
             variants = [
                 (f"block{bw}", launch_block(prob, cfg, int(bw))) for bw in args.block_w.split(",") if bw
             ]
-            if args.hwc:
-                w_hwc = prob.w.reshape(shape["C"], -1).t().contiguous()
-                variants.append(("hwc_filter", launch_hwcw(prob, cfg, w_hwc)))
             for label, fn in variants:
                 prob.out.fill_(float("nan"))
                 fn()
