@@ -2,12 +2,17 @@
 NHWC grids together, and the model's picks against the vendor's faster format.
 
     python -m bench.dwconv_layouts fit [--out hardware/h200.toml]
+    python -m bench.dwconv_layouts grid
     python -m bench.dwconv_layouts report [--picks bench/data/h200_dwconv_layout_picks.csv]
 
 `fit` joins bench/data/h200_dwconv.csv (every scheme, NCHW) and bench/data/h200_dwconv_nhwc.csv (the NHWC vector
 kernel's grid) and runs `tiler calibrate` on the shapes of examples/shapes/depthwise_conv.csv not marked
 `heldout`, in both layouts; the held-out shapes (both layouts) are reported apart, never fitted. With --out it
 writes the profile (the shipped one was written so).
+
+`grid` scores the shipped profile on both grids: per shape and layout, the measured time of the model's
+fastest-predicted grid row over the best measured (top-1) and Spearman; geomeans over the fitted and the held-out
+shapes.
 
 `report` reads one measured run of the model's picks (bench/gpu/dwconv_picks.py --layout L, timed by
 bench/gpu/dwconv_measure.py --candidates ... --layout L: each shape's torch rows in both formats and the picks
@@ -75,6 +80,35 @@ def fit(out: str | None) -> int:
     return 0
 
 
+def grid() -> int:
+    from tiler.hardware import load_chip
+    from tiler.rank import rank_candidates
+
+    chip = load_chip("h200")
+    shapes = pd.read_csv(SHAPES).set_index("name")
+    out = []
+    for layout, path in GRIDS.items():
+        g = pd.read_csv(path)
+        g = g[g["impl"] == "triton"].drop(columns=["layout"], errors="ignore")
+        for name, rows in g.groupby("name", sort=False):
+            s = shapes.loc[name]
+            p = parse_problem("depthwise_conv", {**{k: int(s[k]) for k in FIELDS}, "layout": layout}, "fp16")
+            ranked, _ = rank_candidates(p, chip, rows)
+            rho = pd.Series(ranked["predicted_us"]).rank().corr(pd.Series(ranked["ms"]).rank())
+            top1 = float(rows["ms"].min() / ranked["ms"].iloc[0])
+            out.append(
+                {"name": name, "layout": layout, "heldout": int(s["heldout"]), "top1": top1, "spearman": rho}
+            )
+    t = pd.DataFrame(out)
+    print(t.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    for (layout, held), h in t.groupby(["layout", "heldout"], sort=False):
+        print(
+            f"{layout} {'held-out' if held else 'fitted'} ({len(h)}): top-1 {geomean(h['top1']):.3f} "
+            f"(min {h['top1'].min():.3f}), Spearman mean {h['spearman'].mean():.3f}"
+        )
+    return 0
+
+
 def report(picks: str) -> int:
     d = pd.read_csv(picks)
     shapes = pd.read_csv(SHAPES).set_index("name")
@@ -122,10 +156,13 @@ def main(argv=None) -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     f = sub.add_parser("fit", help="calibrate the depthwise constants on both layouts' grids")
     f.add_argument("--out", help="write the fitted profile here (e.g. hardware/h200.toml)")
+    sub.add_parser("grid", help="the shipped profile's top-1 and Spearman on both layouts' grids")
     r = sub.add_parser("report", help="the measured picks against torch's faster memory format")
     r.add_argument("--picks", default=str(DATA / "h200_dwconv_layout_picks.csv"))
     args = ap.parse_args(argv)
-    return fit(args.out) if args.cmd == "fit" else report(args.picks)
+    if args.cmd == "fit":
+        return fit(args.out)
+    return grid() if args.cmd == "grid" else report(args.picks)
 
 
 if __name__ == "__main__":
