@@ -132,27 +132,27 @@ def same_walk(gm, gn, tiles, cores, offset, direction, snake, offsets, direction
     return (twin_offset != offset) | (twin_direction != direction) | (twin_snake != snake)
 
 
-def walk_points(
-    tm: int, tn: int, offset: int, direction: int, snake: bool, p
-) -> tuple[np.ndarray, np.ndarray]:
+def walk_points(tm: int, tn: int, offset, direction, snake, p) -> tuple[np.ndarray, np.ndarray]:
     """Tile (row, col) at walk positions `p` (an int64 array): one position of `traversal` in closed form, as
-    _compute_walks computes every position, so any position of a walk of billions of tiles costs O(1)."""
+    _compute_walks computes every position, so any position of a walk of billions of tiles costs O(1). The
+    walk settings may be arrays too (one per position: walk_counts_many types many walks' positions at once)."""
     p = np.asarray(p, dtype=np.int64)
-    a, b = (tm, tn) if direction == 0 else (tn, tm)
-    off = min(offset, a)
+    d0 = np.asarray(direction) == 0
+    a, b = np.where(d0, tm, tn), np.where(d0, tn, tm)
+    off = np.minimum(offset, a)
     group = p // (off * b)
     height = np.minimum(off, a - group * off)
     q = p - group * off * b
     col = q // height
     row = group * off + (q - col * height)
-    if snake:
-        col = np.where(group % 2 == 1, b - 1 - col, col)
-    return (row, col) if direction == 0 else (col, row)
+    col = np.where(np.asarray(snake, dtype=bool) & (group % 2 == 1), b - 1 - col, col)
+    return np.where(d0, row, col), np.where(d0, col, row)
 
 
 def point_types(tm, tn, cores, offset, direction, snake, edge_m, edge_n, p) -> np.ndarray:
     """The tile type (TILE_TYPES) at walk positions `p` of one slice: edge bits of the tile, plus 4 when the
-    core's previous tile (position p - cores) has the same column (walk_points; no walk)."""
+    core's previous tile (position p - cores) has the same column (walk_points; no walk). The walk settings may
+    be arrays, one per position."""
     p = np.asarray(p, dtype=np.int64)
     r, c = walk_points(tm, tn, offset, direction, snake, p)
     out = 2 * ((r == tm - 1) & bool(edge_m)) + ((c == tn - 1) & bool(edge_n))
@@ -161,57 +161,57 @@ def point_types(tm, tn, cores, offset, direction, snake, edge_m, edge_n, p) -> n
     return out + 4 * (before & (c0 == c))
 
 
-def _residue_hist(start: int, stride: int, n: int, cores: int) -> np.ndarray:
-    """How many of start + j*stride, j in [0, n), have each residue mod `cores`: the residues repeat every
-    cores / gcd(stride, cores) terms, so one period is counted, times the whole periods, plus the rest."""
-    period = cores // math.gcd(stride % cores, cores) if stride % cores else 1
-    first = (start + stride * np.arange(min(period, n), dtype=np.int64)) % cores
-    whole, rest = divmod(n, period)
-    out = np.bincount(first[:rest], minlength=cores).astype(np.int64)
-    if whole:
-        out += whole * np.bincount(first, minlength=cores)
-    return out
+def _residue_hist(start, stride, n, cores: int) -> np.ndarray:
+    """How many of start + j*stride, j in [0, n), have each residue mod `cores`, (R, cores) for R rows of
+    (start, stride, n) arrays: the residues repeat every cores / gcd(stride, cores) terms, so one period is
+    counted, weighted by how often it recurs (whole periods, plus one for the rest)."""
+    start, stride, n = (np.atleast_1d(np.asarray(x, dtype=np.int64)) for x in (start, stride, n))
+    period = cores // np.gcd(stride % cores, cores)  # gcd(0, cores) = cores: period 1
+    whole, rest = np.divmod(n, period)
+    j = np.arange(cores, dtype=np.int64)
+    weight = (j < np.minimum(period, n)[:, None]) * (whole[:, None] + (j < rest[:, None]))
+    t = np.arange(start.size)[:, None]
+    return np.bincount(
+        (t * cores + (start[:, None] + j * stride[:, None]) % cores).ravel(),
+        weights=weight.ravel(),
+        minlength=start.size * cores,
+    ).reshape(start.size, cores)
 
 
-def _runs_counts(runs: list, stride: int, cores: int) -> np.ndarray:
-    """Tiles per core of many runs of one stride, (TILE_TYPES, cores): each run (tile type, start, n, length) is
-    the positions start + j*stride + [0, length) for j in [0, n), counted per residue mod `cores`.
+def _runs_counts(runs: np.ndarray, slots: int, cores: int) -> np.ndarray:
+    """Tiles per core of many runs, (slots, TILE_TYPES, cores): each run (slot, tile type, start, n, length,
+    stride) is the positions start + j*stride + [0, length) for j in [0, n), counted per residue mod `cores`
+    into its slot.
 
-    Per run, the starts' residues repeat every cores / gcd(stride, cores) runs, so one period of them is weighted
-    by how often it recurs (whole periods, plus one for the rest), then each start residue adds one to the
-    `length % cores` residues after it (a circular window sum over the starts' histogram), on top of
-    `length // cores` on every residue per run. Whole counts, in a few vectorised passes for all the runs."""
-    runs = [r for r in runs if r[2] > 0 and r[3] > 0]
-    if not runs:
-        return np.zeros((TILE_TYPES, cores), dtype=np.int64)
-    ttype, start, n, length = np.array(runs, dtype=np.int64).T
+    Every run adds `length // cores` on every residue per start; each start residue (_residue_hist) then adds
+    one to the `length % cores` residues after it (a circular window sum over the starts' histogram). Whole
+    counts, in a few vectorised passes for all the runs."""
+    out = np.zeros((slots, TILE_TYPES, cores))
+    runs = runs[(runs[:, 3] > 0) & (runs[:, 4] > 0)]
+    if not runs.size:
+        return out.astype(np.int64)
+    slot, ttype, start, n, length, stride = runs.T
     full, rem = np.divmod(length, cores)
-    flat = np.repeat(np.bincount(ttype, weights=full * n, minlength=TILE_TYPES), cores)
+    cell = slot * TILE_TYPES + ttype
+    flat = out.reshape(slots * TILE_TYPES, cores)
+    flat += np.bincount(cell, weights=full * n, minlength=slots * TILE_TYPES)[:, None]
     part = np.flatnonzero(rem)
     if part.size:
-        ttype, start, n, rem = ttype[part], start[part], n[part], rem[part]
-        period = cores // math.gcd(stride % cores, cores) if stride % cores else 1
-        whole, rest = np.divmod(n, period)
-        j = np.arange(period, dtype=np.int64)
-        weight = (j < np.minimum(period, n)[:, None]) * (whole[:, None] + (j < rest[:, None]))
+        hist = _residue_hist(start[part], stride[part], n[part], cores)
         t = np.arange(part.size)[:, None]
-        hist = np.bincount(
-            (t * cores + (start[:, None] + j * stride) % cores).ravel(),
-            weights=weight.ravel(),
-            minlength=part.size * cores,
-        ).reshape(part.size, cores)
         cs = np.zeros((part.size, 2 * cores + 1))
         np.cumsum(np.concatenate([hist, hist], axis=1), axis=1, out=cs[:, 1:])
         x = np.arange(cores) + cores + 1
-        win = cs[t, x] - cs[t, x - rem[:, None]]
+        win = cs[t, x] - cs[t, x - rem[part][:, None]]
         flat += np.bincount(
-            (ttype[:, None] * cores + x - cores - 1).ravel(), weights=win.ravel(), minlength=flat.size
-        )
-    return np.rint(flat).astype(np.int64).reshape(TILE_TYPES, cores)
+            (cell[part][:, None] * cores + x - cores - 1).ravel(), weights=win.ravel(), minlength=flat.size
+        ).reshape(flat.shape)
+    return np.rint(out).astype(np.int64)
 
 
-def _group_counts(tm, tn, cores, offset, direction, snake, edge_m, edge_n, g: int) -> np.ndarray:
-    """Tiles of each type (cores, TILE_TYPES) that group g of the walk gives each core (absolute residues).
+def _group_runs(tm, tn, cores, offset, direction, snake, edge_m, edge_n, g: int) -> tuple[int, int, list]:
+    """Group g of the walk: its first position, how many positions to type one by one (its first `cores`), and
+    the rest as runs (tile type, start, runs, run length, stride), for _runs_counts.
 
     Inside the group the walk runs `b` runs (walk columns) of `h` tiles; a position at least `cores` into the
     group has its core's previous tile in the same group: for direction 0 in the same run exactly when it is at
@@ -225,10 +225,7 @@ def _group_counts(tm, tn, cores, offset, direction, snake, edge_m, edge_n, g: in
     last = g == -(-a // off) - 1
     col_bit = (int(edge_n), 2 * int(edge_m))[direction]  # the type bit of walk column b - 1
     row_bit = (2 * int(edge_m), int(edge_n))[direction] if last else 0  # of walk row a - 1 (run place h - 1)
-    out = np.zeros((TILE_TYPES, cores), dtype=np.int64)
-    head = min(cores, size)
-    t = point_types(tm, tn, cores, offset, direction, snake, edge_m, edge_n, start + np.arange(head))
-    np.add.at(out, (t, (start + np.arange(head)) % cores), 1)
+    runs: list = []  # (tile type, first start, runs, run length, stride h)
     if size > cores:
         edge_run = 0 if (snake and g % 2 == 1) else b - 1
         j0 = cores // h
@@ -236,7 +233,6 @@ def _group_counts(tm, tn, cores, offset, direction, snake, edge_m, edge_n, g: in
         pieces = [(j0, 1, cores - j0 * h), (j0 + 1, b - j0 - 1, 0)]
         cuts = sorted({0, h, *((min(cores, h),) if direction == 0 else ()), *((h - 1,) if row_bit else ())})
         reuse_all = direction == 1 and cores % h == 0
-        runs: list = []  # (tile type, first start, runs, run length), every run `h` apart: counted at once
         for j, n, lo in pieces:
             for js, ns in (
                 (j, min(n, max(edge_run - j, 0))),
@@ -253,47 +249,94 @@ def _group_counts(tm, tn, cores, offset, direction, snake, edge_m, edge_n, g: in
                         continue
                     reuse = reuse_all or (direction == 0 and e0 >= cores)
                     ttype = kind + (row_bit if e0 >= h - 1 else 0) + 4 * reuse
-                    runs.append((ttype, start + js * h + e0, je - js, e1 - e0))
-        out += _runs_counts(runs, h, cores)
-    return out.T
+                    runs.append((ttype, start + js * h + e0, je - js, e1 - e0, h))
+    return start, min(cores, size), runs
 
 
 def walk_counts(tm, tn, cores, offset, direction, snake, edge_m, edge_n) -> np.ndarray:
     """Tiles of each type (cores, TILE_TYPES) on each core when one slice of the `tm x tn` grid is walked in
-    this traversal and position p runs on core p mod cores: what counting a walk gives, without the walk.
+    this traversal and position p runs on core p mod cores: what counting a walk gives, without the walk
+    (walk_counts_many for one walk)."""
+    return walk_counts_many(tm, tn, cores, [(offset, direction, snake)], edge_m, edge_n)[0]
+
+
+def walk_counts_many(tm, tn, cores, walk_keys, edge_m, edge_n) -> np.ndarray:
+    """walk_counts for each (offset, direction, serpentine) of `walk_keys`, (W, cores, TILE_TYPES).
 
     Every group but the last has `offset` rows, and a group whose first position is at least `cores` into the
     walk (all its tiles' previous tiles in full groups) gives the same counts as any other of its parity (the
-    serpentine's direction), moved by its start's residue: those are computed once per parity and added for
-    each start residue (_residue_hist), the first few groups and the last one on their own. Time and memory
-    grow with the cores, not with the tiles. Cached per walk (a search meets the same grid at several K steps)."""
-    key = (tm, tn, cores, offset, direction, bool(snake), bool(edge_m), bool(edge_n))
-    out = _COUNTS.get(key)
-    if out is None:
-        if len(_COUNTS) > _CACHE_ROWS:
-            _COUNTS.clear()
-        out = _COUNTS[key] = _walk_counts(*key)
-        out.flags.writeable = False
-    return out
+    serpentine's direction), moved by its start's residue: those are counted once per parity and added for
+    each start residue (_residue_hist), the first few groups and the last one on their own. The groups of every
+    walk asked for are counted together (one point_types, one _runs_counts), so the numpy calls do not grow
+    with the walks. Time and memory grow with the cores, not with the tiles. Cached per walk (a search meets
+    the same grid at several K steps)."""
+    keys = [
+        (tm, tn, cores, int(o), int(d), bool(s), bool(edge_m), bool(edge_n))
+        for o, d, s in np.asarray(walk_keys, dtype=np.int64).reshape(-1, 3).tolist()
+    ]
+    if (
+        len(_COUNTS) > _CACHE_ROWS
+    ):  # start over before looking up, so every key this call needs is there after
+        _COUNTS.clear()
+    todo = sorted({k for k in keys if k not in _COUNTS})
+    if todo:
+        for k, out in zip(todo, _walk_counts_many(tm, tn, cores, todo, edge_m, edge_n), strict=True):
+            out.flags.writeable = False
+            _COUNTS[k] = out
+    return np.stack([_COUNTS[k] for k in keys])
 
 
-def _walk_counts(tm, tn, cores, offset, direction, snake, edge_m, edge_n) -> np.ndarray:
-    """walk_counts, computed."""
-    a, b = (tm, tn) if direction == 0 else (tn, tm)
-    off = min(offset, a)
-    groups, size = -(-a // off), off * b
-    generic = min(
-        -(-cores // size), groups - 1
-    )  # the first group whose previous tiles are all in full groups
-    args = (tm, tn, cores, offset, direction, snake, edge_m, edge_n)
-    out = sum(_group_counts(*args, g) for g in range(generic))
-    out = out + _group_counts(*args, groups - 1)
-    step = 2 if snake else 1
-    shifted = (np.arange(cores)[:, None] - np.arange(cores)[None, :]) % cores
-    for g0 in range(generic, min(generic + step, groups - 1)):
-        rel = np.roll(_group_counts(*args, g0), -(g0 * size % cores), axis=0)
-        hist = _residue_hist(g0 * size, step * size, -(-(groups - 1 - g0) // step), cores)
-        out = out + np.einsum("k,xkt->xt", hist, rel[shifted])
+def _walk_counts_many(tm, tn, cores, keys: list, edge_m, edge_n) -> np.ndarray:
+    """walk_counts_many, computed for the walks of `keys` (walk_counts' cache keys)."""
+    # the groups counted, each with its walk, the residue it starts at and how often it recurs by start residue
+    # (a plain group: once, at its own start; a generic one: _residue_hist of its parity's starts)
+    groups_of, walk_of, shift, rec = [], [], [], []
+    heads, runs = [], []
+    for w, (_, _, _, offset, direction, snake, _, _) in enumerate(keys):
+        a, b = (tm, tn) if direction == 0 else (tn, tm)
+        off = min(offset, a)
+        groups, size = -(-a // off), off * b
+        generic = min(
+            -(-cores // size), groups - 1
+        )  # the first group whose previous tiles are all in full groups
+        step = 2 if snake else 1
+        for g in [*range(generic), groups - 1, *range(generic, min(generic + step, groups - 1))]:
+            groups_of.append(g)
+            walk_of.append(w)
+            shift.append(g * size % cores)
+            recurs = generic <= g < groups - 1
+            rec.append((g * size, step * size, -(-(groups - 1 - g) // step)) if recurs else None)
+    settings = np.array([k[3:6] for k in keys], dtype=np.int64)
+    for e, (w, g) in enumerate(zip(walk_of, groups_of, strict=True)):
+        start, head, rs = _group_runs(tm, tn, cores, *keys[w][3:], g)
+        heads.append((e, w, start, head))
+        runs.extend((e, *r) for r in rs)
+    n_grp = len(groups_of)
+    # the first positions of each group, typed one by one, then the runs
+    e, w, start, head = np.array(heads, dtype=np.int64).T
+    first = np.repeat(np.cumsum(head) - head, head)
+    pos = np.repeat(start, head) + np.arange(int(head.sum()), dtype=np.int64) - first
+    pw = settings[np.repeat(w, head)]
+    t = point_types(tm, tn, cores, pw[:, 0], pw[:, 1], pw[:, 2], edge_m, edge_n, pos)
+    counts = np.bincount(
+        (np.repeat(e, head) * TILE_TYPES + t) * cores + pos % cores, minlength=n_grp * TILE_TYPES * cores
+    ).reshape(n_grp, TILE_TYPES, cores)
+    if runs:
+        counts += _runs_counts(np.array(runs, dtype=np.int64), n_grp, cores)
+    gc = counts.transpose(0, 2, 1)  # (groups, cores, types)
+    out = np.zeros((len(keys), cores, TILE_TYPES), dtype=np.int64)
+    walk_of, shift = np.array(walk_of, dtype=np.int64), np.array(shift, dtype=np.int64)
+    gen = np.array([r is not None for r in rec])
+    np.add.at(out, walk_of[~gen], gc[~gen])  # the plain groups: once each, at their own start
+    if gen.any():
+        # a generic group recurs at start residues k (hist[k] times) and gives core x what its core
+        # (x - k + shift) mod cores gets: a circulant (cores x cores) matrix times its counts
+        rs, st, ns = np.array([r for r in rec if r is not None], dtype=np.int64).T
+        hist = _residue_hist(rs, st, ns, cores).astype(np.int64)
+        x, y = np.arange(cores)[:, None], np.arange(cores)[None, :]
+        k = (x - y + shift[gen][:, None, None]) % cores  # (generic groups, cores x, cores y)
+        circ = hist[np.arange(k.shape[0])[:, None, None], k]
+        np.add.at(out, walk_of[gen], np.matmul(circ, gc[gen]))
     return out
 
 
@@ -372,7 +415,7 @@ def _core_work(tm, tn, splits, batch, cores, edge_m, edge_n, settings: np.ndarra
         )
         types_at = lambda w, pos: ttype[w, pos]  # noqa: E731
     else:
-        by_residue = np.stack([walk_counts(tm, tn, cores, *k, edge_m, edge_n) for k in walk_keys.tolist()])
+        by_residue = walk_counts_many(tm, tn, cores, walk_keys, edge_m, edge_n)
         types_at = lambda w, pos: point_types(tm, tn, cores, *walk_keys[w], edge_m, edge_n, pos)  # noqa: E731
     # every slice shifted by its starting core:
     # counts[x] = sum over starting cores s of starts[s] * by_residue[(x - s) mod cores]
@@ -971,8 +1014,8 @@ def max_b_reuse(
         return 0
     settings = np.array([(o, d, s) for o in offsets for d in directions for s in snakes], dtype=np.int64)
     if per > WALK_TILES:  # counted in closed form (walk_counts), not on the walk
-        reuse = [walk_counts(tm, tn, cores, *k, False, False)[:, 4:].sum() for k in settings.tolist()]
-        return int(max(reuse)) * batch * splits
+        reuse = walk_counts_many(tm, tn, cores, settings, False, False)[:, :, 4:].sum(axis=(1, 2))
+        return int(reuse.max()) * batch * splits
     _, c = walks(tm, tn, settings)
     same = c[:, cores:] == c[:, :-cores]
     return int(same.sum(axis=1).max()) * batch * splits
