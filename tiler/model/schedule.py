@@ -413,10 +413,14 @@ def _core_work(tm, tn, splits, batch, cores, edge_m, edge_n, settings: np.ndarra
         by_residue = np.bincount(slot.ravel(), minlength=n_walk * cores * TILE_TYPES).reshape(
             n_walk, cores, TILE_TYPES
         )
-        types_at = lambda w, pos: ttype[w, pos]  # noqa: E731
+        types_at = lambda w, pos: ttype[w[:, None], pos]  # noqa: E731
     else:
         by_residue = walk_counts_many(tm, tn, cores, walk_keys, edge_m, edge_n)
-        types_at = lambda w, pos: point_types(tm, tn, cores, *walk_keys[w], edge_m, edge_n, pos)  # noqa: E731
+
+        def types_at(w: np.ndarray, pos: np.ndarray) -> np.ndarray:  # (walks, positions), in closed form
+            offset, direction, snake = walk_keys[w].T[:, :, None]
+            return point_types(tm, tn, cores, offset, direction, snake, edge_m, edge_n, pos)
+
     # every slice shifted by its starting core:
     # counts[x] = sum over starting cores s of starts[s] * by_residue[(x - s) mod cores]
     if outer == 1:
@@ -429,9 +433,13 @@ def _core_work(tm, tn, splits, batch, cores, edge_m, edge_n, settings: np.ndarra
         counts = np.einsum("k,sxkt->sxt", starts, by_residue[:, shifted])[walk_of]
     subs = np.zeros((n_set, cores, SUB_TYPES))
     rem = n % cores
-    for i in np.flatnonzero(settings[:, 3] >= 2) if rem else ():  # the partial last round is re-cut
+    recut = np.flatnonzero(settings[:, 3] >= 2) if rem else np.empty(0, dtype=np.int64)
+    if recut.size:  # the partial last round is re-cut: its tiles' types once per walk
         pos = np.arange(n - rem, n) % per  # its tiles' positions in the walk; tile k runs on core k
-        t = types_at(walk_of[i], pos)
+        used = np.unique(walk_of[recut])
+        last_types = dict(zip(used.tolist(), types_at(used, pos), strict=True))
+    for i in recut:
+        t = last_types[walk_of[i]]
         np.subtract.at(counts[i], (np.arange(rem), t), 1)
         sub_type = np.repeat(t % 4, settings[i, 3])[:cores]
         subs[i, np.arange(sub_type.size), sub_type] = 1
