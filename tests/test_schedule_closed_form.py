@@ -344,3 +344,47 @@ def test_serial_hit_ceiling_is_the_best_walk(tm, tn, splits, batch, a_bytes, b_b
     pairs = {(float(x), float(y)) for x, y in zip(fa, fb, strict=True)}
     assert pairs <= {(float(x), float(y)) for x, y in hits}
     assert all(any(x <= fx and y <= fy for fx, fy in pairs) for x, y in hits)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.one_of(st.integers(1, 64), st.integers(1, 70000)),
+    st.one_of(st.integers(1, 64), st.integers(1, 70000)),
+    st.sampled_from([1, 2, 3]),
+    st.integers(1, 2),
+    st.sampled_from([2, 3, 8, 20, 24, 30, 32]),
+    st.integers(1, 400),
+    st.integers(1, 400),
+    st.floats(1e4, 1e7),
+)
+def test_round_hit_front_covers_every_walk(tm, tn, splits, batch, slots, a_bytes, b_bytes, cap):
+    """Several tiles a round: every walk setting's L2 hit rates (panel_hits_many: prefixes, cut walks and their
+    shares included) are at or below one of round_hit_front's pairs on both kinds, and where the rounds do not
+    overflow L2 the front is the ceiling alone (or None)."""
+    offs, dirs, snakes = (1, 2, 3, 4, 8), (0, 1), (0, 1)
+    settings_ = np.array([(o, d, s) for o in offs for d in dirs for s in snakes])
+    a, b = float(a_bytes * 64), float(b_bytes * 64)
+    schedule.clear_caches()
+    front = schedule.round_hit_front(tm, tn, splits, batch, slots, a, b, cap, offs, dirs)
+    overflow = bool(schedule.rounds_overflow(tm * tn * splits * batch, slots, a, b, cap))
+    if front is None:
+        return
+    assert overflow
+    pairs = list(zip(front[0].ravel(), front[1].ravel(), strict=True))
+    # at most a hair (the front's float margin) above the ceiling
+    assert all(x <= 1.0 - 1.0 / tn + 1e-9 and y <= 1.0 - 1.0 / tm + 1e-9 for x, y in pairs)
+    hits = panel_hits_many(tm, tn, splits, batch, slots, settings_, a, b, cap)
+    assert all(any(x <= fx and y <= fy for fx, fy in pairs) for x, y in hits)
+
+
+def test_round_hit_front_is_below_the_ceiling_where_rounds_overflow():
+    """A 20-core walk of 64 MB panels in a 96 MB L2: only the round's own loads share panels, so the front's
+    best pair is well below the ceiling (each panel missing once), and rows that fit keep the ceiling."""
+    fa, fb = schedule.round_hit_front(
+        [4096, 4096], [33, 33], 1, 1, 20, [64e6, 1e3], [64e6, 1e3], 96e6, (1, 2, 4, 8), (0, 1)
+    )
+    assert fa.shape[1] == 2 and np.all(fa[:, 1] == 1.0 - 1.0 / 33) and np.all(fb[:, 1] == 1.0 - 1.0 / 4096)
+    # the pairs' miss-rate products: near 1/20 (a round's 20 tiles share at most 20 panel pairs), within the
+    # corners' ratio; the ceiling's is 1 / (33 * 4096)
+    miss = (1.0 - fa[:, 0]) * (1.0 - fb[:, 0])
+    assert np.all(miss >= 0.9 / 20 / schedule.ROUND_RATIO)

@@ -30,6 +30,9 @@ SIM_MAX = 1 << 15  # largest prefix of whole groups simulated; beyond, the walk 
 # Largest tile grid (one slice) whose core work is counted on its walk; larger ones are counted in closed form
 # (walk_counts: the same counts, faster beyond this size, and without a table sized by the tiles).
 WALK_TILES = 1 << 14
+# Largest ratio between consecutive corners of round_hit_front (the bound's L2 miss rates on a walk whose rounds
+# overflow L2): more corners, a tighter bound, a tile cost each
+ROUND_RATIO = 1.5
 
 
 # Caches, each bounded (a long sweep starts them over): walks by (tm, tn, offset, direction, serpentine), core work
@@ -950,6 +953,66 @@ def serial_hit_ceiling(
 
 _TOUCHES: dict = {}
 _TOUCH_ELEMS = 0
+
+
+def rounds_overflow(tiles, slots: int, a_panel, b_panel, l2_bytes) -> np.ndarray:
+    """Where every full round's panels alone exceed L2 (arrays broadcast): a round of `slots` tiles of one slice
+    touches ra distinct A panels and rb distinct B panels with ra * rb >= slots (its tiles are distinct), so
+    at least ra*A + rb*B >= 2 sqrt(slots A B) bytes (over several slices too: the square root is subadditive).
+    There panel_hits_many's repeat touches in full rounds all miss (the bytes between include the round's own),
+    and the walk needs simulating (more tiles than one round)."""
+    return (tiles > slots) & (2.0 * np.sqrt(slots * np.asarray(a_panel) * b_panel) > l2_bytes)
+
+
+def round_hit_front(tm, tn, splits, batch, slots: int, a_panel, b_panel, l2_bytes, offsets, directions):
+    """L2 hit-rate pairs (A, B), (K, rows) each, such that every walk setting's panel_hits_many pair is at or
+    below one of them, on rows where rounds_overflow holds (the others: one pair, the ceiling 1 - 1/tn,
+    1 - 1/tm); None where no row has a pair below the ceiling.
+
+    Why: there a full round's touches all miss, so over the simulated walk (_prefix: L tiles, F = L // slots full
+    rounds) the miss rates uA, uB (misses per load) satisfy uA >= 1/tn, uB >= 1/tm (each panel misses once;
+    the prefix grid is a part of the grid) and, round by round, ra * rb >= slots, so by the convexity of 1/x
+    (sum rb >= F^2 slots / sum ra): uA * uB >= c = slots (F / L)^2, with F / L the smallest over the walk
+    settings. The curve is covered by corners: uA on a geometric grid x_0 = 1/tn < ... < x_m = c tm (ratio at
+    most ROUND_RATIO), pair i (x_i, max(1/tm, c / x_(i+1))) lies at or below every point with uA in
+    [x_i, x_(i+1)), and (x_m, 1/tm) below those past x_m. The pair's product is c / ratio: the bound gives up
+    at most that factor in the miss rates (a guess that it is small against the ceiling's 1/tn, 1/tm)."""
+    cols = np.broadcast_arrays(tm, tn, splits, batch, a_panel, b_panel)
+    tm, tn, splits, batch = (np.asarray(x, dtype=np.int64).ravel() for x in cols[:4])
+    a_panel, b_panel = (np.asarray(x, dtype=np.float64).ravel() for x in cols[4:])
+    lo_a, lo_b = 1.0 / tn, 1.0 / tm
+    rows = np.flatnonzero(rounds_overflow(tm * tn * splits * batch, slots, a_panel, b_panel, l2_bytes))
+    if not rows.size:
+        return None
+    first, inv = group_rows([tm[rows], tn[rows], splits[rows], batch[rows]])
+    share = np.empty(first.size)  # F / L: the fewest full rounds per simulated tile over the settings
+    for j, i in enumerate(rows[first].tolist()):
+        fl = []
+        for o in sorted(set(offsets)):
+            for d in sorted(set(directions)):
+                t_m, t_n, spl, bat, _, _ = _prefix(
+                    int(tm[i]), int(tn[i]), int(splits[i]), int(batch[i]), o, d
+                )
+                n = t_m * t_n * spl * bat
+                fl.append((n // slots) / n)
+        share[j] = min(fl)
+    c = np.zeros(tm.size)
+    c[rows] = slots * share[inv] ** 2
+    top = c / lo_b  # uA past which uB's own floor 1/tm binds
+    bind = np.flatnonzero(top > lo_a * ROUND_RATIO)
+    if not bind.size:
+        return None
+    steps = np.zeros(tm.size, dtype=np.int64)
+    steps[bind] = np.ceil(np.log(top[bind] / lo_a[bind]) / math.log(ROUND_RATIO)).astype(np.int64)
+    k = int(steps.max())
+    # (K, rows): a row with fewer steps repeats its last pair; a row with none keeps the ceiling
+    i = np.minimum(np.arange(k + 1)[:, None], steps)
+    span = np.where(steps > 0, top / lo_a, 1.0)
+    x = lo_a * span ** np.divide(i, steps, out=np.zeros(i.shape), where=steps > 0)
+    x_next = lo_a * span ** np.divide(i + 1, steps, out=np.ones(i.shape), where=steps > 0)
+    u_b = np.where(i < steps, np.maximum(lo_b, c / x_next), lo_b)
+    shrink = np.where(steps > 0, 1.0 - 1e-9, 1.0)  # a hair below: float rounding never lifts a pair above
+    return 1.0 - np.where(steps > 0, x, lo_a) * shrink, 1.0 - np.where(steps > 0, u_b, lo_b) * shrink
 
 
 def _touches(tm, tn, outer, slots, settings) -> tuple[tuple, list]:

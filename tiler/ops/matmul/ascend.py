@@ -38,6 +38,8 @@ from ...model.schedule import (
     on_clear,
     pack_codes,
     panel_hits_many,
+    round_hit_front,
+    rounds_overflow,
     same_walk,
     serial_hit_ceiling,
     unpack_codes,
@@ -72,6 +74,9 @@ SCHEDULE_KNOBS = ("swizzle_offset", "swizzle_direction", "serpentine", "tail_spl
 # Knobs whose best value follows from the others in closed form (see resolve()); not enumerated unless pinned.
 RESOLVED = ("l0_pingpong", "l1_stages", "preload")
 REUSE_EXACT = 2048  # tile grids up to this size get the exact weight-reuse maximum in bound()
+# rows of (tiling, L2 hit pair) bounded per call when bound() takes its smallest over several hit pairs (its work
+# arrays: a few KB a row)
+BOUND_ROWS = 1 << 14
 # Enumeration levels: each level's rules prune before the next level multiplies the table.
 LEVELS = (
     ("base_m", "base_n", "base_k", "split_k"),
@@ -1223,6 +1228,10 @@ class MatmulAscend(Operator):
                 g["gm"], g["gn"], g["splits"], p.batch, a_panel, b_panel, cap, *walks, front=True
             )
             apart |= ~((fa == 1.0 - 1.0 / g["gn"]) & (fb == 1.0 - 1.0 / g["gm"])).any(axis=0)
+        else:  # where a walk's full rounds overflow L2 (round_hit_front)
+            a_panel, b_panel = g["tm"] * g["kc"] * p.in_bytes, g["tn"] * g["kc"] * p.in_bytes
+            cap = chip["l2_bytes"] * chip["l2_usable_fraction"]
+            apart |= rounds_overflow(g["tiles"], chip.cores, a_panel, b_panel, cap)
         rows = np.flatnonzero(apart)
         if rows.size:
             sub = {k: v[rows] for k, v in c.items()}
@@ -1255,27 +1264,25 @@ class MatmulAscend(Operator):
             _, un, _, bn_t = block_grid(gm, gn, sk, cores)
             fits = gm * a_panel + un * b_panel <= cap
             hit_a = 1.0 - np.where(fits, 1.0, bn_t) / g["gn"]
-        elif cores == 1 and hits is None and not self._split_allowed(schedules, 1):
-            front_a, front_b = serial_hit_ceiling(
-                g["gm"],
-                g["gn"],
-                g["splits"],
-                p.batch,
-                a_panel,
-                b_panel,
-                cap,
-                schedules["swizzle_offset"],
-                schedules["swizzle_direction"],
-                schedules["serpentine"],
-                front=True,
-            )
+        elif hits is None and not self._split_allowed(schedules, 1):
+            walks = [schedules[k] for k in ("swizzle_offset", "swizzle_direction", "serpentine")]
+            grid = (g["gm"], g["gn"], g["splits"], p.batch)
+            if cores == 1:
+                front = serial_hit_ceiling(*grid, a_panel, b_panel, cap, *walks, front=True)
+            else:
+                front = round_hit_front(*grid, cores, a_panel, b_panel, cap, *walks[:2])
+            if front is None:
+                return self._bound_split(p, chip, c, schedules, block, (hit_a, hit_b))
+            front_a, front_b = front
             out = self._bound_split(p, chip, c, schedules, block, (front_a[0], front_b[0]))
-            for a, b in zip(front_a[1:], front_b[1:], strict=True):  # only rows with another pair there
-                rows = np.flatnonzero((a != front_a[0]) | (b != front_b[0]))
-                if rows.size:
-                    sub = {k: v[rows] for k, v in c.items()}
-                    more = self._bound_split(p, chip, sub, schedules, block, (a[rows], b[rows]))
-                    out[rows] = np.minimum(out[rows], more)
+            # the further pairs, only on rows with another pair there, stacked into few calls of BOUND_ROWS rows
+            other = (front_a[1:] != front_a[0]) | (front_b[1:] != front_b[0])
+            pair, rows = np.nonzero(other)
+            for lo in range(0, rows.size, BOUND_ROWS):
+                k, r = pair[lo : lo + BOUND_ROWS] + 1, rows[lo : lo + BOUND_ROWS]
+                sub = {key: v[r] for key, v in c.items()}
+                more = self._bound_split(p, chip, sub, schedules, block, (front_a[k, r], front_b[k, r]))
+                np.minimum.at(out, r, more)
             return out
         if hits is not None:
             hit_a, hit_b = hits
