@@ -388,3 +388,31 @@ def test_round_hit_front_is_below_the_ceiling_where_rounds_overflow():
     # corners' ratio; the ceiling's is 1 / (33 * 4096)
     miss = (1.0 - fa[:, 0]) * (1.0 - fb[:, 0])
     assert np.all(miss >= 0.9 / 20 / schedule.ROUND_RATIO)
+
+
+@settings(max_examples=300, deadline=None)
+@given(grids, grids, st.lists(walk, min_size=1, max_size=6))
+def test_serial_b_reuse_equals_the_walk(tm, tn, ws):
+    """One core: serial_b_reuse's count per walk setting (closed form, every setting at once) is the number of
+    tiles of the walk whose previous tile has the same column, as counting the walk gives (walk_counts' reuse
+    types of a one-core walk, checked against the walk above)."""
+    offs, dirs, snakes = {o for o, _, _ in ws}, {d for _, d, _ in ws}, {int(s) for _, _, s in ws}
+    got = schedule.serial_b_reuse(tm, tn, offs, dirs, snakes)
+    for row, (o, d, s) in zip(got, schedule.walk_settings(offs, dirs, snakes).tolist(), strict=True):
+        assert int(row[0]) == counted_on_the_walk(tm, tn, 1, o, d, s, False, False)[:, 4:].sum()
+
+
+def test_front_rows_cover_every_setting():
+    """front_rows keeps settings that no other beats on every quantity; every setting is at or below a kept one."""
+    rng = np.random.default_rng(3)
+    vals = [rng.integers(0, 4, size=(12, 50)).astype(float) for _ in range(3)]
+    front = schedule.front_rows(*vals)
+    for r in range(50):
+        kept = {tuple(f[k, r] for f in front) for k in range(front[0].shape[0])}
+        allv = [tuple(v[s, r] for v in vals) for s in range(12)]
+        assert kept <= set(allv)
+        assert all(any(all(x <= y for x, y in zip(a, k, strict=True)) for k in kept) for a in allv)
+        # none kept is beaten by another setting on every quantity with one strictly
+        assert not any(
+            any(all(x >= y for x, y in zip(a, k, strict=True)) and a != k for a in allv) for k in kept
+        )

@@ -817,7 +817,18 @@ def _count_over(alpha, beta, n, limit):
 
 
 def serial_hit_ceiling(
-    tm, tn, splits, batch, a_panel, b_panel, l2_bytes, offsets, directions, snakes, front: bool = False
+    tm,
+    tn,
+    splits,
+    batch,
+    a_panel,
+    b_panel,
+    l2_bytes,
+    offsets,
+    directions,
+    snakes,
+    front: bool = False,
+    every: bool = False,
 ):
     """The highest L2 hit rates (A, B) any walk setting of the domains gives, each kind on its own, per row
     (arrays broadcast): panel_hits_many's with one tile a round (a single core), computed in closed form for every
@@ -831,7 +842,9 @@ def serial_hit_ceiling(
 
     front: instead, the (A, B) pairs of the settings that no other setting beats on both kinds, (K, rows) each
     (a row with fewer repeats its first): every setting's pair is at or below one of them, so a cost that falls
-    as hit rates rise is bounded below by its smallest over these K pairs."""
+    as hit rates rise is bounded below by its smallest over these K pairs.
+
+    every: instead, every setting's pair, (S, rows) each, settings in walk_settings' order."""
     cols = np.broadcast_arrays(tm, tn, splits, batch, a_panel, b_panel)
     shape = cols[0].shape
     tm, tn, splits, batch = (np.asarray(x, dtype=np.int64).ravel() for x in cols[:4])
@@ -846,7 +859,9 @@ def serial_hit_ceiling(
         first, inv = group_rows([tm, tn, splits, batch, a_panel.view(np.int64), b_panel.view(np.int64)])
         if first.size < tm.size:
             args = (tm, tn, splits, batch, a_panel, b_panel)
-            got = serial_hit_ceiling(*(x[first] for x in args), l2_bytes, offsets, directions, snakes, front)
+            got = serial_hit_ceiling(
+                *(x[first] for x in args), l2_bytes, offsets, directions, snakes, front, every
+            )
             return tuple(np.asarray(x)[..., inv].reshape(*np.shape(x)[:-1], *shape) for x in got)
     if walked.size < tm.size:
         out_a, out_b = (
@@ -855,26 +870,25 @@ def serial_hit_ceiling(
         )
         if walked.size:
             args = (tm, tn, splits, batch, a_panel, b_panel)
-            got = serial_hit_ceiling(*(x[walked] for x in args), l2_bytes, offsets, directions, snakes, front)
+            got = serial_hit_ceiling(
+                *(x[walked] for x in args), l2_bytes, offsets, directions, snakes, front, every
+            )
             got_a, got_b = (np.asarray(x).reshape(-1, walked.size) for x in got)
             out_a = np.repeat(out_a, got_a.shape[0], axis=0)
             out_b = np.repeat(out_b, got_b.shape[0], axis=0)
             out_a[:, walked], out_b[:, walked] = got_a, got_b
-        if not front:
+        if every:  # the ceiling for every setting
+            n_set = len(walk_settings(offsets, directions, snakes))
+            out_a, out_b = (
+                np.broadcast_to(x, (n_set, tm.size)) if len(x) == 1 else x for x in (out_a, out_b)
+            )
+        elif not front:
             return out_a[0].reshape(shape), out_b[0].reshape(shape)
         return out_a.reshape(-1, *shape), out_b.reshape(-1, *shape)
     per = tm * tn
     step = a_panel + b_panel
     # every setting at once: (S, 1) settings against (rows,) columns
-    grid = np.array(
-        [
-            (o, d, s)
-            for o in sorted(set(offsets))
-            for d in sorted(set(directions))
-            for s in sorted(set(snakes))
-        ],
-        dtype=np.int64,
-    )
+    grid = walk_settings(offsets, directions, snakes)
     offset, direction, snake = (grid[:, i, None] for i in range(3))
     d0 = direction == 0
     # the simulated grid (_prefix): whole, whole slices, whole groups, or cut along its long side
@@ -937,18 +951,70 @@ def serial_hit_ceiling(
     hit_col = 1.0 - (first_col + miss_col * outer).astype(np.float64) / loads
     all_a, all_b = np.where(d0, hit_row, hit_col), np.where(d0, hit_col, hit_row)
     hit_a, hit_b = all_a, all_b  # (settings, rows)
+    if every:
+        return hit_a.reshape(-1, *shape), hit_b.reshape(-1, *shape)
     if not front:
         return hit_a.max(axis=0).reshape(shape), hit_b.max(axis=0).reshape(shape)
-    # the settings no other beats on both kinds (of equal pairs the first), first per row; the rest of each
-    # row's columns repeat its first such pair
-    ge = (hit_a[:, None] >= hit_a[None, :]) & (hit_b[:, None] >= hit_b[None, :])  # ge[t, s]: t at least s
-    later = np.arange(len(hit_a))[None, :, None] > np.arange(len(hit_a))[:, None, None]  # s after t
+    return tuple(x.reshape(-1, *shape) for x in front_rows(hit_a, hit_b))
+
+
+def walk_settings(offsets, directions, snakes) -> np.ndarray:
+    """Every (offset, direction, serpentine) of the domains, (S, 3), in sorted order (serial_hit_ceiling's and
+    serial_b_reuse's rows)."""
+    return np.array(
+        [
+            (o, d, s)
+            for o in sorted(set(offsets))
+            for d in sorted(set(directions))
+            for s in sorted(set(snakes))
+        ],
+        dtype=np.int64,
+    ).reshape(-1, 3)
+
+
+def front_rows(*values: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Per column of (S, rows) arrays, the rows (settings) no other beats on every quantity (of equal ones the
+    first), first; the rest of each column repeats its first: (K, rows) each. Every setting is at or below one of
+    them on every quantity, so a cost that falls as each rises is bounded below by its smallest over these K."""
+    vary = np.flatnonzero(np.logical_or.reduce([(v != v[:1]).any(axis=0) for v in values]))
+    if vary.size < values[0].shape[1]:  # columns where every setting is the same: that one alone
+        out = [v[:1].copy() for v in values]
+        if vary.size:
+            sub = front_rows(*(v[:, vary] for v in values))
+            out = [np.repeat(o, sub[0].shape[0], axis=0) for o in out]
+            for o, f in zip(out, sub, strict=True):
+                o[:, vary] = f
+        return tuple(out)
+    ge = np.logical_and.reduce([v[:, None] >= v[None, :] for v in values])  # ge[t, s]: t at least s
+    later = np.arange(len(values[0]))[None, :, None] > np.arange(len(values[0]))[:, None, None]  # s after t
     beaten = (ge & ~(ge.transpose(1, 0, 2) & ~later)).any(axis=0)  # beaten[s]: some t >= s, t != s's twin
     order = np.argsort(beaten, axis=0, kind="stable")
     width = int((~beaten).sum(axis=0).max())
     pick = np.where(np.arange(width)[:, None] < (~beaten).sum(axis=0), order[:width], order[:1])
-    at = np.arange(hit_a.shape[1])
-    return hit_a[pick, at].reshape(width, *shape), hit_b[pick, at].reshape(width, *shape)
+    at = np.arange(values[0].shape[1])
+    return tuple(v[pick, at] for v in values)
+
+
+def serial_b_reuse(gm, gn, offsets, directions, snakes) -> np.ndarray:
+    """Tiles of one slice whose previous tile has the same tile column, one core (tile p after tile p - 1), for
+    every walk setting (S, rows; walk_settings' order), in closed form: what walk_counts' reuse types count.
+
+    Direction 0 walks each group of off rows column by column: a column run of h tiles reuses h - 1 times, so
+    gn (gm - groups) in all, plus one per group boundary where the next group starts in the column the last
+    ended (serpentine, or one column). Direction 1 walks each group of off columns row by row, across the
+    group's columns: consecutive tiles share a column only in a group one column wide (off = 1: every group,
+    gm - 1 each; else the last group when one column is left)."""
+    grid = walk_settings(offsets, directions, snakes)
+    offset, direction, snake = (grid[:, i, None] for i in range(3))
+    gm, gn = (np.asarray(x, dtype=np.int64).ravel()[None, :] for x in (gm, gn))
+    off0 = np.minimum(offset, gm)
+    groups0 = -(-gm // off0)
+    along = gn * (gm - groups0) + (groups0 - 1) * ((snake == 1) | (gn == 1))
+    off1 = np.minimum(offset, gn)
+    groups1 = -(-gn // off1)
+    last1 = gn - (groups1 - 1) * off1
+    across = (gm - 1) * np.where(off1 == 1, gn, last1 == 1)
+    return np.where(direction == 0, along, across)
 
 
 _TOUCHES: dict = {}

@@ -34,6 +34,7 @@ from ...model.schedule import (
     block_work,
     core_work_many,
     first_touch_only,
+    front_rows,
     max_b_reuse,
     on_clear,
     pack_codes,
@@ -41,6 +42,7 @@ from ...model.schedule import (
     round_hit_front,
     rounds_overflow,
     same_walk,
+    serial_b_reuse,
     serial_hit_ceiling,
     unpack_codes,
 )
@@ -1228,6 +1230,9 @@ class MatmulAscend(Operator):
                 g["gm"], g["gn"], g["splits"], p.batch, a_panel, b_panel, cap, *walks, front=True
             )
             apart |= ~((fa == 1.0 - 1.0 / g["gn"]) & (fb == 1.0 - 1.0 / g["gm"])).any(axis=0)
+            # with residency, where the walks' B-panel reuse differs (a 2-D grid): each with its own hit rates
+            reuse = serial_b_reuse(g["gm"], g["gn"], *walks)
+            apart |= (c["weight_resident"] == 1) & (reuse.min(axis=0) < reuse.max(axis=0))
         else:  # where a walk's full rounds overflow L2 (round_hit_front)
             a_panel, b_panel = g["tm"] * g["kc"] * p.in_bytes, g["tn"] * g["kc"] * p.in_bytes
             cap = chip["l2_bytes"] * chip["l2_usable_fraction"]
@@ -1267,32 +1272,41 @@ class MatmulAscend(Operator):
         elif hits is None and not self._split_allowed(schedules, 1):
             walks = [schedules[k] for k in ("swizzle_offset", "swizzle_direction", "serpentine")]
             grid = (g["gm"], g["gn"], g["splits"], p.batch)
-            if cores == 1:
+            res = c["weight_resident"] == 1
+            if cores == 1 and res.any():
+                # one walk gives both its hit rates and its B-panel reuse (weight residency's saved loads): the
+                # front over (A hits, B hits, reuse) of every setting, not the best of each from different walks
+                every = serial_hit_ceiling(*grid, a_panel, b_panel, cap, *walks, every=True)
+                reuse = serial_b_reuse(g["gm"], g["gn"], *walks) * (g["splits"] * p.batch * res)
+                front = front_rows(*every, reuse.astype(np.float64))
+            elif cores == 1:
                 front = serial_hit_ceiling(*grid, a_panel, b_panel, cap, *walks, front=True)
             else:
                 front = round_hit_front(*grid, cores, a_panel, b_panel, cap, *walks[:2])
             if front is None:
                 return self._bound_split(p, chip, c, schedules, block, (hit_a, hit_b))
-            front_a, front_b = front
-            out = self._bound_split(p, chip, c, schedules, block, (front_a[0], front_b[0]))
+            out = self._bound_split(p, chip, c, schedules, block, tuple(f[0] for f in front))
             # the further pairs, only on rows with another pair there, stacked into few calls of BOUND_ROWS rows
-            other = (front_a[1:] != front_a[0]) | (front_b[1:] != front_b[0])
-            pair, rows = np.nonzero(other)
+            pair, rows = np.nonzero(np.logical_or.reduce([f[1:] != f[0] for f in front]))
             for lo in range(0, rows.size, BOUND_ROWS):
                 k, r = pair[lo : lo + BOUND_ROWS] + 1, rows[lo : lo + BOUND_ROWS]
                 sub = {key: v[r] for key, v in c.items()}
-                more = self._bound_split(p, chip, sub, schedules, block, (front_a[k, r], front_b[k, r]))
+                more = self._bound_split(p, chip, sub, schedules, block, tuple(f[k, r] for f in front))
                 np.minimum.at(out, r, more)
-            return out
+            # a walk's own hit rates and reuse can make this its exact time but for the float order of the
+            # sums: a relative hair below, so that rounding never lifts it above
+            return out * (1.0 - 1e-12)
         if hits is not None:
-            hit_a, hit_b = hits
+            hit_a, hit_b = hits[:2]
         active = self._fewest_active(chip, g, schedules)
         res = c["weight_resident"] == 1
         n = len(c["base_m"])
         counts = np.stack(_type_counts(g, p.batch), axis=1)  # (n, 4)
         # residency saves a B load only on tiles whose core just ran the same panel: at most `reuse_max`
         reuse_max = np.zeros(n)
-        if res.any():
+        if hits is not None and len(hits) > 2:  # one walk setting's own reuse (serial_b_reuse)
+            reuse_max = np.asarray(hits[2], dtype=np.float64)
+        elif res.any():
             # exact maximum for grids up to REUSE_EXACT tiles; beyond, the trivial bound (every tile but the
             # first user of each panel reuses it) keeps the bound valid without walking huge grids
             reuse_max = g["tiles"] - g["gn"] * g["splits"] * p.batch
