@@ -1231,8 +1231,9 @@ class MatmulAscend(Operator):
             )
             apart |= ~((fa == 1.0 - 1.0 / g["gn"]) & (fb == 1.0 - 1.0 / g["gm"])).any(axis=0)
             # with residency, where the walks' B-panel reuse differs (a 2-D grid): each with its own hit rates
-            reuse = serial_b_reuse(g["gm"], g["gn"], *walks)
-            apart |= (c["weight_resident"] == 1) & (reuse.min(axis=0) < reuse.max(axis=0))
+            first, inv = group_rows([g["gm"], g["gn"]])
+            reuse = serial_b_reuse(g["gm"][first], g["gn"][first], *walks)
+            apart |= (c["weight_resident"] == 1) & (reuse.min(axis=0) < reuse.max(axis=0))[inv]
         else:  # where a walk's full rounds overflow L2 (round_hit_front)
             a_panel, b_panel = g["tm"] * g["kc"] * p.in_bytes, g["tn"] * g["kc"] * p.in_bytes
             cap = chip["l2_bytes"] * chip["l2_usable_fraction"]
@@ -1276,9 +1277,13 @@ class MatmulAscend(Operator):
             if cores == 1 and res.any():
                 # one walk gives both its hit rates and its B-panel reuse (weight residency's saved loads): the
                 # front over (A hits, B hits, reuse) of every setting, not the best of each from different walks
-                every = serial_hit_ceiling(*grid, a_panel, b_panel, cap, *walks, every=True)
-                reuse = serial_b_reuse(g["gm"], g["gn"], *walks) * (g["splits"] * p.batch * res)
-                front = front_rows(*every, reuse.astype(np.float64))
+                # once per distinct (grid, panel bytes, residency): the front depends on nothing else
+                a_bits, b_bits = (np.asarray(x, dtype=np.float64).view(np.int64) for x in (a_panel, b_panel))
+                first, inv = group_rows([g["gm"], g["gn"], g["splits"], a_bits, b_bits, res])
+                one = tuple(x[first] for x in (g["gm"], g["gn"], g["splits"], a_panel, b_panel))
+                every = serial_hit_ceiling(*one[:3], p.batch, *one[3:], cap, *walks, every=True)
+                reuse = serial_b_reuse(*one[:2], *walks) * (one[2] * p.batch * res[first])
+                front = tuple(f[:, inv] for f in front_rows(*every, reuse.astype(np.float64)))
             elif cores == 1:
                 front = serial_hit_ceiling(*grid, a_panel, b_panel, cap, *walks, front=True)
             else:
