@@ -1037,16 +1037,17 @@ def round_hit_front(tm, tn, splits, batch, slots: int, a_panel, b_panel, l2_byte
 
     Why: there a full round's touches all miss, so over the simulated walk (_prefix: L tiles, F = L // slots full
     rounds) the miss rates uA, uB (misses per load) satisfy uA >= 1/tn, uB >= 1/tm (each panel misses once;
-    the prefix grid is a part of the grid) and, round by round, ra * rb >= slots, so by the convexity of 1/x
-    (sum rb >= F^2 slots / sum ra): uA * uB >= c = slots (F / L)^2, with F / L the smallest over the walk
-    settings. The curve is covered by corners: uA on a geometric grid x_0 = 1/tn < ... < x_m = c tm (ratio at
-    most ROUND_RATIO), pair i (x_i, max(1/tm, c / x_(i+1))) lies at or below every point with uA in
-    [x_i, x_(i+1)), and (x_m, 1/tm) below those past x_m. The pair's product is c / ratio: the bound gives up
-    at most that factor in the miss rates (a guess that it is small against the ceiling's 1/tn, 1/tm)."""
+    the prefix grid is a part of the grid), uA, uB >= F / L (a round touches at least one panel of each kind)
+    and, round by round, ra * rb >= slots, so by the convexity of 1/x (sum rb >= F^2 slots / sum ra):
+    uA * uB >= c = slots (F / L)^2, with F / L the smallest over the walk settings. The curve is covered by
+    corners: uA on a geometric grid from its floor x_0 to x_m = c / (uB's floor) (ratio at most ROUND_RATIO);
+    pair i (x_i, max(uB's floor, c / x_(i+1))) lies at or below every point with uA in [x_i, x_(i+1)), and
+    (x_m, uB's floor) below those past x_m. The pair's product is c / ratio: the bound gives up at most that
+    factor in the miss rates (a guess that it is small against the ceiling's 1/tn, 1/tm). With both floors
+    near F / L the corners span a ratio of about `slots`: a handful of pairs."""
     cols = np.broadcast_arrays(tm, tn, splits, batch, a_panel, b_panel)
     tm, tn, splits, batch = (np.asarray(x, dtype=np.int64).ravel() for x in cols[:4])
     a_panel, b_panel = (np.asarray(x, dtype=np.float64).ravel() for x in cols[4:])
-    lo_a, lo_b = 1.0 / tn, 1.0 / tm
     rows = np.flatnonzero(rounds_overflow(tm * tn * splits * batch, slots, a_panel, b_panel, l2_bytes))
     if not rows.size:
         return None
@@ -1062,23 +1063,24 @@ def round_hit_front(tm, tn, splits, batch, slots: int, a_panel, b_panel, l2_byte
                 n = t_m * t_n * spl * bat
                 fl.append((n // slots) / n)
         share[j] = min(fl)
-    c = np.zeros(tm.size)
-    c[rows] = slots * share[inv] ** 2
-    top = c / lo_b  # uA past which uB's own floor 1/tm binds
-    bind = np.flatnonzero(top > lo_a * ROUND_RATIO)
-    if not bind.size:
-        return None
-    steps = np.zeros(tm.size, dtype=np.int64)
-    steps[bind] = np.ceil(np.log(top[bind] / lo_a[bind]) / math.log(ROUND_RATIO)).astype(np.int64)
+    q = np.zeros(tm.size)
+    q[rows] = share[inv]
+    # each panel misses at least once, and each full round at least one panel of each kind
+    lo_a, lo_b = np.maximum(1.0 / tn, q), np.maximum(1.0 / tm, q)
+    c = slots * q**2
+    top = c / lo_b  # uA past which uB's own floor binds
+    spread = np.where(top > lo_a * ROUND_RATIO, top / lo_a, 1.0)  # 1: a single pair, the floors
+    steps = np.ceil(np.log(spread) / math.log(ROUND_RATIO)).astype(np.int64)
     k = int(steps.max())
-    # (K, rows): a row with fewer steps repeats its last pair; a row with none keeps the ceiling
+    # (K, rows): a row with fewer steps repeats its last pair; a row with none, its floors (the ceiling where
+    # the rounds do not overflow)
     i = np.minimum(np.arange(k + 1)[:, None], steps)
     span = np.where(steps > 0, top / lo_a, 1.0)
     x = lo_a * span ** np.divide(i, steps, out=np.zeros(i.shape), where=steps > 0)
     x_next = lo_a * span ** np.divide(i + 1, steps, out=np.ones(i.shape), where=steps > 0)
     u_b = np.where(i < steps, np.maximum(lo_b, c / x_next), lo_b)
-    shrink = np.where(steps > 0, 1.0 - 1e-9, 1.0)  # a hair below: float rounding never lifts a pair above
-    return 1.0 - np.where(steps > 0, x, lo_a) * shrink, 1.0 - np.where(steps > 0, u_b, lo_b) * shrink
+    shrink = np.where(q > 0, 1.0 - 1e-9, 1.0)  # a hair below: float rounding never lifts a pair above
+    return 1.0 - x * shrink, 1.0 - u_b * shrink
 
 
 def _touches(tm, tn, outer, slots, settings) -> tuple[tuple, list]:
