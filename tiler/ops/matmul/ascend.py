@@ -79,6 +79,9 @@ REUSE_EXACT = 2048  # tile grids up to this size get the exact weight-reuse maxi
 # rows of (tiling, L2 hit pair) bounded per call when bound() takes its smallest over several hit pairs (its work
 # arrays: a few KB a row)
 BOUND_ROWS = 1 << 14
+# full rounds a walk needs before bound() takes its L2 misses from overflowing rounds (round_hit_front, a tile
+# cost per corner pair): fewer, and the common floor alone (it costs more to bound than it saves in scoring)
+ROUND_TILES = 256
 # Enumeration levels: each level's rules prune before the next level multiplies the table.
 LEVELS = (
     ("base_m", "base_n", "base_k", "split_k"),
@@ -1234,10 +1237,11 @@ class MatmulAscend(Operator):
             first, inv = group_rows([g["gm"], g["gn"]])
             reuse = serial_b_reuse(g["gm"][first], g["gn"][first], *walks)
             apart |= (c["weight_resident"] == 1) & (reuse.min(axis=0) < reuse.max(axis=0))[inv]
-        else:  # where a walk's full rounds overflow L2 (round_hit_front)
+        else:  # where a walk's full rounds overflow L2 (round_hit_front) and are many (where it pays)
             a_panel, b_panel = g["tm"] * g["kc"] * p.in_bytes, g["tn"] * g["kc"] * p.in_bytes
             cap = chip["l2_bytes"] * chip["l2_usable_fraction"]
-            apart |= rounds_overflow(g["tiles"], chip.cores, a_panel, b_panel, cap)
+            many = g["tiles"] > ROUND_TILES * chip.cores
+            apart |= many & rounds_overflow(g["tiles"], chip.cores, a_panel, b_panel, cap)
         rows = np.flatnonzero(apart)
         if rows.size:
             sub = {k: v[rows] for k, v in c.items()}
