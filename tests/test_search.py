@@ -212,7 +212,7 @@ def test_walk_bound_rises_where_rounds_overflow_l2(chip_id, monkeypatch):
     chip = load_chip(chip_id)
     space = load_space("matmul", "ascend")
     model = get_operator("matmul", "ascend")
-    p = mm(16384, 4097, 1 << 20)
+    p = mm(1 << 17, 4097, 1 << 20)
     table, _, _ = enumerate_feasible(p, chip, space, model)
     rows = take(table, np.random.default_rng(7).choice(len(table["base_m"]), size=150, replace=False))
     names = list(model.SCHEDULE_KNOBS)

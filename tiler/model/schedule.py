@@ -1030,10 +1030,13 @@ def rounds_overflow(tiles, slots: int, a_panel, b_panel, l2_bytes) -> np.ndarray
     return (tiles > slots) & (2.0 * np.sqrt(slots * np.asarray(a_panel) * b_panel) > l2_bytes)
 
 
-def round_hit_front(tm, tn, splits, batch, slots: int, a_panel, b_panel, l2_bytes, offsets, directions):
+def round_hit_front(
+    tm, tn, splits, batch, slots: int, a_panel, b_panel, l2_bytes, offsets, directions, min_rounds: int = 0
+):
     """L2 hit-rate pairs (A, B), (K, rows) each, such that every walk setting's panel_hits_many pair is at or
     below one of them, on rows where rounds_overflow holds (the others: one pair, the ceiling 1 - 1/tn,
-    1 - 1/tm); None where no row has a pair below the ceiling.
+    1 - 1/tm); None where no row has a pair below the ceiling. Rows of at most `min_rounds` rounds a core are
+    left at the ceiling too (the caller's trade of bounding cost against scoring).
 
     Why: there a full round's touches all miss, so over the simulated walk (_prefix: L tiles, F = L // slots full
     rounds) the miss rates uA, uB (misses per load) satisfy uA >= 1/tn, uB >= 1/tm (each panel misses once;
@@ -1048,7 +1051,10 @@ def round_hit_front(tm, tn, splits, batch, slots: int, a_panel, b_panel, l2_byte
     cols = np.broadcast_arrays(tm, tn, splits, batch, a_panel, b_panel)
     tm, tn, splits, batch = (np.asarray(x, dtype=np.int64).ravel() for x in cols[:4])
     a_panel, b_panel = (np.asarray(x, dtype=np.float64).ravel() for x in cols[4:])
-    rows = np.flatnonzero(rounds_overflow(tm * tn * splits * batch, slots, a_panel, b_panel, l2_bytes))
+    tiles = tm * tn * splits * batch
+    rows = np.flatnonzero(
+        (tiles > min_rounds * slots) & rounds_overflow(tiles, slots, a_panel, b_panel, l2_bytes)
+    )
     if not rows.size:
         return None
     first, inv = group_rows([tm[rows], tn[rows], splits[rows], batch[rows]])

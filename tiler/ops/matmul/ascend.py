@@ -80,7 +80,7 @@ REUSE_EXACT = 2048  # tile grids up to this size get the exact weight-reuse maxi
 # arrays: a few KB a row)
 BOUND_ROWS = 1 << 14
 # full rounds a walk needs before bound() takes its L2 misses from overflowing rounds (round_hit_front, a tile
-# cost per corner pair): fewer, and the common floor alone (it costs more to bound than it saves in scoring)
+# cost per corner pair): fewer, and the ceiling hit rates (it costs more to bound than it saves in scoring)
 ROUND_TILES = 256
 # Enumeration levels: each level's rules prune before the next level multiplies the table.
 LEVELS = (
@@ -1261,8 +1261,10 @@ class MatmulAscend(Operator):
         them in closed form: the block split's are estimate()'s exactly (B once per panel, A once or once per
         block column); a walk of one tile a round (one core): the smallest bound over the (A, B) hit rates of the
         walk settings no other setting beats on both (schedule.serial_hit_ceiling's front: the simulation's own
-        counts in closed form, for every row at once); every walk is at or below one of them (`hits`: one such
-        pair per row)."""
+        counts in closed form, for every row at once), with weight residency the front over (A hits, B hits, B
+        reuse) of each setting (schedule.serial_b_reuse); several tiles a round whose panels overflow L2: the
+        corners of schedule.round_hit_front. Every walk is at or below one of them (`hits`: one such pair, or
+        triple, per row)."""
         g = _geometry(p, c)
         cores = chip.cores
         hit_a = 1.0 - 1.0 / g["gn"]
@@ -1291,7 +1293,7 @@ class MatmulAscend(Operator):
             elif cores == 1:
                 front = serial_hit_ceiling(*grid, a_panel, b_panel, cap, *walks, front=True)
             else:
-                front = round_hit_front(*grid, cores, a_panel, b_panel, cap, *walks[:2])
+                front = round_hit_front(*grid, cores, a_panel, b_panel, cap, *walks[:2], ROUND_TILES)
             if front is None:
                 return self._bound_split(p, chip, c, schedules, block, (hit_a, hit_b))
             out = self._bound_split(p, chip, c, schedules, block, tuple(f[0] for f in front))
