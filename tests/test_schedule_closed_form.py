@@ -344,3 +344,75 @@ def test_serial_hit_ceiling_is_the_best_walk(tm, tn, splits, batch, a_bytes, b_b
     pairs = {(float(x), float(y)) for x, y in zip(fa, fb, strict=True)}
     assert pairs <= {(float(x), float(y)) for x, y in hits}
     assert all(any(x <= fx and y <= fy for fx, fy in pairs) for x, y in hits)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.one_of(st.integers(1, 64), st.integers(1, 70000)),
+    st.one_of(st.integers(1, 64), st.integers(1, 70000)),
+    st.sampled_from([1, 2, 3]),
+    st.integers(1, 2),
+    st.sampled_from([2, 3, 8, 20, 24, 30, 32]),
+    st.integers(1, 400),
+    st.integers(1, 400),
+    st.floats(1e4, 1e7),
+)
+def test_round_hit_front_covers_every_walk(tm, tn, splits, batch, slots, a_bytes, b_bytes, cap):
+    """Several tiles a round: every walk setting's L2 hit rates (panel_hits_many: prefixes, cut walks and their
+    shares included) are at or below one of round_hit_front's pairs on both kinds, and where the rounds do not
+    overflow L2 the front is the ceiling alone (or None)."""
+    offs, dirs, snakes = (1, 2, 3, 4, 8), (0, 1), (0, 1)
+    settings_ = np.array([(o, d, s) for o in offs for d in dirs for s in snakes])
+    a, b = float(a_bytes * 64), float(b_bytes * 64)
+    schedule.clear_caches()
+    front = schedule.round_hit_front(tm, tn, splits, batch, slots, a, b, cap, offs, dirs)
+    overflow = bool(schedule.rounds_overflow(tm * tn * splits * batch, slots, a, b, cap))
+    if front is None:
+        return
+    assert overflow
+    pairs = list(zip(front[0].ravel(), front[1].ravel(), strict=True))
+    # at most a hair (the front's float margin) above the ceiling
+    assert all(x <= 1.0 - 1.0 / tn + 1e-9 and y <= 1.0 - 1.0 / tm + 1e-9 for x, y in pairs)
+    hits = panel_hits_many(tm, tn, splits, batch, slots, settings_, a, b, cap)
+    assert all(any(x <= fx and y <= fy for fx, fy in pairs) for x, y in hits)
+
+
+def test_round_hit_front_is_below_the_ceiling_where_rounds_overflow():
+    """A 20-core walk of 64 MB panels in a 96 MB L2: only the round's own loads share panels, so the front's
+    best pair is well below the ceiling (each panel missing once), and rows that fit keep the ceiling."""
+    fa, fb = schedule.round_hit_front(
+        [4096, 4096], [33, 33], 1, 1, 20, [64e6, 1e3], [64e6, 1e3], 96e6, (1, 2, 4, 8), (0, 1)
+    )
+    assert fa.shape[1] == 2 and np.all(fa[:, 1] == 1.0 - 1.0 / 33) and np.all(fb[:, 1] == 1.0 - 1.0 / 4096)
+    # the pairs' miss-rate products: near 1/20 (a round's 20 tiles share at most 20 panel pairs), within the
+    # corners' ratio; the ceiling's is 1 / (33 * 4096)
+    miss = (1.0 - fa[:, 0]) * (1.0 - fb[:, 0])
+    assert np.all(miss >= 0.9 / 20 / schedule.ROUND_RATIO)
+
+
+@settings(max_examples=300, deadline=None)
+@given(grids, grids, st.lists(walk, min_size=1, max_size=6))
+def test_serial_b_reuse_equals_the_walk(tm, tn, ws):
+    """One core: serial_b_reuse's count per walk setting (closed form, every setting at once) is the number of
+    tiles of the walk whose previous tile has the same column, as counting the walk gives (walk_counts' reuse
+    types of a one-core walk, checked against the walk above)."""
+    offs, dirs, snakes = {o for o, _, _ in ws}, {d for _, d, _ in ws}, {int(s) for _, _, s in ws}
+    got = schedule.serial_b_reuse(tm, tn, offs, dirs, snakes)
+    for row, (o, d, s) in zip(got, schedule.walk_settings(offs, dirs, snakes).tolist(), strict=True):
+        assert int(row[0]) == counted_on_the_walk(tm, tn, 1, o, d, s, False, False)[:, 4:].sum()
+
+
+def test_front_rows_cover_every_setting():
+    """front_rows keeps settings that no other beats on every quantity; every setting is at or below a kept one."""
+    rng = np.random.default_rng(3)
+    vals = [rng.integers(0, 4, size=(12, 50)).astype(float) for _ in range(3)]
+    front = schedule.front_rows(*vals)
+    for r in range(50):
+        kept = {tuple(f[k, r] for f in front) for k in range(front[0].shape[0])}
+        allv = [tuple(v[s, r] for v in vals) for s in range(12)]
+        assert kept <= set(allv)
+        assert all(any(all(x <= y for x, y in zip(a, k, strict=True)) for k in kept) for a in allv)
+        # none kept is beaten by another setting on every quantity with one strictly
+        assert not any(
+            any(all(x >= y for x, y in zip(a, k, strict=True)) and a != k for a in allv) for k in kept
+        )

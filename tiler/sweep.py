@@ -428,6 +428,7 @@ class Journal:
             raise self._bad(f"{type(exc).__name__}: {exc}") from None
 
     def _rows(self, db):
+        # "order by" in lower case: ORDER is a knob name, which generic code does not spell (test_style)
         cur = db.execute("SELECT key, status, kind, error, result FROM results order by rowid")
         for key, status, kind, error, result in cur:
             if not isinstance(key, str):

@@ -30,6 +30,9 @@ SIM_MAX = 1 << 15  # largest prefix of whole groups simulated; beyond, the walk 
 # Largest tile grid (one slice) whose core work is counted on its walk; larger ones are counted in closed form
 # (walk_counts: the same counts, faster beyond this size, and without a table sized by the tiles).
 WALK_TILES = 1 << 14
+# Largest ratio between consecutive corners of round_hit_front (the bound's L2 miss rates on a walk whose rounds
+# overflow L2): more corners, a tighter bound, a tile cost each
+ROUND_RATIO = 1.5
 
 
 # Caches, each bounded (a long sweep starts them over): walks by (tm, tn, offset, direction, serpentine), core work
@@ -132,27 +135,27 @@ def same_walk(gm, gn, tiles, cores, offset, direction, snake, offsets, direction
     return (twin_offset != offset) | (twin_direction != direction) | (twin_snake != snake)
 
 
-def walk_points(
-    tm: int, tn: int, offset: int, direction: int, snake: bool, p
-) -> tuple[np.ndarray, np.ndarray]:
+def walk_points(tm: int, tn: int, offset, direction, snake, p) -> tuple[np.ndarray, np.ndarray]:
     """Tile (row, col) at walk positions `p` (an int64 array): one position of `traversal` in closed form, as
-    _compute_walks computes every position, so any position of a walk of billions of tiles costs O(1)."""
+    _compute_walks computes every position, so any position of a walk of billions of tiles costs O(1). The
+    walk settings may be arrays too (one per position: walk_counts_many types many walks' positions at once)."""
     p = np.asarray(p, dtype=np.int64)
-    a, b = (tm, tn) if direction == 0 else (tn, tm)
-    off = min(offset, a)
+    d0 = np.asarray(direction) == 0
+    a, b = np.where(d0, tm, tn), np.where(d0, tn, tm)
+    off = np.minimum(offset, a)
     group = p // (off * b)
     height = np.minimum(off, a - group * off)
     q = p - group * off * b
     col = q // height
     row = group * off + (q - col * height)
-    if snake:
-        col = np.where(group % 2 == 1, b - 1 - col, col)
-    return (row, col) if direction == 0 else (col, row)
+    col = np.where(np.asarray(snake, dtype=bool) & (group % 2 == 1), b - 1 - col, col)
+    return np.where(d0, row, col), np.where(d0, col, row)
 
 
 def point_types(tm, tn, cores, offset, direction, snake, edge_m, edge_n, p) -> np.ndarray:
     """The tile type (TILE_TYPES) at walk positions `p` of one slice: edge bits of the tile, plus 4 when the
-    core's previous tile (position p - cores) has the same column (walk_points; no walk)."""
+    core's previous tile (position p - cores) has the same column (walk_points; no walk). The walk settings may
+    be arrays, one per position."""
     p = np.asarray(p, dtype=np.int64)
     r, c = walk_points(tm, tn, offset, direction, snake, p)
     out = 2 * ((r == tm - 1) & bool(edge_m)) + ((c == tn - 1) & bool(edge_n))
@@ -161,57 +164,57 @@ def point_types(tm, tn, cores, offset, direction, snake, edge_m, edge_n, p) -> n
     return out + 4 * (before & (c0 == c))
 
 
-def _residue_hist(start: int, stride: int, n: int, cores: int) -> np.ndarray:
-    """How many of start + j*stride, j in [0, n), have each residue mod `cores`: the residues repeat every
-    cores / gcd(stride, cores) terms, so one period is counted, times the whole periods, plus the rest."""
-    period = cores // math.gcd(stride % cores, cores) if stride % cores else 1
-    first = (start + stride * np.arange(min(period, n), dtype=np.int64)) % cores
-    whole, rest = divmod(n, period)
-    out = np.bincount(first[:rest], minlength=cores).astype(np.int64)
-    if whole:
-        out += whole * np.bincount(first, minlength=cores)
-    return out
+def _residue_hist(start, stride, n, cores: int) -> np.ndarray:
+    """How many of start + j*stride, j in [0, n), have each residue mod `cores`, (R, cores) for R rows of
+    (start, stride, n) arrays: the residues repeat every cores / gcd(stride, cores) terms, so one period is
+    counted, weighted by how often it recurs (whole periods, plus one for the rest)."""
+    start, stride, n = (np.atleast_1d(np.asarray(x, dtype=np.int64)) for x in (start, stride, n))
+    period = cores // np.gcd(stride % cores, cores)  # gcd(0, cores) = cores: period 1
+    whole, rest = np.divmod(n, period)
+    j = np.arange(cores, dtype=np.int64)
+    weight = (j < np.minimum(period, n)[:, None]) * (whole[:, None] + (j < rest[:, None]))
+    t = np.arange(start.size)[:, None]
+    return np.bincount(
+        (t * cores + (start[:, None] + j * stride[:, None]) % cores).ravel(),
+        weights=weight.ravel(),
+        minlength=start.size * cores,
+    ).reshape(start.size, cores)
 
 
-def _runs_counts(runs: list, stride: int, cores: int) -> np.ndarray:
-    """Tiles per core of many runs of one stride, (TILE_TYPES, cores): each run (tile type, start, n, length) is
-    the positions start + j*stride + [0, length) for j in [0, n), counted per residue mod `cores`.
+def _runs_counts(runs: np.ndarray, slots: int, cores: int) -> np.ndarray:
+    """Tiles per core of many runs, (slots, TILE_TYPES, cores): each run (slot, tile type, start, n, length,
+    stride) is the positions start + j*stride + [0, length) for j in [0, n), counted per residue mod `cores`
+    into its slot.
 
-    Per run, the starts' residues repeat every cores / gcd(stride, cores) runs, so one period of them is weighted
-    by how often it recurs (whole periods, plus one for the rest), then each start residue adds one to the
-    `length % cores` residues after it (a circular window sum over the starts' histogram), on top of
-    `length // cores` on every residue per run. Whole counts, in a few vectorised passes for all the runs."""
-    runs = [r for r in runs if r[2] > 0 and r[3] > 0]
-    if not runs:
-        return np.zeros((TILE_TYPES, cores), dtype=np.int64)
-    ttype, start, n, length = np.array(runs, dtype=np.int64).T
+    Every run adds `length // cores` on every residue per start; each start residue (_residue_hist) then adds
+    one to the `length % cores` residues after it (a circular window sum over the starts' histogram). Whole
+    counts, in a few vectorised passes for all the runs."""
+    out = np.zeros((slots, TILE_TYPES, cores))
+    runs = runs[(runs[:, 3] > 0) & (runs[:, 4] > 0)]
+    if not runs.size:
+        return out.astype(np.int64)
+    slot, ttype, start, n, length, stride = runs.T
     full, rem = np.divmod(length, cores)
-    flat = np.repeat(np.bincount(ttype, weights=full * n, minlength=TILE_TYPES), cores)
+    cell = slot * TILE_TYPES + ttype
+    flat = out.reshape(slots * TILE_TYPES, cores)
+    flat += np.bincount(cell, weights=full * n, minlength=slots * TILE_TYPES)[:, None]
     part = np.flatnonzero(rem)
     if part.size:
-        ttype, start, n, rem = ttype[part], start[part], n[part], rem[part]
-        period = cores // math.gcd(stride % cores, cores) if stride % cores else 1
-        whole, rest = np.divmod(n, period)
-        j = np.arange(period, dtype=np.int64)
-        weight = (j < np.minimum(period, n)[:, None]) * (whole[:, None] + (j < rest[:, None]))
+        hist = _residue_hist(start[part], stride[part], n[part], cores)
         t = np.arange(part.size)[:, None]
-        hist = np.bincount(
-            (t * cores + (start[:, None] + j * stride) % cores).ravel(),
-            weights=weight.ravel(),
-            minlength=part.size * cores,
-        ).reshape(part.size, cores)
         cs = np.zeros((part.size, 2 * cores + 1))
         np.cumsum(np.concatenate([hist, hist], axis=1), axis=1, out=cs[:, 1:])
         x = np.arange(cores) + cores + 1
-        win = cs[t, x] - cs[t, x - rem[:, None]]
+        win = cs[t, x] - cs[t, x - rem[part][:, None]]
         flat += np.bincount(
-            (ttype[:, None] * cores + x - cores - 1).ravel(), weights=win.ravel(), minlength=flat.size
-        )
-    return np.rint(flat).astype(np.int64).reshape(TILE_TYPES, cores)
+            (cell[part][:, None] * cores + x - cores - 1).ravel(), weights=win.ravel(), minlength=flat.size
+        ).reshape(flat.shape)
+    return np.rint(out).astype(np.int64)
 
 
-def _group_counts(tm, tn, cores, offset, direction, snake, edge_m, edge_n, g: int) -> np.ndarray:
-    """Tiles of each type (cores, TILE_TYPES) that group g of the walk gives each core (absolute residues).
+def _group_runs(tm, tn, cores, offset, direction, snake, edge_m, edge_n, g: int) -> tuple[int, int, list]:
+    """Group g of the walk: its first position, how many positions to type one by one (its first `cores`), and
+    the rest as runs (tile type, start, runs, run length, stride), for _runs_counts.
 
     Inside the group the walk runs `b` runs (walk columns) of `h` tiles; a position at least `cores` into the
     group has its core's previous tile in the same group: for direction 0 in the same run exactly when it is at
@@ -225,10 +228,7 @@ def _group_counts(tm, tn, cores, offset, direction, snake, edge_m, edge_n, g: in
     last = g == -(-a // off) - 1
     col_bit = (int(edge_n), 2 * int(edge_m))[direction]  # the type bit of walk column b - 1
     row_bit = (2 * int(edge_m), int(edge_n))[direction] if last else 0  # of walk row a - 1 (run place h - 1)
-    out = np.zeros((TILE_TYPES, cores), dtype=np.int64)
-    head = min(cores, size)
-    t = point_types(tm, tn, cores, offset, direction, snake, edge_m, edge_n, start + np.arange(head))
-    np.add.at(out, (t, (start + np.arange(head)) % cores), 1)
+    runs: list = []  # (tile type, first start, runs, run length, stride h)
     if size > cores:
         edge_run = 0 if (snake and g % 2 == 1) else b - 1
         j0 = cores // h
@@ -236,7 +236,6 @@ def _group_counts(tm, tn, cores, offset, direction, snake, edge_m, edge_n, g: in
         pieces = [(j0, 1, cores - j0 * h), (j0 + 1, b - j0 - 1, 0)]
         cuts = sorted({0, h, *((min(cores, h),) if direction == 0 else ()), *((h - 1,) if row_bit else ())})
         reuse_all = direction == 1 and cores % h == 0
-        runs: list = []  # (tile type, first start, runs, run length), every run `h` apart: counted at once
         for j, n, lo in pieces:
             for js, ns in (
                 (j, min(n, max(edge_run - j, 0))),
@@ -253,47 +252,94 @@ def _group_counts(tm, tn, cores, offset, direction, snake, edge_m, edge_n, g: in
                         continue
                     reuse = reuse_all or (direction == 0 and e0 >= cores)
                     ttype = kind + (row_bit if e0 >= h - 1 else 0) + 4 * reuse
-                    runs.append((ttype, start + js * h + e0, je - js, e1 - e0))
-        out += _runs_counts(runs, h, cores)
-    return out.T
+                    runs.append((ttype, start + js * h + e0, je - js, e1 - e0, h))
+    return start, min(cores, size), runs
 
 
 def walk_counts(tm, tn, cores, offset, direction, snake, edge_m, edge_n) -> np.ndarray:
     """Tiles of each type (cores, TILE_TYPES) on each core when one slice of the `tm x tn` grid is walked in
-    this traversal and position p runs on core p mod cores: what counting a walk gives, without the walk.
+    this traversal and position p runs on core p mod cores: what counting a walk gives, without the walk
+    (walk_counts_many for one walk)."""
+    return walk_counts_many(tm, tn, cores, [(offset, direction, snake)], edge_m, edge_n)[0]
+
+
+def walk_counts_many(tm, tn, cores, walk_keys, edge_m, edge_n) -> np.ndarray:
+    """walk_counts for each (offset, direction, serpentine) of `walk_keys`, (W, cores, TILE_TYPES).
 
     Every group but the last has `offset` rows, and a group whose first position is at least `cores` into the
     walk (all its tiles' previous tiles in full groups) gives the same counts as any other of its parity (the
-    serpentine's direction), moved by its start's residue: those are computed once per parity and added for
-    each start residue (_residue_hist), the first few groups and the last one on their own. Time and memory
-    grow with the cores, not with the tiles. Cached per walk (a search meets the same grid at several K steps)."""
-    key = (tm, tn, cores, offset, direction, bool(snake), bool(edge_m), bool(edge_n))
-    out = _COUNTS.get(key)
-    if out is None:
-        if len(_COUNTS) > _CACHE_ROWS:
-            _COUNTS.clear()
-        out = _COUNTS[key] = _walk_counts(*key)
-        out.flags.writeable = False
-    return out
+    serpentine's direction), moved by its start's residue: those are counted once per parity and added for
+    each start residue (_residue_hist), the first few groups and the last one on their own. The groups of every
+    walk asked for are counted together (one point_types, one _runs_counts), so the numpy calls do not grow
+    with the walks. Time and memory grow with the cores, not with the tiles. Cached per walk (a search meets
+    the same grid at several K steps)."""
+    keys = [
+        (tm, tn, cores, int(o), int(d), bool(s), bool(edge_m), bool(edge_n))
+        for o, d, s in np.asarray(walk_keys, dtype=np.int64).reshape(-1, 3).tolist()
+    ]
+    if (
+        len(_COUNTS) > _CACHE_ROWS
+    ):  # start over before looking up, so every key this call needs is there after
+        _COUNTS.clear()
+    todo = sorted({k for k in keys if k not in _COUNTS})
+    if todo:
+        for k, out in zip(todo, _walk_counts_many(tm, tn, cores, todo, edge_m, edge_n), strict=True):
+            out.flags.writeable = False
+            _COUNTS[k] = out
+    return np.stack([_COUNTS[k] for k in keys])
 
 
-def _walk_counts(tm, tn, cores, offset, direction, snake, edge_m, edge_n) -> np.ndarray:
-    """walk_counts, computed."""
-    a, b = (tm, tn) if direction == 0 else (tn, tm)
-    off = min(offset, a)
-    groups, size = -(-a // off), off * b
-    generic = min(
-        -(-cores // size), groups - 1
-    )  # the first group whose previous tiles are all in full groups
-    args = (tm, tn, cores, offset, direction, snake, edge_m, edge_n)
-    out = sum(_group_counts(*args, g) for g in range(generic))
-    out = out + _group_counts(*args, groups - 1)
-    step = 2 if snake else 1
-    shifted = (np.arange(cores)[:, None] - np.arange(cores)[None, :]) % cores
-    for g0 in range(generic, min(generic + step, groups - 1)):
-        rel = np.roll(_group_counts(*args, g0), -(g0 * size % cores), axis=0)
-        hist = _residue_hist(g0 * size, step * size, -(-(groups - 1 - g0) // step), cores)
-        out = out + np.einsum("k,xkt->xt", hist, rel[shifted])
+def _walk_counts_many(tm, tn, cores, keys: list, edge_m, edge_n) -> np.ndarray:
+    """walk_counts_many, computed for the walks of `keys` (walk_counts' cache keys)."""
+    # the groups counted, each with its walk, the residue it starts at and how often it recurs by start residue
+    # (a plain group: once, at its own start; a generic one: _residue_hist of its parity's starts)
+    groups_of, walk_of, shift, rec = [], [], [], []
+    heads, runs = [], []
+    for w, (_, _, _, offset, direction, snake, _, _) in enumerate(keys):
+        a, b = (tm, tn) if direction == 0 else (tn, tm)
+        off = min(offset, a)
+        groups, size = -(-a // off), off * b
+        generic = min(
+            -(-cores // size), groups - 1
+        )  # the first group whose previous tiles are all in full groups
+        step = 2 if snake else 1
+        for g in [*range(generic), groups - 1, *range(generic, min(generic + step, groups - 1))]:
+            groups_of.append(g)
+            walk_of.append(w)
+            shift.append(g * size % cores)
+            recurs = generic <= g < groups - 1
+            rec.append((g * size, step * size, -(-(groups - 1 - g) // step)) if recurs else None)
+    settings = np.array([k[3:6] for k in keys], dtype=np.int64)
+    for e, (w, g) in enumerate(zip(walk_of, groups_of, strict=True)):
+        start, head, rs = _group_runs(tm, tn, cores, *keys[w][3:], g)
+        heads.append((e, w, start, head))
+        runs.extend((e, *r) for r in rs)
+    n_grp = len(groups_of)
+    # the first positions of each group, typed one by one, then the runs
+    e, w, start, head = np.array(heads, dtype=np.int64).T
+    first = np.repeat(np.cumsum(head) - head, head)
+    pos = np.repeat(start, head) + np.arange(int(head.sum()), dtype=np.int64) - first
+    pw = settings[np.repeat(w, head)]
+    t = point_types(tm, tn, cores, pw[:, 0], pw[:, 1], pw[:, 2], edge_m, edge_n, pos)
+    counts = np.bincount(
+        (np.repeat(e, head) * TILE_TYPES + t) * cores + pos % cores, minlength=n_grp * TILE_TYPES * cores
+    ).reshape(n_grp, TILE_TYPES, cores)
+    if runs:
+        counts += _runs_counts(np.array(runs, dtype=np.int64), n_grp, cores)
+    gc = counts.transpose(0, 2, 1)  # (groups, cores, types)
+    out = np.zeros((len(keys), cores, TILE_TYPES), dtype=np.int64)
+    walk_of, shift = np.array(walk_of, dtype=np.int64), np.array(shift, dtype=np.int64)
+    gen = np.array([r is not None for r in rec])
+    np.add.at(out, walk_of[~gen], gc[~gen])  # the plain groups: once each, at their own start
+    if gen.any():
+        # a generic group recurs at start residues k (hist[k] times) and gives core x what its core
+        # (x - k + shift) mod cores gets: a circulant (cores x cores) matrix times its counts
+        rs, st, ns = np.array([r for r in rec if r is not None], dtype=np.int64).T
+        hist = _residue_hist(rs, st, ns, cores).astype(np.int64)
+        x, y = np.arange(cores)[:, None], np.arange(cores)[None, :]
+        k = (x - y + shift[gen][:, None, None]) % cores  # (generic groups, cores x, cores y)
+        circ = hist[np.arange(k.shape[0])[:, None, None], k]
+        np.add.at(out, walk_of[gen], np.matmul(circ, gc[gen]))
     return out
 
 
@@ -370,10 +416,14 @@ def _core_work(tm, tn, splits, batch, cores, edge_m, edge_n, settings: np.ndarra
         by_residue = np.bincount(slot.ravel(), minlength=n_walk * cores * TILE_TYPES).reshape(
             n_walk, cores, TILE_TYPES
         )
-        types_at = lambda w, pos: ttype[w, pos]  # noqa: E731
+        types_at = lambda w, pos: ttype[w[:, None], pos]  # noqa: E731
     else:
-        by_residue = np.stack([walk_counts(tm, tn, cores, *k, edge_m, edge_n) for k in walk_keys.tolist()])
-        types_at = lambda w, pos: point_types(tm, tn, cores, *walk_keys[w], edge_m, edge_n, pos)  # noqa: E731
+        by_residue = walk_counts_many(tm, tn, cores, walk_keys, edge_m, edge_n)
+
+        def types_at(w: np.ndarray, pos: np.ndarray) -> np.ndarray:  # (walks, positions), in closed form
+            offset, direction, snake = walk_keys[w].T[:, :, None]
+            return point_types(tm, tn, cores, offset, direction, snake, edge_m, edge_n, pos)
+
     # every slice shifted by its starting core:
     # counts[x] = sum over starting cores s of starts[s] * by_residue[(x - s) mod cores]
     if outer == 1:
@@ -386,9 +436,13 @@ def _core_work(tm, tn, splits, batch, cores, edge_m, edge_n, settings: np.ndarra
         counts = np.einsum("k,sxkt->sxt", starts, by_residue[:, shifted])[walk_of]
     subs = np.zeros((n_set, cores, SUB_TYPES))
     rem = n % cores
-    for i in np.flatnonzero(settings[:, 3] >= 2) if rem else ():  # the partial last round is re-cut
+    recut = np.flatnonzero(settings[:, 3] >= 2) if rem else np.empty(0, dtype=np.int64)
+    if recut.size:  # the partial last round is re-cut: its tiles' types once per walk
         pos = np.arange(n - rem, n) % per  # its tiles' positions in the walk; tile k runs on core k
-        t = types_at(walk_of[i], pos)
+        used = np.unique(walk_of[recut])
+        last_types = dict(zip(used.tolist(), types_at(used, pos), strict=True))
+    for i in recut:
+        t = last_types[walk_of[i]]
         np.subtract.at(counts[i], (np.arange(rem), t), 1)
         sub_type = np.repeat(t % 4, settings[i, 3])[:cores]
         subs[i, np.arange(sub_type.size), sub_type] = 1
@@ -763,7 +817,18 @@ def _count_over(alpha, beta, n, limit):
 
 
 def serial_hit_ceiling(
-    tm, tn, splits, batch, a_panel, b_panel, l2_bytes, offsets, directions, snakes, front: bool = False
+    tm,
+    tn,
+    splits,
+    batch,
+    a_panel,
+    b_panel,
+    l2_bytes,
+    offsets,
+    directions,
+    snakes,
+    front: bool = False,
+    every: bool = False,
 ):
     """The highest L2 hit rates (A, B) any walk setting of the domains gives, each kind on its own, per row
     (arrays broadcast): panel_hits_many's with one tile a round (a single core), computed in closed form for every
@@ -777,7 +842,9 @@ def serial_hit_ceiling(
 
     front: instead, the (A, B) pairs of the settings that no other setting beats on both kinds, (K, rows) each
     (a row with fewer repeats its first): every setting's pair is at or below one of them, so a cost that falls
-    as hit rates rise is bounded below by its smallest over these K pairs."""
+    as hit rates rise is bounded below by its smallest over these K pairs.
+
+    every: instead, every setting's pair, (S, rows) each, settings in walk_settings' order."""
     cols = np.broadcast_arrays(tm, tn, splits, batch, a_panel, b_panel)
     shape = cols[0].shape
     tm, tn, splits, batch = (np.asarray(x, dtype=np.int64).ravel() for x in cols[:4])
@@ -792,7 +859,9 @@ def serial_hit_ceiling(
         first, inv = group_rows([tm, tn, splits, batch, a_panel.view(np.int64), b_panel.view(np.int64)])
         if first.size < tm.size:
             args = (tm, tn, splits, batch, a_panel, b_panel)
-            got = serial_hit_ceiling(*(x[first] for x in args), l2_bytes, offsets, directions, snakes, front)
+            got = serial_hit_ceiling(
+                *(x[first] for x in args), l2_bytes, offsets, directions, snakes, front, every
+            )
             return tuple(np.asarray(x)[..., inv].reshape(*np.shape(x)[:-1], *shape) for x in got)
     if walked.size < tm.size:
         out_a, out_b = (
@@ -801,26 +870,25 @@ def serial_hit_ceiling(
         )
         if walked.size:
             args = (tm, tn, splits, batch, a_panel, b_panel)
-            got = serial_hit_ceiling(*(x[walked] for x in args), l2_bytes, offsets, directions, snakes, front)
+            got = serial_hit_ceiling(
+                *(x[walked] for x in args), l2_bytes, offsets, directions, snakes, front, every
+            )
             got_a, got_b = (np.asarray(x).reshape(-1, walked.size) for x in got)
             out_a = np.repeat(out_a, got_a.shape[0], axis=0)
             out_b = np.repeat(out_b, got_b.shape[0], axis=0)
             out_a[:, walked], out_b[:, walked] = got_a, got_b
-        if not front:
+        if every:  # the ceiling for every setting
+            n_set = len(walk_settings(offsets, directions, snakes))
+            out_a, out_b = (
+                np.broadcast_to(x, (n_set, tm.size)) if len(x) == 1 else x for x in (out_a, out_b)
+            )
+        elif not front:
             return out_a[0].reshape(shape), out_b[0].reshape(shape)
         return out_a.reshape(-1, *shape), out_b.reshape(-1, *shape)
     per = tm * tn
     step = a_panel + b_panel
     # every setting at once: (S, 1) settings against (rows,) columns
-    grid = np.array(
-        [
-            (o, d, s)
-            for o in sorted(set(offsets))
-            for d in sorted(set(directions))
-            for s in sorted(set(snakes))
-        ],
-        dtype=np.int64,
-    )
+    grid = walk_settings(offsets, directions, snakes)
     offset, direction, snake = (grid[:, i, None] for i in range(3))
     d0 = direction == 0
     # the simulated grid (_prefix): whole, whole slices, whole groups, or cut along its long side
@@ -883,22 +951,142 @@ def serial_hit_ceiling(
     hit_col = 1.0 - (first_col + miss_col * outer).astype(np.float64) / loads
     all_a, all_b = np.where(d0, hit_row, hit_col), np.where(d0, hit_col, hit_row)
     hit_a, hit_b = all_a, all_b  # (settings, rows)
+    if every:
+        return hit_a.reshape(-1, *shape), hit_b.reshape(-1, *shape)
     if not front:
         return hit_a.max(axis=0).reshape(shape), hit_b.max(axis=0).reshape(shape)
-    # the settings no other beats on both kinds (of equal pairs the first), first per row; the rest of each
-    # row's columns repeat its first such pair
-    ge = (hit_a[:, None] >= hit_a[None, :]) & (hit_b[:, None] >= hit_b[None, :])  # ge[t, s]: t at least s
-    later = np.arange(len(hit_a))[None, :, None] > np.arange(len(hit_a))[:, None, None]  # s after t
+    return tuple(x.reshape(-1, *shape) for x in front_rows(hit_a, hit_b))
+
+
+def walk_settings(offsets, directions, snakes) -> np.ndarray:
+    """Every (offset, direction, serpentine) of the domains, (S, 3), in sorted order (serial_hit_ceiling's and
+    serial_b_reuse's rows)."""
+    return np.array(
+        [
+            (o, d, s)
+            for o in sorted(set(offsets))
+            for d in sorted(set(directions))
+            for s in sorted(set(snakes))
+        ],
+        dtype=np.int64,
+    ).reshape(-1, 3)
+
+
+def front_rows(*values: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Per column of (S, rows) arrays, the rows (settings) no other beats on every quantity (of equal ones the
+    first), first; the rest of each column repeats its first: (K, rows) each. Every setting is at or below one of
+    them on every quantity, so a cost that falls as each rises is bounded below by its smallest over these K."""
+    vary = np.flatnonzero(np.logical_or.reduce([(v != v[:1]).any(axis=0) for v in values]))
+    if vary.size < values[0].shape[1]:  # columns where every setting is the same: that one alone
+        out = [v[:1].copy() for v in values]
+        if vary.size:
+            sub = front_rows(*(v[:, vary] for v in values))
+            out = [np.repeat(o, sub[0].shape[0], axis=0) for o in out]
+            for o, f in zip(out, sub, strict=True):
+                o[:, vary] = f
+        return tuple(out)
+    ge = np.logical_and.reduce([v[:, None] >= v[None, :] for v in values])  # ge[t, s]: t at least s
+    later = np.arange(len(values[0]))[None, :, None] > np.arange(len(values[0]))[:, None, None]  # s after t
     beaten = (ge & ~(ge.transpose(1, 0, 2) & ~later)).any(axis=0)  # beaten[s]: some t >= s, t != s's twin
     order = np.argsort(beaten, axis=0, kind="stable")
     width = int((~beaten).sum(axis=0).max())
     pick = np.where(np.arange(width)[:, None] < (~beaten).sum(axis=0), order[:width], order[:1])
-    at = np.arange(hit_a.shape[1])
-    return hit_a[pick, at].reshape(width, *shape), hit_b[pick, at].reshape(width, *shape)
+    at = np.arange(values[0].shape[1])
+    return tuple(v[pick, at] for v in values)
+
+
+def serial_b_reuse(gm, gn, offsets, directions, snakes) -> np.ndarray:
+    """Tiles of one slice whose previous tile has the same tile column, one core (tile p after tile p - 1), for
+    every walk setting (S, rows; walk_settings' order), in closed form: what walk_counts' reuse types count.
+
+    Direction 0 walks each group of off rows column by column: a column run of h tiles reuses h - 1 times, so
+    gn (gm - groups) in all, plus one per group boundary where the next group starts in the column the last
+    ended (serpentine, or one column). Direction 1 walks each group of off columns row by row, across the
+    group's columns: consecutive tiles share a column only in a group one column wide (off = 1: every group,
+    gm - 1 each; else the last group when one column is left)."""
+    grid = walk_settings(offsets, directions, snakes)
+    offset, direction, snake = (grid[:, i, None] for i in range(3))
+    gm, gn = (np.asarray(x, dtype=np.int64).ravel()[None, :] for x in (gm, gn))
+    off0 = np.minimum(offset, gm)
+    groups0 = -(-gm // off0)
+    along = gn * (gm - groups0) + (groups0 - 1) * ((snake == 1) | (gn == 1))
+    off1 = np.minimum(offset, gn)
+    groups1 = -(-gn // off1)
+    last1 = gn - (groups1 - 1) * off1
+    across = (gm - 1) * np.where(off1 == 1, gn, last1 == 1)
+    return np.where(direction == 0, along, across)
 
 
 _TOUCHES: dict = {}
 _TOUCH_ELEMS = 0
+
+
+def rounds_overflow(tiles, slots: int, a_panel, b_panel, l2_bytes) -> np.ndarray:
+    """Where every full round's panels alone exceed L2 (arrays broadcast): a round of `slots` tiles of one slice
+    touches ra distinct A panels and rb distinct B panels with ra * rb >= slots (its tiles are distinct), so
+    at least ra*A + rb*B >= 2 sqrt(slots A B) bytes (over several slices too: the square root is subadditive).
+    There panel_hits_many's repeat touches in full rounds all miss (the bytes between include the round's own),
+    and the walk needs simulating (more tiles than one round)."""
+    return (tiles > slots) & (2.0 * np.sqrt(slots * np.asarray(a_panel) * b_panel) > l2_bytes)
+
+
+def round_hit_front(
+    tm, tn, splits, batch, slots: int, a_panel, b_panel, l2_bytes, offsets, directions, min_rounds: int = 0
+):
+    """L2 hit-rate pairs (A, B), (K, rows) each, such that every walk setting's panel_hits_many pair is at or
+    below one of them, on rows where rounds_overflow holds (the others: one pair, the ceiling 1 - 1/tn,
+    1 - 1/tm); None where no row has a pair below the ceiling. Rows of at most `min_rounds` rounds a core are
+    left at the ceiling too (the caller's trade of bounding cost against scoring).
+
+    Why: there a full round's touches all miss, so over the simulated walk (_prefix: L tiles, F = L // slots full
+    rounds) the miss rates uA, uB (misses per load) satisfy uA >= 1/tn, uB >= 1/tm (each panel misses once;
+    the prefix grid is a part of the grid), uA, uB >= F / L (a round touches at least one panel of each kind)
+    and, round by round, ra * rb >= slots, so by the convexity of 1/x (sum rb >= F^2 slots / sum ra):
+    uA * uB >= c = slots (F / L)^2, with F / L the smallest over the walk settings. The curve is covered by
+    corners: uA on a geometric grid from its floor x_0 to x_m = c / (uB's floor) (ratio at most ROUND_RATIO);
+    pair i (x_i, max(uB's floor, c / x_(i+1))) lies at or below every point with uA in [x_i, x_(i+1)), and
+    (x_m, uB's floor) below those past x_m. The pair's product is c / ratio: the bound gives up at most that
+    factor in the miss rates (a guess that it is small against the ceiling's 1/tn, 1/tm). With both floors
+    near F / L the corners span a ratio of about `slots`: a handful of pairs."""
+    cols = np.broadcast_arrays(tm, tn, splits, batch, a_panel, b_panel)
+    tm, tn, splits, batch = (np.asarray(x, dtype=np.int64).ravel() for x in cols[:4])
+    a_panel, b_panel = (np.asarray(x, dtype=np.float64).ravel() for x in cols[4:])
+    tiles = tm * tn * splits * batch
+    rows = np.flatnonzero(
+        (tiles > min_rounds * slots) & rounds_overflow(tiles, slots, a_panel, b_panel, l2_bytes)
+    )
+    if not rows.size:
+        return None
+    first, inv = group_rows([tm[rows], tn[rows], splits[rows], batch[rows]])
+    share = np.empty(first.size)  # F / L: the fewest full rounds per simulated tile over the settings
+    for j, i in enumerate(rows[first].tolist()):
+        fl = []
+        for o in sorted(set(offsets)):
+            for d in sorted(set(directions)):
+                t_m, t_n, spl, bat, _, _ = _prefix(
+                    int(tm[i]), int(tn[i]), int(splits[i]), int(batch[i]), o, d
+                )
+                n = t_m * t_n * spl * bat
+                fl.append((n // slots) / n)
+        share[j] = min(fl)
+    q = np.zeros(tm.size)
+    q[rows] = share[inv]
+    # each panel misses at least once, and each full round at least one panel of each kind
+    lo_a, lo_b = np.maximum(1.0 / tn, q), np.maximum(1.0 / tm, q)
+    c = slots * q**2
+    top = c / lo_b  # uA past which uB's own floor binds
+    spread = np.where(top > lo_a * ROUND_RATIO, top / lo_a, 1.0)  # 1: a single pair, the floors
+    steps = np.ceil(np.log(spread) / math.log(ROUND_RATIO)).astype(np.int64)
+    k = int(steps.max())
+    # (K, rows): a row with fewer steps repeats its last pair; a row with none, its floors (the ceiling where
+    # the rounds do not overflow)
+    i = np.minimum(np.arange(k + 1)[:, None], steps)
+    span = np.where(steps > 0, top / lo_a, 1.0)
+    x = lo_a * span ** np.divide(i, steps, out=np.zeros(i.shape), where=steps > 0)
+    x_next = lo_a * span ** np.divide(i + 1, steps, out=np.ones(i.shape), where=steps > 0)
+    u_b = np.where(i < steps, np.maximum(lo_b, c / x_next), lo_b)
+    shrink = np.where(q > 0, 1.0 - 1e-9, 1.0)  # a hair below: float rounding never lifts a pair above
+    return 1.0 - x * shrink, 1.0 - u_b * shrink
 
 
 def _touches(tm, tn, outer, slots, settings) -> tuple[tuple, list]:
@@ -971,8 +1159,8 @@ def max_b_reuse(
         return 0
     settings = np.array([(o, d, s) for o in offsets for d in directions for s in snakes], dtype=np.int64)
     if per > WALK_TILES:  # counted in closed form (walk_counts), not on the walk
-        reuse = [walk_counts(tm, tn, cores, *k, False, False)[:, 4:].sum() for k in settings.tolist()]
-        return int(max(reuse)) * batch * splits
+        reuse = walk_counts_many(tm, tn, cores, settings, False, False)[:, :, 4:].sum(axis=(1, 2))
+        return int(reuse.max()) * batch * splits
     _, c = walks(tm, tn, settings)
     same = c[:, cores:] == c[:, :-cores]
     return int(same.sum(axis=1).max()) * batch * splits

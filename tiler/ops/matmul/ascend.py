@@ -34,11 +34,15 @@ from ...model.schedule import (
     block_work,
     core_work_many,
     first_touch_only,
+    front_rows,
     max_b_reuse,
     on_clear,
     pack_codes,
     panel_hits_many,
+    round_hit_front,
+    rounds_overflow,
     same_walk,
+    serial_b_reuse,
     serial_hit_ceiling,
     unpack_codes,
 )
@@ -72,6 +76,12 @@ SCHEDULE_KNOBS = ("swizzle_offset", "swizzle_direction", "serpentine", "tail_spl
 # Knobs whose best value follows from the others in closed form (see resolve()); not enumerated unless pinned.
 RESOLVED = ("l0_pingpong", "l1_stages", "preload")
 REUSE_EXACT = 2048  # tile grids up to this size get the exact weight-reuse maximum in bound()
+# rows of (tiling, L2 hit pair) bounded per call when bound() takes its smallest over several hit pairs (its work
+# arrays: a few KB a row)
+BOUND_ROWS = 1 << 14
+# full rounds a walk needs before bound() takes its L2 misses from overflowing rounds (round_hit_front, a tile
+# cost per corner pair): fewer, and the ceiling hit rates (it costs more to bound than it saves in scoring)
+ROUND_TILES = 256
 # Enumeration levels: each level's rules prune before the next level multiplies the table.
 LEVELS = (
     ("base_m", "base_n", "base_k", "split_k"),
@@ -1223,6 +1233,15 @@ class MatmulAscend(Operator):
                 g["gm"], g["gn"], g["splits"], p.batch, a_panel, b_panel, cap, *walks, front=True
             )
             apart |= ~((fa == 1.0 - 1.0 / g["gn"]) & (fb == 1.0 - 1.0 / g["gm"])).any(axis=0)
+            # with residency, where the walks' B-panel reuse differs (a 2-D grid): each with its own hit rates
+            first, inv = group_rows([g["gm"], g["gn"]])
+            reuse = serial_b_reuse(g["gm"][first], g["gn"][first], *walks)
+            apart |= (c["weight_resident"] == 1) & (reuse.min(axis=0) < reuse.max(axis=0))[inv]
+        else:  # where a walk's full rounds overflow L2 (round_hit_front) and are many (where it pays)
+            a_panel, b_panel = g["tm"] * g["kc"] * p.in_bytes, g["tn"] * g["kc"] * p.in_bytes
+            cap = chip["l2_bytes"] * chip["l2_usable_fraction"]
+            many = g["tiles"] > ROUND_TILES * chip.cores
+            apart |= many & rounds_overflow(g["tiles"], chip.cores, a_panel, b_panel, cap)
         rows = np.flatnonzero(apart)
         if rows.size:
             sub = {k: v[rows] for k, v in c.items()}
@@ -1242,8 +1261,10 @@ class MatmulAscend(Operator):
         them in closed form: the block split's are estimate()'s exactly (B once per panel, A once or once per
         block column); a walk of one tile a round (one core): the smallest bound over the (A, B) hit rates of the
         walk settings no other setting beats on both (schedule.serial_hit_ceiling's front: the simulation's own
-        counts in closed form, for every row at once); every walk is at or below one of them (`hits`: one such
-        pair per row)."""
+        counts in closed form, for every row at once), with weight residency the front over (A hits, B hits, B
+        reuse) of each setting (schedule.serial_b_reuse); several tiles a round whose panels overflow L2: the
+        corners of schedule.round_hit_front. Every walk is at or below one of them (`hits`: one such pair, or
+        triple, per row)."""
         g = _geometry(p, c)
         cores = chip.cores
         hit_a = 1.0 - 1.0 / g["gn"]
@@ -1255,37 +1276,48 @@ class MatmulAscend(Operator):
             _, un, _, bn_t = block_grid(gm, gn, sk, cores)
             fits = gm * a_panel + un * b_panel <= cap
             hit_a = 1.0 - np.where(fits, 1.0, bn_t) / g["gn"]
-        elif cores == 1 and hits is None and not self._split_allowed(schedules, 1):
-            front_a, front_b = serial_hit_ceiling(
-                g["gm"],
-                g["gn"],
-                g["splits"],
-                p.batch,
-                a_panel,
-                b_panel,
-                cap,
-                schedules["swizzle_offset"],
-                schedules["swizzle_direction"],
-                schedules["serpentine"],
-                front=True,
-            )
-            out = self._bound_split(p, chip, c, schedules, block, (front_a[0], front_b[0]))
-            for a, b in zip(front_a[1:], front_b[1:], strict=True):  # only rows with another pair there
-                rows = np.flatnonzero((a != front_a[0]) | (b != front_b[0]))
-                if rows.size:
-                    sub = {k: v[rows] for k, v in c.items()}
-                    more = self._bound_split(p, chip, sub, schedules, block, (a[rows], b[rows]))
-                    out[rows] = np.minimum(out[rows], more)
-            return out
+        elif hits is None and not self._split_allowed(schedules, 1):
+            walks = [schedules[k] for k in ("swizzle_offset", "swizzle_direction", "serpentine")]
+            grid = (g["gm"], g["gn"], g["splits"], p.batch)
+            res = c["weight_resident"] == 1
+            if cores == 1 and res.any():
+                # one walk gives both its hit rates and its B-panel reuse (weight residency's saved loads): the
+                # front over (A hits, B hits, reuse) of every setting, not the best of each from different walks
+                # once per distinct (grid, panel bytes, residency): the front depends on nothing else
+                a_bits, b_bits = (np.asarray(x, dtype=np.float64).view(np.int64) for x in (a_panel, b_panel))
+                first, inv = group_rows([g["gm"], g["gn"], g["splits"], a_bits, b_bits, res])
+                one = tuple(x[first] for x in (g["gm"], g["gn"], g["splits"], a_panel, b_panel))
+                every = serial_hit_ceiling(*one[:3], p.batch, *one[3:], cap, *walks, every=True)
+                reuse = serial_b_reuse(*one[:2], *walks) * (one[2] * p.batch * res[first])
+                front = tuple(f[:, inv] for f in front_rows(*every, reuse.astype(np.float64)))
+            elif cores == 1:
+                front = serial_hit_ceiling(*grid, a_panel, b_panel, cap, *walks, front=True)
+            else:
+                front = round_hit_front(*grid, cores, a_panel, b_panel, cap, *walks[:2], ROUND_TILES)
+            if front is None:
+                return self._bound_split(p, chip, c, schedules, block, (hit_a, hit_b))
+            out = self._bound_split(p, chip, c, schedules, block, tuple(f[0] for f in front))
+            # the further pairs, only on rows with another pair there, stacked into few calls of BOUND_ROWS rows
+            pair, rows = np.nonzero(np.logical_or.reduce([f[1:] != f[0] for f in front]))
+            for lo in range(0, rows.size, BOUND_ROWS):
+                k, r = pair[lo : lo + BOUND_ROWS] + 1, rows[lo : lo + BOUND_ROWS]
+                sub = {key: v[r] for key, v in c.items()}
+                more = self._bound_split(p, chip, sub, schedules, block, tuple(f[k, r] for f in front))
+                np.minimum.at(out, r, more)
+            # a walk's own hit rates and reuse can make this its exact time but for the float order of the
+            # sums: a relative hair below, so that rounding never lifts it above
+            return out * (1.0 - 1e-12)
         if hits is not None:
-            hit_a, hit_b = hits
+            hit_a, hit_b = hits[:2]
         active = self._fewest_active(chip, g, schedules)
         res = c["weight_resident"] == 1
         n = len(c["base_m"])
         counts = np.stack(_type_counts(g, p.batch), axis=1)  # (n, 4)
         # residency saves a B load only on tiles whose core just ran the same panel: at most `reuse_max`
         reuse_max = np.zeros(n)
-        if res.any():
+        if hits is not None and len(hits) > 2:  # one walk setting's own reuse (serial_b_reuse)
+            reuse_max = np.asarray(hits[2], dtype=np.float64)
+        elif res.any():
             # exact maximum for grids up to REUSE_EXACT tiles; beyond, the trivial bound (every tile but the
             # first user of each panel reuses it) keeps the bound valid without walking huge grids
             reuse_max = g["tiles"] - g["gn"] * g["splits"] * p.batch
