@@ -17,7 +17,7 @@ from pathlib import Path
 
 import click
 
-from .errors import TilerError
+from .errors import TilerError, one_line
 
 FORMATS = click.Choice(["table", "json"])
 
@@ -788,7 +788,7 @@ class _InputError(click.ClickException):
     exit_code = 2
 
     def show(self, file=None) -> None:
-        click.echo(f"error: {self.format_message()}", err=True)
+        click.echo(f"error: {one_line(self.format_message())}", err=True)
 
 
 def _resume_command(params: dict) -> str:
@@ -1034,7 +1034,7 @@ def main(argv=None) -> int:
     except TilerError as exc:
         if debug:
             raise
-        click.echo(f"error: {_as_flag(str(exc), args)}", err=True)
+        click.echo(f"error: {one_line(_as_flag(str(exc), args))}", err=True)
         return 2
     except click.exceptions.Exit as exc:
         return exc.exit_code
@@ -1044,7 +1044,7 @@ def main(argv=None) -> int:
     except click.ClickException as exc:
         if debug:
             raise
-        click.echo(f"error: {exc.format_message()}", err=True)
+        click.echo(f"error: {one_line(exc.format_message())}", err=True)
         return 2
     return rv if isinstance(rv, int) else 0
 
