@@ -134,3 +134,33 @@ def test_searches_of_the_largest_problems_run_within_the_stated_memory_bound():
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert len(proc.stdout.splitlines()) == 2 * len(LARGEST), proc.stdout
+
+
+@pytest.mark.slow
+def test_a_calibration_of_the_largest_problems_runs_within_the_stated_memory_bound(tmp_path):
+    """Rows of M = N = K = 2^24 and M = N = 2^20 x K = 256 (h200 matmul) fit in a process limited to the README's
+    1 GiB of address space (issue 31: two 2^48-element tensors once asked calibrate for 85 GiB)."""
+    import resource
+
+    header = (ROOT / "tests" / "data" / "h200_matmul_cal.csv").read_text().splitlines()[0]
+    rows = [
+        "16777216,16777216,16777216,triton,grid,128,256,64,3,8,8,1,1,900000,11.11,",
+        "16777216,16777216,16777216,triton,grid,64,256,32,4,4,8,1,1,950000,12.62,",
+        "1048576,1048576,256,triton,grid,128,128,32,4,4,8,1,1,30000,12.29,",
+    ]
+    src = tmp_path / "big.csv"
+    src.write_text("\n".join([header, *rows]) + "\n")
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (SEARCH_BYTES_MAX, SEARCH_BYTES_MAX))
+
+    cmd = [sys.executable, "-m", "tiler", "calibrate", "--chip", "h200", "--op", "matmul", "--folds", "0"]
+    proc = subprocess.run(
+        [*cmd, "--measurements", str(src), "--out", str(tmp_path / "o.toml")],
+        capture_output=True,
+        text=True,
+        preexec_fn=limit,
+        env={"OPENBLAS_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"},
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert (tmp_path / "o.toml").exists()
