@@ -529,14 +529,19 @@ def read_shapes(source) -> Any:
 
     if isinstance(source, pd.DataFrame):
         return source.astype(str).reset_index(drop=True)
+    import io
+
+    from .io import read_limited
+
     path = Path(source)
     if not path.is_file():
         raise TilerError(f"SHAPES: no such file: {path}")
     try:
+        data = read_limited(path)  # at most tiler.io.FILE_BYTES_MAX bytes
         if path.suffix == ".parquet":
-            df = pd.read_parquet(path).astype(str)
+            df = pd.read_parquet(io.BytesIO(data)).astype(str)
         else:
-            df = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True)
+            df = pd.read_csv(io.BytesIO(data), dtype=str, keep_default_na=False, skipinitialspace=True)
     except ImportError as exc:
         raise TilerError(f"SHAPES: reading Parquet needs pyarrow: pip install pyarrow ({exc})") from None
     except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError, ValueError, OSError) as exc:
@@ -546,7 +551,12 @@ def read_shapes(source) -> Any:
         # pandas renames a repeated column (M, M -> M, M.1): check the header as written
         try:
             raw = pd.read_csv(
-                path, dtype=str, header=None, nrows=1, keep_default_na=False, skipinitialspace=True
+                io.BytesIO(data),
+                dtype=str,
+                header=None,
+                nrows=1,
+                keep_default_na=False,
+                skipinitialspace=True,
             )
             if raw.shape[1] == len(header):
                 header = list(raw.iloc[0])
