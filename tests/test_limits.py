@@ -164,3 +164,43 @@ def test_a_calibration_of_the_largest_problems_runs_within_the_stated_memory_bou
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert (tmp_path / "o.toml").exists()
+
+
+LIMIT = 1 << 16  # above every shipped profile and space (the largest, h200.toml, is about 46 KB)
+PAD_JSON = "{}" + " " * LIMIT
+PAD_CSV = "M,N,K\n" + "64,128,256\n" * (LIMIT // 10)
+PAD_TOML = "# pad\n" * (LIMIT // 5)
+SMALL = ["--shape", "M=64,N=128,K=256"]
+FILE_ARGS = {
+    "sweep SHAPES": (PAD_CSV, ["sweep", "{f}", "--op", "matmul", "--chip", "h200", "--out", "{d}/o.csv"]),
+    "report RESULT csv": (PAD_CSV, ["report", "{f}", "--out", "{d}/r.html"]),
+    "report RESULT json": (PAD_JSON, ["report", "{f}.json", "--out", "{d}/r.html"]),
+    "shapes CONFIG": (PAD_JSON, ["shapes", "{f}.json", "--op", "matmul"]),
+    "search --space": (PAD_TOML, ["search", "--op", "matmul", "--chip", "h200", *SMALL, "--space", "{f}"]),
+    "search --chip FILE": (PAD_TOML, ["search", "--op", "matmul", "--chip", "{f}.toml", *SMALL]),
+    "explain --tiling": (PAD_JSON, ["explain", "--op", "matmul", "--chip", "h200", *SMALL, "--tiling", "{f}"]),
+    "rank --candidates": (PAD_CSV, ["rank", "--op", "matmul", "--chip", "h200", *SMALL, "--candidates", "{f}"]),
+    "calibrate --measurements": (PAD_CSV, ["calibrate", "--chip", "h200", "--op", "matmul",
+                                           "--measurements", "{f}", "--out", "{d}/p.toml"]),
+    "check": (PAD_JSON, ["check", "{f}"]),
+    "emit LIBRARY": (PAD_JSON, ["emit", "{f}", "--target", "triton"]),
+    "lookup --library": (PAD_JSON, ["lookup", "--library", "{f}", *SMALL]),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(FILE_ARGS))
+def test_every_file_argument_over_the_size_limit_is_refused_in_one_line(case, tmp_path, capsys, monkeypatch):
+    """README: every file tiler reads is at most FILE_BYTES_MAX bytes, refused before it is read past that."""
+    import tiler.io
+    from tiler.cli import main
+
+    text, argv = FILE_ARGS[case]
+    base = tmp_path / "big"
+    argv = [a.format(f=base, d=tmp_path) for a in argv]
+    path = next(Path(a) for a in argv if a.startswith(str(base)))
+    path.write_text(text)
+    assert path.stat().st_size > LIMIT
+    monkeypatch.setattr(tiler.io, "FILE_BYTES_MAX", LIMIT)
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"at most {LIMIT}" in err[0] and path.name in err[0], err
