@@ -176,7 +176,7 @@ JOURNAL_COLUMNS = ("key", "chip", "op", "problem", "strategy", "seed", "status",
 def test_any_journal_field_is_refused_or_resumed(swept, data, tmp_path_factory, capsys):
     """A finished sweep's journal with one column of one row replaced (a drawn JSON value, as text or as a SQLite
     value), or one node of a row's result JSON replaced: `--resume` reuses it, re-runs it, or refuses the journal
-    in one line; never a traceback."""
+    in one line; never a traceback (a result damaged inside is searched again)."""
     out = tmp_path_factory.mktemp("resume") / "out.csv"  # a fresh folder per example: no -wal of the last one
     journal = Path(str(out) + ".journal.db")
     shutil.copy(str(swept["out"]) + ".journal.db", journal)
@@ -199,7 +199,8 @@ def test_any_journal_field_is_refused_or_resumed(swept, data, tmp_path_factory, 
         return
     db.commit()
     db.close()
-    argv = ["sweep", str(swept["shapes"]), *B3, "--out", str(out), "--quiet", "--resume", *FIX]
+    lib = ["--library", str(out.with_suffix(".json"))] if data.draw(st.booleans(), label="library") else []
+    argv = ["sweep", str(swept["shapes"]), *B3, "--out", str(out), "--quiet", "--resume", *lib, *FIX]
     rc, _, err = outcome(capsys, argv)
     assert rc in (0, 2), err[-500:]
 
@@ -348,3 +349,41 @@ def test_any_user_restriction_is_refused_or_searched(restrictions, values, param
         capsys,
         ["search", "--op", "matmul", "--chip", "h200", "--shape", "M=256,N=256,K=256", "--space", str(p)],
     )
+
+
+# ------------------------------------------------------------------ optuna storages
+
+STUDY_TABLES = [
+    "studies",
+    "trials",
+    "version_info",
+    "alembic_version",
+    "study_directions",
+    "trial_values",
+    "x",
+]
+
+
+@FUZZ
+@given(
+    raw=st.one_of(st.none(), st.binary(max_size=2048)),
+    tables=st.lists(
+        st.tuples(st.sampled_from(STUDY_TABLES), st.lists(st.sampled_from(["study_id", "study_name", "a"]),
+                                                        min_size=1, max_size=3, unique=True)),
+        max_size=3, unique_by=lambda t: t[0],
+    ),
+)  # fmt: skip
+def test_any_storage_file_is_refused_or_searched(raw, tables, tmp_path_factory, capsys):
+    """`--storage FILE.db` holding drawn bytes, or a SQLite database of drawn tables (optuna's names or others):
+    a search or one line."""
+    db = tmp_path_factory.mktemp("storage") / "s.db"
+    if raw is not None:
+        db.write_bytes(raw)
+    else:
+        con = sqlite3.connect(db)
+        for table, cols in tables:
+            con.execute(f"CREATE TABLE {table} ({', '.join(cols)})")
+        con.commit()
+        con.close()
+    argv = ["search", "--op", "matmul", "--chip", "h200", "--shape", "M=64,N=128,K=256", "--strategy", "tpe"]
+    outcome(capsys, [*argv, "--trials", "2", "--storage", str(db)])

@@ -908,28 +908,60 @@ def build_frame(
             elif res["status"] != "ok":
                 rec.update(status="error", error=res["error"])
             else:
-                rec.update(status="ok", error=None)
-                for k in spaces[chip.id].names:
-                    rec[k] = res["tiling"].get(k)
-                for k in record(chip.family):
-                    rec[k] = res["row"].get(k)
-                choices = res["runnable"]["choices"]
-                rec["runnable"] = ",".join(choices)
-                for t, c in choices.items():
-                    rec[f"{t}_time_us"] = c["row"]["time_us"]
-                    rec[f"{t}_gap"] = c["gap"]
-                rec.update(
-                    strategy=res["search"]["strategy"],
-                    seed=cfg.seed,
-                    evaluated=res["search"]["evaluated"],
-                    proven_optimal=res["search"]["proven_optimal"],
-                )
+                rec.update(status="ok", error=None, **_ok_cells(res, chip, spaces[chip.id], cfg))
             records.append(rec)
     cols = passthrough + produced + ["_row", "_count"]
     # object columns keep each value's own type: ints stay ints next to the empty cells of failed rows
     return pd.DataFrame(
         {c: pd.Series([rec.get(c) for rec in records], dtype=object) for c in cols}, columns=cols
     )
+
+
+def _ok_cells(res: dict, chip, space, cfg: SweepConfig) -> dict:
+    """The output cells of one ok result: its tiling, estimate record, runnable targets and search."""
+    cells = {k: res["tiling"].get(k) for k in space.names}
+    cells.update({k: res["row"].get(k) for k in record(chip.family)})
+    choices = res["runnable"]["choices"]
+    cells["runnable"] = ",".join(choices)
+    for t, c in choices.items():
+        cells[f"{t}_time_us"] = c["row"]["time_us"]
+        cells[f"{t}_gap"] = c["gap"]
+    search = res["search"]
+    cells.update(
+        strategy=search["strategy"],
+        seed=cfg.seed,
+        evaluated=search["evaluated"],
+        proven_optimal=search["proven_optimal"],
+    )
+    return cells
+
+
+def _library_doc(task, res: dict, free, cfg: SweepConfig) -> dict:
+    """One ok result as a validated tiling document (a library entry's source)."""
+    from .export import tiling_document, validate
+    from .search.runnable import Runnable
+
+    info = {k: res["search"][k] for k in ("strategy", "evaluated", "seed", "proven_optimal")}
+    runnable = Runnable.from_json(res["runnable"], free)
+    doc = tiling_document(
+        task.problem, task.chip, res["tiling"], res["row"], info, cfg.target, runnable=runnable
+    )
+    validate(doc)
+    return doc
+
+
+def _intact(res: dict, task, spaces: dict, cfg: SweepConfig, free: dict | None) -> bool:
+    """Whether a journaled ok result holds what the output (and, with --library, the library) reads from it. A
+    result damaged inside (edited by hand or another program) is searched again on --resume instead of failing
+    the table: the journal is a cache of searches, and a search gives the result back. `free`: chip id -> the
+    unconstrained space of its runnable tilings, with --library (None without)."""
+    try:
+        _ok_cells(res, task.chip, spaces[task.chip.id], cfg)
+        if free is not None:
+            _library_doc(task, res, free[task.chip.id], cfg)
+    except (KeyError, TypeError, AttributeError, ValueError, TilerError):
+        return False
+    return True
 
 
 def library_paths(path: str | os.PathLike, chip_ids: Sequence[str]) -> list[Path]:
@@ -944,8 +976,7 @@ def write_libraries(
     path, rows: list[_Row], chips: list, tasks: dict, results: dict, spaces: dict, cfg: SweepConfig
 ) -> list[Path]:
     """`tiler.library/v1` per chip: the ok rows, one entry per problem key (first in input order wins)."""
-    from .export import library_document, tiling_document, validate, write_json
-    from .search.runnable import Runnable
+    from .export import library_document, write_json
 
     written = []
     for ci, (chip, lib_path) in enumerate(
@@ -961,12 +992,7 @@ def write_libraries(
             if res is None or res["status"] != "ok" or task.problem.key() in seen:
                 continue
             seen.add(task.problem.key())
-            info = {k: res["search"][k] for k in ("strategy", "evaluated", "seed", "proven_optimal")}
-            runnable = Runnable.from_json(res["runnable"], free)
-            doc = tiling_document(
-                task.problem, chip, res["tiling"], res["row"], info, cfg.target, runnable=runnable
-            )
-            validate(doc)
+            doc = _library_doc(task, res, free, cfg)
             keep = (
                 "problem",
                 "tiling",
@@ -1113,6 +1139,7 @@ def run_sweep(
     journal = Journal(jpath, fresh=not resume)
     try:
         results, stale = _Results(journal), []
+        free = {c.id: _pinned_space(op, c.family, cfg.fix) for c in chip_objs} if library else None
         for k, v in journal.scan() if resume else ():
             # a result journaled before the record changed (a GPU's pipes under msprof's names) is searched
             # again, and so is one journaled before searches kept each target's best tiling (runnable)
@@ -1121,6 +1148,7 @@ def run_sweep(
             if v["status"] != "ok" or (
                 set(record(tasks_by_key[k].chip.family)) <= set(v["row"])
                 and isinstance(v.get("runnable"), dict)
+                and _intact(v, tasks_by_key[k], spaces, cfg, free)
             ):
                 results.keys.add(k)
             else:
