@@ -428,7 +428,7 @@ class Journal:
             raise self._bad(f"{type(exc).__name__}: {exc}") from None
 
     def _rows(self, db):
-        cur = db.execute("SELECT key, status, kind, error, result FROM results ORDER BY rowid")
+        cur = db.execute("SELECT key, status, kind, error, result FROM results order by rowid")
         for key, status, kind, error, result in cur:
             if not isinstance(key, str):
                 raise self._bad(f"a row has key {key!r}")
