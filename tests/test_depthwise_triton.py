@@ -58,7 +58,7 @@ def test_an_export_round_trips_to_the_runner_inputs():
     res = search(p, chip, space, top=1)
     doc = tiling_document(p, chip, res.tiling(0), res.row(0))
     problem, cfg, dtype = tiling_from_doc(doc)
-    assert problem == SHAPES[0] and dtype == "fp16"
+    assert problem == {**SHAPES[0], "layout": "nchw"} and dtype == "fp16"
     assert cfg == {k: res.tiling(0)[k] for k in cfg} and km.validate(cfg, problem) is None
 
 
@@ -90,3 +90,30 @@ def test_every_scheme_matches_torch(torch, shape, cfg):
     """Each scheme computes F.conv2d(groups=C) on random inputs (rel. error below 1e-2, no NaN)."""
     res = km.run(shape, cfg, rep_ms=5, warmup_ms=1)
     assert res["rel_err"] < 1e-2 and res["ms"] > 0
+
+
+NHWC_CONFIGS = [
+    dict(scheme="vector", groups_per_op=8, BLOCK_P=64, BLOCK_K=16, num_warps=2, num_stages=1),
+    dict(scheme="vector", groups_per_op=128, BLOCK_P=32, BLOCK_K=16, num_warps=4, num_stages=1),
+]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("cfg", NHWC_CONFIGS, ids=lambda c: f"G{c['groups_per_op']}")
+def test_the_nhwc_kernel_matches_torch(torch, shape, cfg):
+    """The channels_last kernel computes F.conv2d(groups=C) on channels_last inputs, channel groups wider than
+    C included (masked), and writes a channels_last output."""
+    prob = km.Problem({**shape, "layout": "nhwc"})
+    assert prob.x.is_contiguous(memory_format=torch.channels_last)
+    assert prob.check(cfg) < 1e-2
+    assert prob.out.is_contiguous(memory_format=torch.channels_last)
+
+
+def test_the_nhwc_kernel_runs_the_vector_scheme_only():
+    """The tensor-core schemes gather along a channel plane: an NHWC problem refuses them in one sentence."""
+    conv = {**SHAPES[0], "layout": "nhwc"}
+    assert "vector scheme only" in km.validate(CONFIGS[1], conv)
+    assert km.validate(CONFIGS[0], conv) is None
+    assert km.validate({**CONFIGS[0], "groups_per_op": 256}, conv) is None
+    assert "power of two in [1, 64]" in km.validate({**CONFIGS[0], "groups_per_op": 128}, SHAPES[0])

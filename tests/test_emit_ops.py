@@ -44,6 +44,7 @@ ASCEND = {
 }
 NOT_CARRIED = {"layout", "weight_expanded_shape"}
 CODES = {
+    "layout": {"nchw": 0, "nhwc": 1, "nc1hwc0": 2},  # depthwise_conv's problem layout
     "mask": {"none": 0, "causal_bottom_right": 1},
     "core_split": {"plain": 0, "balanced": 1},
     "scheme": {"group_loop": 0, "group_opt": 1, "vector": 2},
@@ -143,7 +144,7 @@ def expected(doc: dict, target: str) -> dict[str, int]:
     """snake name -> the value the tiling data must hold: every problem field, then every view field the tiling
     data carries, words as their codes."""
     view = doc["targets"][target]
-    out = {k: int(v) for k, v in doc["problem"]["shape"].items()}
+    out = {k: CODES[k][v] if isinstance(v, str) else int(v) for k, v in doc["problem"]["shape"].items()}
     for k, v in view.items():
         if k not in NOT_CARRIED:
             out[k] = CODES[k][v] if isinstance(v, str) else int(v)

@@ -393,8 +393,8 @@ def test_pruner_caches_per_shape_and_dtype(monkeypatch):
     """Autotune calls early_config_prune once per key; a repeated key is answered from the cache (no ranking),
     a new shape or dtype is ranked once."""
     calls = []
-    real = tt._rank_table
-    monkeypatch.setattr(tt, "_rank_table", lambda *a: calls.append(a[0]) or real(*a))
+    real = tt.ranking._rank_table  # the pruner's ranking call, where the pruner looks it up
+    monkeypatch.setattr(tt.ranking, "_rank_table", lambda *a: calls.append(a[0]) or real(*a))
     configs = configs_of(tt.load_user_space(TUTORIAL).configs())
     prune = tt.pruner("matmul", CHIP, space=TUTORIAL, top_k=4)["early_config_prune"]
     first = prune(configs, args_of(512, 512, 512))

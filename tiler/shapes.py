@@ -6,7 +6,7 @@ kernels worth tuning are those shapes, weighted by how often they run, and they 
 writes them as rows of the sweep's own CSV format (`name`, the operator's problem fields, `dtype`, `count`, and a
 `tokens` column the sweep passes through), so a model goes in with three commands.
 
-Intended command line (the click command lives in tiler/cli.py and calls `model_shapes` then `write_shapes`; every
+Intended command line (the click command lives in tiler/cli/batch.py and calls `model_shapes` then `write_shapes`; every
 option is the parameter of `model_shapes` of the same name, and its errors name it, `tokens: ...` -> `--tokens:`):
 
     tiler shapes CONFIG --op matmul|flash_attention [--tokens 1,128,2048] [--context 4096] [--batch 1] [--tp 1]

@@ -1,6 +1,7 @@
 """Measure Triton depthwise-conv tilings on the GPU machine: run this THERE (torch, triton, a CUDA device).
 
     PYTHONUNBUFFERED=1 python -m bench.gpu.dwconv_measure --out $OUT/h200_dwconv.csv --budget-s 500
+    PYTHONUNBUFFERED=1 python -m bench.gpu.dwconv_measure --layout nhwc --out $OUT/h200_dwconv_nhwc.csv
 
 It imports the kernels by file path (tiler/ops/depthwise_conv/triton_kernels.py) and never imports the
 ``tiler`` package. Within a wall-clock budget (--budget-s, from start) it:
@@ -19,6 +20,12 @@ It imports the kernels by file path (tiler/ops/depthwise_conv/triton_kernels.py)
    256 MB buffer to flush L2 before every timed call. Two input sets (seeds 0, 1) per shape, configs
    alternate between them. Rows are written and flushed as they come; each shape gets an equal share of
    the time left, so a cut thins every shape instead of dropping the last ones.
+
+With ``--layout nhwc`` the problems' tensors are channels_last and the grid is the NHWC vector kernel's (up to 256
+channels per program). Every shape's torch rows time conv2d in both memory formats on the same values (source
+``<backend> nchw`` and ``<backend> channels_last``; the conversion is not timed), so each tiling's ratio to the
+faster vendor format comes from one run. (Files measured before 2026-12-03 label both formats' rows with the
+backend torch picks for the problem's own layout.)
 
 A short summary table (best time per scheme against torch, per shape) ends the output.
 """
@@ -47,7 +54,7 @@ KERNELS_MODULE = "dwconv_triton_kernels"
 
 PROBLEM_KEYS = ("N", "C", "H", "W", "kh", "kw", "stride", "pad", "dilation")
 CFG_KEYS = ("scheme", "groups_per_op", "BLOCK_P", "BLOCK_K", "num_warps", "num_stages")
-COLUMNS = ["name", *PROBLEM_KEYS, "dtype", "impl", "source", *CFG_KEYS, "ms", "gbps", "rel_err"]
+COLUMNS = ["name", *PROBLEM_KEYS, "dtype", "layout", "impl", "source", *CFG_KEYS, "ms", "gbps", "rel_err"]
 SCHEME_ORDER = ("group_loop", "group_opt", "vector")
 
 
@@ -78,10 +85,34 @@ def _cfg(scheme, G, BP, BK, nw, ns) -> dict:
     return dict(scheme=scheme, groups_per_op=G, BLOCK_P=BP, BLOCK_K=BK, num_warps=nw, num_stages=ns)
 
 
+def nhwc_grid(shape: dict, seed: int = 0) -> list[dict]:
+    """The NHWC vector kernel's grid for one shape, shuffled (fixed seed): G channels x BLOCK_P pixels with
+    a register tile of at most 8192 elements and 1..64 of them per thread."""
+    km = load_kernels()
+    OH, OW = km.output_size(*(shape[k] for k in ("H", "W", "kh", "kw", "stride", "pad", "dilation")))
+    bp_max = max(16, km.next_pow2(OH * OW))
+    g_max = max(8, km.next_pow2(shape["C"]))
+    out = [
+        _cfg(2, G, BP, 16, nw, 1)
+        for G in (8, 16, 32, 64, 128, 256)
+        if G <= g_max
+        for BP in (16, 32, 64, 128, 256, 512)
+        if BP <= bp_max
+        for nw in (1, 2, 4, 8)
+        if G * BP <= 8192 and 32 * nw <= G * BP <= 64 * 32 * nw
+    ]
+    out = [c for c in out if km.validate(c, shape, "nhwc") is None]
+    random.Random(seed).shuffle(out)
+    return out
+
+
 def grid_for(shape: dict, seed: int = 0) -> list[dict]:
     """The grid of one shape, pruned, in timing order: each scheme's configs shuffled (fixed seed) and the
-    three lists interleaved in proportion, so that any prefix samples every scheme evenly."""
+    three lists interleaved in proportion, so that any prefix samples every scheme evenly (the NHWC grid for
+    an nhwc shape)."""
     km = load_kernels()
+    if shape.get("layout") == "nhwc":
+        return nhwc_grid(shape, seed)
     OH, OW = km.output_size(*(shape[k] for k in ("H", "W", "kh", "kw", "stride", "pad", "dilation")))
     T = shape["kh"] * shape["kw"]
     bp_max = max(32, km.next_pow2(OH * OW))  # larger pixel tiles only add masked lanes
@@ -153,7 +184,13 @@ def spec_key(shape: dict, cfg: dict) -> tuple:
     OH, OW = km.output_size(*(shape[k] for k in ("H", "W", "kh", "kw", "stride", "pad", "dilation")))
     ints = (shape["N"], shape["C"], shape["H"], shape["W"], OH, OW)
     conv = tuple(shape[k] for k in ("kh", "kw", "stride", "pad", "dilation"))
-    return (tuple((v % 16 == 0, v == 1) for v in ints), conv, tuple(cfg[k] for k in CFG_KEYS), shape["dtype"])
+    return (
+        tuple((v % 16 == 0, v == 1) for v in ints),
+        conv,
+        tuple(cfg[k] for k in CFG_KEYS),
+        shape["dtype"],
+        shape.get("layout", "nchw"),
+    )
 
 
 # --- compile pool (workers only fill Triton's on-disk cache) -------------------------------------------
@@ -281,14 +318,16 @@ def measure_ceilings(path: Path) -> list[dict]:
     return rows
 
 
-def torch_backend(prob) -> str:
-    """The convolution backend PyTorch selects for this problem (cudnn, cudadepthwise2d, ...)."""
+def torch_backend(prob, memory_format=None) -> str:
+    """The convolution backend PyTorch selects for this problem (cudnn, cudadepthwise2d, ...), with the input
+    in `memory_format` (default: the problem's own)."""
     import torch
 
     try:
         p = prob.p
+        x = prob.x if memory_format is None else prob.x.contiguous(memory_format=memory_format)
         b = torch._C._select_conv_backend(
-            prob.x,
+            x,
             prob.w,
             None,
             [p["stride"]] * 2,
@@ -310,6 +349,7 @@ def torch_backend(prob) -> str:
 def fmt_row(shape: dict, impl: str, source: str, cfg: dict | None, ms: float, gbps: float, err) -> dict:
     km = load_kernels()
     row = {k: shape[k] for k in ("name", *PROBLEM_KEYS, "dtype")}
+    row["layout"] = shape.get("layout", "nchw")
     row.update(impl=impl, source=source)
     for k in CFG_KEYS:
         row[k] = "" if cfg is None else cfg[k]
@@ -336,6 +376,12 @@ def main(argv=None) -> int:
     ap.add_argument("--rep-ms", type=float, default=25.0)
     ap.add_argument("--no-ceilings", action="store_true")
     ap.add_argument(
+        "--layout",
+        choices=("nchw", "nhwc"),
+        default="nchw",
+        help="the tensors' memory format: nhwc times the NHWC kernel and torch in both formats",
+    )
+    ap.add_argument(
         "--candidates", help="CSV of configs to time instead of the grid: name + knobs (+ source, e.g. model)"
     )
     args = ap.parse_args(argv)
@@ -361,7 +407,7 @@ def main(argv=None) -> int:
     log("[env] " + json.dumps(info))
     env_path.write_text(json.dumps(info, indent=2) + "\n")
 
-    shapes = read_shapes(Path(args.shapes_csv))
+    shapes = [{**s, "layout": args.layout} for s in read_shapes(Path(args.shapes_csv))]
     if args.shapes:
         want = [s.strip() for s in args.shapes.split(",") if s.strip()]
         shapes = [s for s in shapes if s["name"] in want]
@@ -432,16 +478,20 @@ def main(argv=None) -> int:
                 break
             shape_deadline = now + (t_end - now) / (len(work) - i)
             t_shape = now
-            try:
+            try:  # torch in both memory formats on the same values (each checked); the faster is the baseline
                 probs = [km.Problem(s, dtype=s["dtype"], seed=seed) for seed in (0, 1)]
                 backend = torch_backend(probs[0])
-                err = probs[0].check_torch()
-                ms = probs[0].time_fn(probs[0].torch_fn(), args.warmup_ms, args.rep_ms)
+                both = probs[0].torch_formats(args.warmup_ms, args.rep_ms)
             except Exception as e:  # noqa: BLE001
                 log(f"[{s['name']}] torch baseline failed: {type(e).__name__}: {e}")
                 n_fail += 1
                 continue
-            w.writerow(fmt_row(s, "torch", backend, None, ms, probs[0].bytes / (ms * 1e-3) / 1e9, err))
+            for fmt, v in both.items():
+                gbps = probs[0].bytes / (v["ms"] * 1e-3) / 1e9
+                mf = torch.channels_last if fmt == "channels_last" else torch.contiguous_format
+                label = f"{torch_backend(probs[0], mf)} {fmt}"
+                w.writerow(fmt_row(s, "torch", label, None, v["ms"], gbps, v["rel_err"]))
+            ms = min(v["ms"] for v in both.values())
             f.flush()
             n_ok += 1
             rec = {

@@ -2,6 +2,7 @@
 as a candidates CSV for bench/gpu/dwconv_measure.py --candidates.
 
     python -m bench.gpu.dwconv_picks --top 4 --out bench/data/dwconv_model_picks.csv
+    python -m bench.gpu.dwconv_picks --top 4 --layout nhwc --out bench/data/dwconv_model_picks_nhwc.csv
     python -m bench.gpu.dwconv_picks --top 2 --scheme group_loop --scheme group_opt --out FILE   # each scheme's own best
 
 Run it with the profile whose constants were fitted on the shapes not held out (hardware/h200.toml); the picks of
@@ -32,6 +33,7 @@ def main(argv=None) -> int:
     ap.add_argument("--chip", default="h200")
     ap.add_argument("--shapes", default=str(ROOT / "examples" / "shapes" / "depthwise_conv.csv"))
     ap.add_argument("--out", required=True)
+    ap.add_argument("--layout", default="nchw", help="the problems' memory layout (nchw, nhwc)")
     ap.add_argument(
         "--scheme", action="append", default=None, help="pin the scheme (repeatable: one search each)"
     )
@@ -40,7 +42,8 @@ def main(argv=None) -> int:
     space = load_space("depthwise_conv", chip.family)
     rows = []
     for _, s in pd.read_csv(args.shapes).iterrows():
-        p = parse_problem("depthwise_conv", {k: int(s[k]) for k in FIELDS}, str(s["dtype"]))
+        fields = {**{k: int(s[k]) for k in FIELDS}, "layout": args.layout}
+        p = parse_problem("depthwise_conv", fields, str(s["dtype"]))
         for scheme in args.scheme or [None]:
             res = search(p, chip, space.pin({"scheme": scheme}) if scheme else space, top=args.top)
             tag = f"model_{scheme}" if scheme else "model"

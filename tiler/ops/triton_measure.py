@@ -118,3 +118,26 @@ class DocumentRunner:
         problem, _, dtype = self.tiling_from_doc(doc)
         name, ms = _resolve(self.vendor)(problem, dtype)
         return {"name": name, "us": float(ms) * 1e3}
+
+
+class TritonRunner:
+    """`--measure triton` and `--vendor` of a cuda Operator (a mixin before Operator) whose package holds a
+    `triton_runner` module with `measure_document` and `vendor_document`: the module, and through it the kernels,
+    torch and triton, is imported only when a measurement is asked for. An operator whose DocumentRunner times no
+    vendor call answers `vendor()` as Operator does (no vendor call beside the runner)."""
+
+    def _triton_runner(self):
+        return importlib.import_module(".triton_runner", type(self).__module__.rpartition(".")[0])
+
+    def runner(self, name: str):
+        if name not in self.RUNNERS:
+            return super().runner(name)
+        return self._triton_runner().measure_document
+
+    def vendor(self, name: str):
+        if name not in self.RUNNERS:
+            return super().vendor(name)
+        module = self._triton_runner()
+        if getattr(getattr(module, "RUNNER", None), "vendor", True) is None:
+            return super().vendor(name)
+        return module.vendor_document

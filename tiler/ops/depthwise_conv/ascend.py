@@ -103,6 +103,27 @@ def _vector_units(chip) -> int:
     return int(chip["vector_cores"]) or chip.cores
 
 
+def _input_transfers(p: DepthwiseConv, scheme, g, run) -> tuple[np.ndarray, np.ndarray]:
+    """(share of the read bytes that are useful, transfer instructions) of a tile's input, by the layout:
+
+    * nchw: one contiguous run of `run` elements per channel; one transfer per channel (group_loop, vector's
+      per-channel rows), one strided transfer of g blocks for group_opt;
+    * nhwc: each pixel's g channels are one segment of g*b bytes (the whole run when g is every channel), all
+      in one strided transfer (a pixel's narrow segment pays its 32-byte granule);
+    * nc1hwc0: g channels span ceil(g / C0) blocks, each a contiguous run of `run` pixels x C0 channels, all
+      in one strided transfer; a block's channels past g are read too (C0 is the read's unit)."""
+    b = p.in_bytes
+    if p.layout == "nhwc":
+        seg = segment_efficiency(np.where(g >= p.C, run * p.C * b, g * b))
+        return seg, np.ones_like(seg)
+    if p.layout == "nc1hwc0":
+        blocks = ceil_div(g, p.c0)
+        seg = segment_efficiency(run * p.c0 * b) * g / (blocks * p.c0)
+        return seg, np.ones_like(seg)
+    seg = segment_efficiency(run * b)
+    return seg * np.ones(np.shape(g)), np.where(scheme == GROUP_OPT, 1, g)
+
+
 def tile_cost(p: DepthwiseConv, chip, c: dict, m, g, reuse, active) -> dict:
     """Seconds one tile of `m` pixels x `g` channels keeps each pipe of its core busy, and the tile's time.
 
@@ -115,18 +136,16 @@ def tile_cost(p: DepthwiseConv, chip, c: dict, m, g, reuse, active) -> dict:
     cube = scheme != VECTOR
     hbm_share = chip["hbm_gbps"] * 1e9 * chip["hbm_efficiency"] / active
     lat = chip["gm_latency_cycles"] / f
-    # --- MTE2 (GM -> L1 or UB): the input rows of g channels, one contiguous run per channel (NCHW)
+    # --- MTE2 (GM -> L1 or UB): the input rows of g channels (their pixels' window)
     run = input_elems(p, m)
     in_bytes = g * run * b
     w_bytes = np.where(
         reuse, 0.0, np.where(scheme == GROUP_OPT, packed_k(p, g) * round_up(g, 16) * b, g * p.taps * b)
     )
-    seg = segment_efficiency(run * b)
+    seg, xfers = _input_transfers(p, scheme, g, run)
     core_gm = chip["gm_to_l1_bytes_per_cycle"] * f
     t_mte2 = in_bytes / (np.minimum(core_gm, hbm_share) * seg) + w_bytes / np.minimum(core_gm, hbm_share)
-    # transfer instructions: one per channel for group_loop and vector's per-channel rows (g = 1 there for
-    # group_loop), one strided transfer of g blocks for group_opt
-    xfers = np.where(scheme == GROUP_OPT, 1, g) + (w_bytes > 0)
+    xfers = xfers + (w_bytes > 0)
     # --- cube: img2col into L0A (Load3D), weight into L0B, MMAD, fixpipe write-out
     kp, np16, m16 = packed_k(p, g), round_up(g, 16), round_up(m, 16)
     macs = m16 * kp * np16

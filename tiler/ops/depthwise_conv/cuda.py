@@ -6,6 +6,10 @@ thread instructions ("lanes") and tensor-core MACs, and spreads the programs ove
 
 * vector (CUDA cores): per tap, a load, a convert and an fp32 multiply-add for each of G x BLOCK_P outputs, plus
   the tap's spatial index and mask math on BLOCK_P pixels shared by the G channels; the store at the end.
+  On an NHWC problem the vector kernel's tile is BLOCK_P pixels x G channels with the channels contiguous: a
+  thread loads up to 16 bytes of one pixel's channels in one instruction, and the tap's index and mask math is
+  paid per such vector, not per element; a pixel's channels narrower than a 32-byte sector still fetch the
+  sector (the rest is another program's, an L2 hit, not HBM).
 * group_loop / group_opt (tensor cores): per K chunk of BLOCK_K (ceil(G*kh*kw / BLOCK_K) chunks), the gather of a
   BLOCK_P x BLOCK_K img2col tile (index, mask, address and load per element), the block-diagonal weight chunk
   built in registers (BLOCK_K x NP, NP = max(G, 16)), and one tl.dot of BLOCK_P x BLOCK_K x NP MACs; group_loop
@@ -28,6 +32,7 @@ import numpy as np
 
 from ...model.common import ceil_div, classify_bound, roofline_us
 from ...operator import Operator, register
+from ..triton_measure import TritonRunner
 from . import views
 from .geometry import VECTOR, input_elems, scheme_groups, useful_fraction
 from .problem import DepthwiseConv
@@ -36,7 +41,11 @@ KNOBS = ("scheme", "groups_per_op", "BLOCK_P", "BLOCK_K", "num_warps", "num_stag
 # the kernels' own limits (triton_kernels.validate): exports are promises, so the space is cut by them
 MAX_DOT_TILE = 32768  # BLOCK_P * NP of the dot's accumulator
 MAX_VEC_TILE = 16384  # G * BLOCK_P of the vector accumulator
+MAX_G = {"nchw": 64, "nhwc": 256}  # channels per program each layout's kernel takes (triton_kernels.validate)
+SECTOR_BYTES = 32  # the L2 <-> SM transfer unit
+VECTOR_LOAD_BYTES = 16  # the widest load one thread issues
 RULES = {
+    "layout": ("scheme",),
     "scheme_groups": ("scheme", "groups_per_op"),
     "groups": ("groups_per_op",),
     "tile": ("scheme", "groups_per_op", "BLOCK_P"),
@@ -44,8 +53,10 @@ RULES = {
     "occupancy": ("scheme", "groups_per_op", "BLOCK_P", "BLOCK_K", "num_warps", "num_stages"),
 }
 RULE_TEXT = {
+    "layout": "an nhwc problem runs the vector kernel (the tensor-core kernels gather along NCHW channel planes)",
     "scheme_groups": "group_loop handles 1 channel per program (groups_per_op = 1); group_opt at least 2",
-    "groups": "groups_per_op <= C rounded up to a power of two (no program of only masked channels)",
+    "groups": "groups_per_op <= C rounded up to a power of two (no program of only masked channels), and <= 64 "
+    "(nchw) or 256 (nhwc), what the layout's kernel takes",
     "tile": f"accumulator tile: BLOCK_P*max(G,16) <= {MAX_DOT_TILE} (dot), G*BLOCK_P <= {MAX_VEC_TILE} (vector)",
     "smem": "dot operands staged in shared memory, (BLOCK_P*BLOCK_K + BLOCK_K*NP)*bytes*num_stages <= per block",
     "occupancy": "at least one program fits an SM (threads, shared memory; registers spill rather than fail)",
@@ -62,6 +73,9 @@ DEFAULTS = {
     # ...): the K index is decoded at run time only when the K loop has more than one chunk (else it folds)
     "dw_bbuild_lanes": 2.0,  # dot: per element of the block-diagonal weight chunk (compare, select, convert)
     "dw_store_lanes": 4.0,  # per accumulator element at the end (convert, address, mask, store)
+    "dw_nhwc_elem_lanes": 2.0,  # NHWC vector: per output and tap, the convert and the fp32 FMA
+    "dw_nhwc_vec_lanes": 8.0,  # NHWC vector: per vector of a pixel's channels and tap (index, mask, address,
+    # the load)
     "dw_mma_macs_per_cycle": 1024.0,  # tensor-core MACs per SM cycle that tl.dot's mma reaches at these sizes
     "dw_program_cycles": 400.0,  # per program: start, index setup, accumulator init
     "dw_tap_round_cycles": 100.0,  # vector: latency of one tap's loads (L1/L2 hits) before its FMAs, not hidden
@@ -83,6 +97,8 @@ FITTABLE = {
     "dw_decode_lanes": (0.1, 64.0),
     "dw_bbuild_lanes": (0.1, 64.0),
     "dw_store_lanes": (0.1, 64.0),
+    "dw_nhwc_elem_lanes": (0.1, 64.0),
+    "dw_nhwc_vec_lanes": (0.1, 256.0),
     "dw_mma_macs_per_cycle": (64.0, 4096.0),
     "dw_program_cycles": (10.0, 1e5),
     "dw_tap_round_cycles": (1.0, 3000.0),
@@ -150,18 +166,32 @@ def prepare(p: DepthwiseConv, chip, c: dict) -> dict[str, np.ndarray]:
     w, stages = _i(c, "num_warps"), _i(c, "num_stages")
     threads = _threads(c)
     vec = scheme == VECTOR
+    nhwc = p.layout == "nhwc"
+    # NHWC: elements per vector load (a pixel's channels, up to 16 bytes) and the sector fetched per pixel
+    vec_width = np.minimum(g, VECTOR_LOAD_BYTES // p.in_bytes) if nhwc else np.ones(scheme.shape)
+    # a pixel's channels are one segment of g*b bytes (the whole pixel run when g is every channel): it moves in
+    # whole sectors plus a request's overhead (common.segment_efficiency); NCHW rows are long runs
+    seg = g * p.in_bytes
+    sector_waste = ceil_div(seg, SECTOR_BYTES) * SECTOR_BYTES / seg if nhwc else np.ones(scheme.shape)
+    # the rest of each sector is another channel group's, read much later (pixel tiles run first): it is still in
+    # L2 only when the input fits there; else HBM moves the whole sectors too
+    in_bytes = p.N * p.C * p.H * p.W * p.in_bytes
+    evicted = float(np.clip(1.0 - chip["l2_bytes"] / in_bytes, 0.0, 1.0)) if nhwc else 0.0
+    hbm_bytes = p.compulsory_bytes + in_bytes * (sector_waste - 1.0) * evicted
     plane = p.out_h * p.out_w
     programs = ceil_div(plane, bp) * ceil_div(p.C, g) * p.N
     steps = ceil_div(g * p.taps, bk)
     npad = _np16(g)
     zero = np.zeros(scheme.shape)
     # the programs' input windows come through L2 (halo rows are read by neighbouring tiles too)
-    window = g * input_elems(p, np.minimum(bp, plane)) * p.in_bytes
+    window = g * input_elems(p, np.minimum(bp, plane)) * p.in_bytes * sector_waste
     l2_bytes = programs * window + p.pixels * p.C * p.out_bytes
     return {
         "vec": vec.astype(np.float64),
         "tap_elems": np.where(vec, p.taps * g * bp, zero),
         "two_d": np.full(scheme.shape, float(p.kw > 1)),
+        "nhwc": np.full(scheme.shape, float(nhwc)),
+        "vec_width": vec_width.astype(np.float64),
         "gather_elems": np.where(vec, zero, steps * bp * bk),
         # divisions by a non-power-of-two per gathered element when the K loop runs more than one chunk:
         # k // taps and k % taps, then t // kw and t % kw
@@ -175,16 +205,17 @@ def prepare(p: DepthwiseConv, chip, c: dict) -> dict[str, np.ndarray]:
         "rounds": np.where(vec, float(p.taps), ceil_div(steps, stages)),
         "acc_elems": np.where(vec, g * bp, bp * npad) / threads,
         # channel rows of the vector tile a thread holds: all G when the pixels alone cover the threads
-        "rows_per_thread": np.where(vec, g * np.minimum(bp, threads) / threads, zero),
+        # (NHWC: one pixel pointer serves all its channels: none)
+        "rows_per_thread": np.where(vec & (not nhwc), g * np.minimum(bp, threads) / threads, zero),
         "window_bytes": window.astype(np.float64),
-        "load_bytes": np.where(vec, p.taps * g * bp, steps * bp * bk) * float(p.in_bytes),
+        "load_bytes": np.where(vec, p.taps * g * bp * sector_waste, steps * bp * bk) * float(p.in_bytes),
         "operand_elems": np.where(vec, zero, bp * bk / threads),
         # loads one thread issues per round: a tap's G x BLOCK_P window, or a chunk's BLOCK_P x BLOCK_K gather
-        "round_loads": np.where(vec, g * bp, bp * bk) / threads,
+        "round_loads": np.where(vec, g * bp / vec_width, bp * bk) / threads,
         "warps": w.astype(np.float64),
         "fixed_occupancy": _fixed_occupancy(p, chip, c).astype(np.float64),
         "programs": programs.astype(np.float64),
-        "hbm_bytes": np.full(scheme.shape, p.compulsory_bytes),
+        "hbm_bytes": hbm_bytes * np.ones(scheme.shape),
         "l2_bytes": l2_bytes.astype(np.float64),
         "flops": np.full(scheme.shape, p.flops),
         "compulsory": np.full(scheme.shape, p.compulsory_bytes),
@@ -201,8 +232,13 @@ def timing(g: dict, chip, e: dict[str, float]) -> dict[str, np.ndarray]:
     spill = np.maximum(regs - 255, 0)
     alloc = np.minimum(np.ceil(regs / 8) * 8, 256)
     occupancy = np.maximum(np.minimum(g["fixed_occupancy"], chip["regs_per_sm"] // (alloc * threads)), 1)
+    tap_lanes = np.where(
+        g["nhwc"] > 0,
+        e["dw_nhwc_elem_lanes"] + e["dw_nhwc_vec_lanes"] / g["vec_width"],
+        e["dw_tap_lanes"] + e["dw_tap_lanes_2d"] * g["two_d"],
+    )
     lanes = (
-        (e["dw_tap_lanes"] + e["dw_tap_lanes_2d"] * g["two_d"]) * g["tap_elems"]
+        tap_lanes * g["tap_elems"]
         + (
             e["dw_gather_lanes"]
             + e["dw_gather_lanes_2d"] * g["two_d"]
@@ -281,7 +317,7 @@ def timing(g: dict, chip, e: dict[str, float]) -> dict[str, np.ndarray]:
 
 
 @register
-class DepthwiseConvCuda(Operator):
+class DepthwiseConvCuda(TritonRunner, Operator):
     OP = "depthwise_conv"
     FAMILY = "cuda"
     PROBLEM = DepthwiseConv
@@ -310,20 +346,28 @@ class DepthwiseConvCuda(Operator):
     RUNNERS = ("triton",)
 
     def check(self, p: DepthwiseConv, chip) -> None:
-        """The Triton kernels run fp16 and bf16 (the dot needs a 16-bit float operand)."""
+        """The Triton kernels run fp16 and bf16 (the dot needs a 16-bit float operand) on nchw or nhwc tensors."""
         from ...errors import ProblemError
 
         if p.dtype not in ("fp16", "bf16"):
             raise ProblemError(f"dtype: the Triton depthwise kernels run fp16 and bf16, got {p.dtype!r}")
+        if p.layout not in MAX_G:
+            raise ProblemError(
+                f"layout: the Triton depthwise kernels read {' or '.join(MAX_G)} tensors, got {p.layout!r} "
+                "(Ascend's 5-D format)"
+            )
 
     def feasible(self, p: DepthwiseConv, chip, c: dict, rules=None) -> dict[str, np.ndarray]:
         names = [r for r in (rules or RULES) if all(k in c for k in RULES[r])]
         out = {}
         for r in names:
-            if r == "scheme_groups":
+            if r == "layout":
+                out[r] = (_i(c, "scheme") == VECTOR) | (p.layout != "nhwc")
+            elif r == "scheme_groups":
                 out[r] = scheme_groups(_i(c, "scheme"), _i(c, "groups_per_op"))
             elif r == "groups":
-                out[r] = _i(c, "groups_per_op") <= 1 << max(p.C - 1, 0).bit_length()
+                g = _i(c, "groups_per_op")
+                out[r] = (g <= 1 << max(p.C - 1, 0).bit_length()) & (g <= MAX_G.get(p.layout, MAX_G["nchw"]))
             elif r == "tile":
                 g, bp = _i(c, "groups_per_op"), _i(c, "BLOCK_P")
                 vec = _i(c, "scheme") == VECTOR
@@ -368,19 +412,3 @@ class DepthwiseConvCuda(Operator):
         """The CUDA-core kernel with two channels and 128 pixels per program on two warps: within 10% of the best
         measured tiling on 12 of the 15 H200 shapes where the grid has it (0.94 geomean, bench/data/h200_dwconv.csv)."""
         return dict(scheme="vector", groups_per_op=2, BLOCK_P=128, BLOCK_K=16, num_warps=2, num_stages=1)
-
-    def runner(self, name: str):
-        """`--measure triton`: time the tiling with triton_kernels.run (needs a GPU, torch and triton)."""
-        if name not in self.RUNNERS:
-            return super().runner(name)
-        from .triton_runner import measure_document
-
-        return measure_document
-
-    def vendor(self, name: str):
-        """`--vendor`: torch conv2d (the faster of NCHW and channels_last) on the document's problem, timed as the runner times a tiling."""
-        if name not in self.RUNNERS:
-            return super().vendor(name)
-        from .triton_runner import vendor_document
-
-        return vendor_document

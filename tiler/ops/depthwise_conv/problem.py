@@ -1,4 +1,5 @@
-"""The depthwise convolution problem: groups = C_in = C_out = C, one kh x kw filter per channel, NCHW."""
+"""The depthwise convolution problem: groups = C_in = C_out = C, one kh x kw filter per channel, in the memory
+layout the tensors have (NCHW, NHWC, or Ascend's NC1HWC0)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,10 @@ from ...problem import Problem, check_tensor_sizes
 
 @dataclass(frozen=True)
 class DepthwiseConv(Problem):
-    """out[n, c] = x[n, c] (*) w[c] with stride, zero padding and dilation; x is N x C x H x W (NCHW).
+    """out[n, c] = x[n, c] (*) w[c] with stride, zero padding and dilation; x is N x C x H x W, stored as
+    `layout` says: nchw (each channel's plane contiguous), nhwc (channels_last: each pixel's C channels
+    contiguous), or nc1hwc0 (Ascend's 5-D format: channels in blocks of C0 = 32 bytes, each pixel's C0 channels
+    contiguous, the format the cube's img2col and the vector unit read). The output has the input's layout.
 
     `pad` pads both sides of each axis the kernel spans: H when kh > 1, W when kw > 1. A 1-D convolution (Mamba's
     causal conv1d) is W = 1, kw = 1 with the sequence along H (or H = 1, kh = 1 along W), and is not padded
@@ -21,9 +25,10 @@ class DepthwiseConv(Problem):
 
     OP: ClassVar[str] = "depthwise_conv"
     FIELDS: ClassVar[tuple[str, ...]] = ("N", "C", "H", "W", "kh", "kw")
-    OPTIONAL: ClassVar[dict[str, Any]] = {"stride": 1, "pad": 0, "dilation": 1}
+    OPTIONAL: ClassVar[dict[str, Any]] = {"stride": 1, "pad": 0, "dilation": 1, "layout": "nchw"}
+    CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {"layout": ("nchw", "nhwc", "nc1hwc0")}
     MINIMUM: ClassVar[dict[str, int]] = {"pad": 0}
-    MATCHED: ClassVar[tuple[str, ...]] = ("kh", "kw", "stride", "pad", "dilation")
+    MATCHED: ClassVar[tuple[str, ...]] = ("kh", "kw", "stride", "pad", "dilation", "layout")
     EXAMPLE: ClassVar[dict[str, int]] = {"N": 2, "C": 96, "H": 28, "W": 28, "kh": 3, "kw": 3, "pad": 1}
 
     N: int
@@ -36,6 +41,7 @@ class DepthwiseConv(Problem):
     pad: int = 0
     dilation: int = 1
     dtype: str = "fp16"
+    layout: str = "nchw"
 
     @property
     def pad_h(self) -> int:
@@ -73,8 +79,13 @@ class DepthwiseConv(Problem):
         inputs = (self.N * self.C * self.H * self.W + self.C * self.taps) * self.in_bytes
         return inputs + self.N * self.C * self.out_h * self.out_w * self.out_bytes
 
-    def layout(self) -> str:
-        return "NCHW"
+    def memory_layout(self) -> str:
+        return self.layout
+
+    @property
+    def c0(self) -> int:
+        """Channels in one NC1HWC0 block: 32 bytes of the input dtype (16 fp16, 32 int8, 8 fp32)."""
+        return max(32 // self.in_bytes, 1)
 
     def validate(self) -> None:
         check_tensor_sizes(

@@ -36,23 +36,11 @@ def vendor_times(
     what a user gets. Returns {"nchw": {"ms", "rel_err"}, "channels_last": {...}, "best": the faster format,
     "ms": its time, "cudnn_enabled": torch.backends.cudnn.enabled}. The format conversion is not timed."""
     import torch
-    import torch.nn.functional as F
 
     from . import triton_kernels as tk
 
     prob = prob if prob is not None else tk.Problem(problem, dtype=dtype, seed=seed)
-    st, dl, pad, C = prob.p["stride"], prob.p["dilation"], prob.padding, prob.p["C"]
-    out = {}
-    for name, fmt in (("nchw", torch.contiguous_format), ("channels_last", torch.channels_last)):
-        x, w = prob.x.contiguous(memory_format=fmt), prob.w.contiguous(memory_format=fmt)
-
-        def fn(x=x, w=w):
-            return F.conv2d(x, w, stride=st, padding=pad, dilation=dl, groups=C)
-
-        err = prob.rel_err(fn())
-        if not err <= tk.REL_ERR_MAX:  # NaN fails too
-            raise RuntimeError(f"torch conv2d ({name}): rel_err {err:.3e}")
-        out[name] = {"ms": prob.time_fn(fn, warmup_ms, rep_ms), "rel_err": err}
+    out = prob.torch_formats(warmup_ms, rep_ms)
     best = min(out, key=lambda k: out[k]["ms"])
     return {**out, "best": best, "ms": out[best]["ms"], "cudnn_enabled": bool(torch.backends.cudnn.enabled)}
 

@@ -34,7 +34,7 @@ def ascendc_conv_view(p: DepthwiseConv, tiling: dict, row: dict, vector_cores: i
         "m_tiles": -(-p.pixels // m),
         "block_dim": int(row["cores_used"]),
         "double_buffer": int(tiling["double_buffer"]),
-        "layout": "NCHW",
+        "layout": p.layout.upper(),
     }
     if tiling["scheme"] == "vector":
         return {**view, "ub_bytes": int(row["ub_bytes"]), "vector_cores": vector_cores}
@@ -126,12 +126,23 @@ def check_ascendc_conv(v: dict, chip, p: DepthwiseConv, vector_units: int) -> li
     return bad
 
 
+def triton_kernel(p: DepthwiseConv, scheme: str) -> str:
+    """The kernel a scheme runs on the problem's layout: the NHWC kernel (vector only), else dot or vector."""
+    if p.layout == "nhwc":
+        return "_dw_nhwc_kernel"
+    return "_dw_vec_kernel" if scheme == "vector" else "_dw_dot_kernel"
+
+
 def triton_view(p: DepthwiseConv, chip, tiling: dict, row: dict) -> dict:
-    """The Triton launch: kernel (dot or vector), constexprs, launch options and the grid."""
+    """The Triton launch: kernel (dot, vector, or the NHWC vector kernel), constexprs, launch options and the
+    grid; the tensors' layout is the problem's (the export's problem.layout)."""
     g, bp = int(tiling["groups_per_op"]), int(tiling["BLOCK_P"])
     scheme = tiling["scheme"]
     return {
-        "kernel": "_dw_vec_kernel" if scheme == "vector" else "_dw_dot_kernel",
+        "kernel": triton_kernel(p, scheme),
+        # the filter as the kernel reads it (triton_kernels.filter_for): torch's on nchw, a tap's channels
+        # contiguous on nhwc
+        "filter_layout": "kh,kw,C" if p.layout == "nhwc" else "C,1,kh,kw",
         "scheme": scheme,
         "groups_per_op": g,
         "BLOCK_P": bp,
@@ -163,8 +174,8 @@ ASCENDC_CONV_SCHEMA = {
     },
     "additionalProperties": {"type": ["integer", "string", "array"]},
 }
-# The host tiling data: the problem, then every field of the view but its constant layout (NCHW) and the expanded
-# weight's shape ([groupOps, baseK, baseN]); the scheme and weight_expand as the space's codes, the buffers of the
+# The host tiling data: the problem (its layout as a code: 0 NCHW, 1 NHWC, 2 NC1HWC0, the order of the problem's
+# choices), then every field of the view but its layout (the problem's) and the expanded weight's shape ([groupOps, baseK, baseN]); the scheme and weight_expand as the space's codes, the buffers of the
 # other scheme (and weight_expand outside group_opt) 0.
 ASCENDC_TILING = TilingData(
     name="DepthwiseConvTilingData",
@@ -180,6 +191,7 @@ ASCENDC_TILING = TilingData(
         *VECTOR_BUFFERS,
     ),
     codes={
+        "layout": {w: i for i, v in enumerate(DepthwiseConv.CHOICES["layout"]) for w in (v, v.upper())},
         "scheme": space_codes("depthwise_conv", "scheme"),
         "weight_expand": space_codes("depthwise_conv", "weight_expand"),
     },
@@ -197,7 +209,7 @@ TRITON_SCHEMA = {
         "grid",
     ],
     "properties": {
-        "kernel": {"enum": ["_dw_dot_kernel", "_dw_vec_kernel"]},
+        "kernel": {"enum": ["_dw_dot_kernel", "_dw_vec_kernel", "_dw_nhwc_kernel"]},
         "scheme": _SCHEME,
         **{k: _INT for k in ("groups_per_op", "num_warps", "num_stages")},
         "BLOCK_P": {"type": "integer", "minimum": 16},
@@ -213,8 +225,21 @@ def check_triton(v: dict, chip, p: DepthwiseConv) -> list[str]:
     grid = [-(-(p.out_h * p.out_w) // v["BLOCK_P"]), -(-p.C // v["groups_per_op"]), p.N]
     if list(v["grid"]) != grid:
         bad.append(f"grid = [ceil(out_h*out_w/BLOCK_P), ceil(C/groups_per_op), N] = {grid}")
-    if (v["kernel"] == "_dw_vec_kernel") != (v["scheme"] == "vector"):
-        bad.append("the vector scheme runs _dw_vec_kernel, the cube schemes _dw_dot_kernel")
+    if p.layout == "nhwc" and v["scheme"] != "vector":
+        bad.append(f"scheme = {v['scheme']}: an nhwc problem runs the vector scheme only")
+    want = "kh,kw,C" if p.layout == "nhwc" else "C,1,kh,kw"
+    if v.get("filter_layout", want) != want:
+        bad.append(
+            f"filter_layout = {v['filter_layout']!r}: the {p.layout} kernel reads the filter as {want}"
+        )
+    if v["kernel"] != triton_kernel(p, v["scheme"]):
+        bad.append(
+            f"kernel = {v['kernel']}: {p.layout} runs {triton_kernel(p, v['scheme'])} for the {v['scheme']} scheme "
+            "(nchw: _dw_vec_kernel for vector, _dw_dot_kernel for the cube schemes; nhwc: _dw_nhwc_kernel)"
+        )
+    g_max = 256 if p.layout == "nhwc" else 64
+    if v["groups_per_op"] > g_max or v["groups_per_op"] & (v["groups_per_op"] - 1):
+        bad.append(f"groups_per_op = {v['groups_per_op']}: a power of two <= {g_max} on {p.layout}")
     for k in ("BLOCK_P", "BLOCK_K"):
         if v[k] & (v[k] - 1):
             bad.append(f"{k} = {v[k]}: a power of two (tl.arange)")

@@ -32,6 +32,7 @@ from ...errors import ProblemError
 from ...model.common import BOUND_SAFETY, ceil_div, classify_bound, group_rows, roofline_us
 from ...model.schedule import on_clear
 from ...operator import Operator, register
+from ..triton_measure import TritonRunner
 from . import views
 from .compiled import COMPILED
 from .problem import FlashAttention
@@ -505,7 +506,7 @@ def quick_bound(p: FlashAttention, chip, c: dict, e: dict[str, float]) -> np.nda
 
 
 @register
-class FlashAttentionCuda(Operator):
+class FlashAttentionCuda(TritonRunner, Operator):
     OP = "flash_attention"
     FAMILY = "cuda"
     PROBLEM = FlashAttention
@@ -601,19 +602,3 @@ class FlashAttentionCuda(Operator):
 
     def warm_start(self, p: FlashAttention, chip) -> dict:
         return dict(BLOCK_M=128, BLOCK_N=64, num_stages=3, num_warps=8, ORDER=1 if p.causal else 0)
-
-    def runner(self, name: str):
-        """`--measure triton`: time the tiling with triton_kernels.run (needs a GPU, torch and triton)."""
-        if name not in self.RUNNERS:
-            return super().runner(name)
-        from .triton_runner import measure_document
-
-        return measure_document
-
-    def vendor(self, name: str):
-        """`--vendor`: the fastest SDPA backend on the document's problem, timed as the runner times a tiling."""
-        if name not in self.RUNNERS:
-            return super().vendor(name)
-        from .triton_runner import vendor_document
-
-        return vendor_document

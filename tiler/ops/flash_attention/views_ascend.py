@@ -134,54 +134,41 @@ def check_ascendc_fa(v: dict, chip, p) -> list[str]:
     return bad
 
 
+# The view's fields in the order of the host tiling data; those not listed in _FA_TYPED are integers >= 0
+_FA_FIELDS = [
+    "s1_base",
+    "s2_base",
+    "heads_per_block",
+    "rows_per_block",
+    "s1_blocks",
+    "s2_blocks",
+    "kv_split",
+    "s2_blocks_per_split",
+    "core_split",
+    "block_dim",
+    "tasks",
+    "tasks_per_core_max",
+    "preload",
+    "kernel_task_num",
+    "double_buffer",
+    "cv_ratio",
+    "workspace_bytes",
+    *_SIZES,
+]
+_FA_TYPED = {
+    "core_split": {"enum": ["plain", "balanced"]},
+    "preload": {"type": "integer", "minimum": 0, "maximum": 3},
+    "double_buffer": {"enum": [0, 1]},
+    "workspace_bytes": _NONNEG,
+}
 ASCENDC_FA_SCHEMA = {
     "type": "object",
-    "required": [
-        "s1_base",
-        "s2_base",
-        "heads_per_block",
-        "rows_per_block",
-        "s1_blocks",
-        "s2_blocks",
-        "kv_split",
-        "s2_blocks_per_split",
-        "core_split",
-        "block_dim",
-        "tasks",
-        "tasks_per_core_max",
-        "preload",
-        "kernel_task_num",
-        "double_buffer",
-        "cv_ratio",
-        "workspace_bytes",
-        *_SIZES,
-    ],
+    "required": _FA_FIELDS,
     "properties": {
         "layout": {"enum": ["BNSD"]},
         "mask": {"enum": ["none", "causal_bottom_right"]},
-        **{
-            k: _INT
-            for k in (
-                "s1_base",
-                "s2_base",
-                "heads_per_block",
-                "rows_per_block",
-                "s1_blocks",
-                "s2_blocks",
-                "kv_split",
-                "s2_blocks_per_split",
-                "block_dim",
-                "tasks",
-                "tasks_per_core_max",
-                "kernel_task_num",
-                "cv_ratio",
-                *_SIZES,
-            )
-        },
-        "core_split": {"enum": ["plain", "balanced"]},
-        "preload": {"type": "integer", "minimum": 0, "maximum": 3},
-        "double_buffer": {"enum": [0, 1]},
-        "workspace_bytes": _NONNEG,
+        **{k: _INT for k in _FA_FIELDS if k not in _FA_TYPED},
+        **_FA_TYPED,
     },
     "additionalProperties": False,
 }

@@ -27,6 +27,7 @@ from ...model.common import (
 )
 from ...model.schedule import PairTable, on_clear, pack_codes, panel_hits_many, unpack_codes
 from ...operator import Operator, register
+from ..triton_measure import TritonRunner
 from . import views
 from .problem import Matmul
 
@@ -935,7 +936,7 @@ def concat(parts: list[dict]) -> dict:
 
 
 @register
-class MatmulCuda(Operator):
+class MatmulCuda(TritonRunner, Operator):
     OP = "matmul"
     FAMILY = "cuda"
     PROBLEM = Matmul
@@ -1083,22 +1084,6 @@ class MatmulCuda(Operator):
             SPLIT_K=1,
             TEMPLATE=0,
         )
-
-    def runner(self, name: str):
-        """`--measure triton`: time the tiling in this process with the Triton kernel (triton_runner)."""
-        if name not in self.RUNNERS:
-            return super().runner(name)
-        from .triton_runner import measure_document
-
-        return measure_document
-
-    def vendor(self, name: str):
-        """`--vendor`: torch.matmul (cuBLAS) on the document's problem, timed as the runner times a tiling."""
-        if name not in self.RUNNERS:
-            return super().vendor(name)
-        from .triton_runner import vendor_document
-
-        return vendor_document
 
     def constants(self, chip) -> dict[str, float]:
         return efficiency(chip)

@@ -35,6 +35,7 @@ from ...errors import ProblemError
 from ...model.common import ceil_div, classify_bound, roofline_us
 from ...operator import Operator, register
 from ...target import Target
+from ..triton_measure import TritonRunner
 from . import views
 from .problem import Softmax
 
@@ -286,7 +287,7 @@ TRITON = Target(
 
 
 @register
-class SoftmaxCuda(Operator):
+class SoftmaxCuda(TritonRunner, Operator):
     OP = "softmax"
     FAMILY = "cuda"
     PROBLEM = Softmax
@@ -361,11 +362,3 @@ class SoftmaxCuda(Operator):
     def warm_start(self, p: Softmax, chip) -> dict:
         """The online kernel with 4096-element chunks, one row a program, 8 warps."""
         return dict(BLOCK_D=4096, passes=2, ROWS=1, num_warps=8)
-
-    def runner(self, name: str):
-        """`--measure triton`: time the tiling with triton_kernels.run (needs a GPU, torch and triton)."""
-        if name not in self.RUNNERS:
-            return super().runner(name)
-        from .triton_runner import measure_document
-
-        return measure_document

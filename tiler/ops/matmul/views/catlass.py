@@ -438,9 +438,8 @@ def emit_catlass(v: dict, doc: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-CATLASS_NATIVE_NAMES = (
-    "ArchTag",
-    "DispatchPolicy",
+# The template parameters of MmadAtlasA2PreloadAsync, the dispatch policy of the preload kernel
+_PRELOAD_POLICY = (
     "PRELOAD_STAGES",
     "L1_STAGES",
     "L0A_STAGES",
@@ -448,12 +447,14 @@ CATLASS_NATIVE_NAMES = (
     "L0C_STAGES",
     "ENABLE_UNIT_FLAG",
     "ENABLE_SHUFFLE_K",
-    "L1TileShape",
-    "L0TileShape",
-    "AType",
-    "BType",
-    "CType",
-    "BlockScheduler",
+)
+# The kernel's type parameters after the dispatch policy: tile shapes, operand types, block scheduler
+_KERNEL_TYPES = ("L1TileShape", "L0TileShape", "AType", "BType", "CType", "BlockScheduler")
+CATLASS_NATIVE_NAMES = (
+    "ArchTag",
+    "DispatchPolicy",
+    *_PRELOAD_POLICY,
+    *_KERNEL_TYPES,
     "SwizzleOffset",
     "SwizzleDirection",
     "splitkFactor",
@@ -592,12 +593,7 @@ CATLASS_SCHEMA = {
     "required": [
         "ArchTag",
         "DispatchPolicy",
-        "L1TileShape",
-        "L0TileShape",
-        "AType",
-        "BType",
-        "CType",
-        "BlockScheduler",
+        *_KERNEL_TYPES,
         "split_k",
     ],
     "properties": {
@@ -615,16 +611,7 @@ CATLASS_SCHEMA = {
                         "ENABLE_UNIT_FLAG": {"type": "boolean"},
                         "ENABLE_SHUFFLE_K": {"type": "boolean"},
                     },
-                    "required": [
-                        "name",
-                        "PRELOAD_STAGES",
-                        "L1_STAGES",
-                        "L0A_STAGES",
-                        "L0B_STAGES",
-                        "L0C_STAGES",
-                        "ENABLE_UNIT_FLAG",
-                        "ENABLE_SHUFFLE_K",
-                    ],
+                    "required": ["name", *_PRELOAD_POLICY],
                     "additionalProperties": False,
                 },
                 {

@@ -1,0 +1,7 @@
+"""`python -m tiler.cli ...`: the same command line as `tiler ...`."""
+
+import sys
+
+from . import main
+
+sys.exit(main())

@@ -1,0 +1,118 @@
+"""The knob sampler: TPE or random over each knob's domain, cut to the values that keep a feasible completion."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from ...space import Candidates
+
+# TPE setup (docs/search.md, "sampler"): bench/regret.py compared these on the regret suite.
+TPE_OPTIONS = dict(n_startup_trials=10, multivariate=True, group=True, n_ei_candidates=24)
+
+
+REDRAWS = 16  # independent draws KnobSampler tries for a knob whose feasible values were cut
+
+
+class _KnobSampler:
+    """An optuna sampler around TPE or random that keeps every knob under its own name and its whole domain,
+    and still proposes only values inside the knob's cut (conditional) set: the objective calls `restrict(name,
+    values)` before each suggest. Multivariate (relative) proposals are held back and handed out per knob when
+    they are allowed; otherwise the inner sampler is asked again (REDRAWS times), then a seeded uniform pick."""
+
+    def __init__(self, inner, seed: int = 0):
+        self.inner = inner
+        self._rng = np.random.RandomState(seed)
+        self._allowed: dict[str, tuple] = {}
+        self._relative: dict[int, dict] = {}
+
+    def restrict(self, name: str, values) -> None:
+        self._allowed[name] = tuple(values)
+
+    def infer_relative_search_space(self, study, trial):
+        return self.inner.infer_relative_search_space(study, trial)
+
+    def sample_relative(self, study, trial, search_space):
+        # kept here, not given to optuna (which would use them without asking): sample_independent hands out
+        # each one when it is allowed
+        self._relative[trial.number] = dict(self.inner.sample_relative(study, trial, search_space) or {})
+        return {}
+
+    def sample_independent(self, study, trial, name, distribution):
+        allowed = self._allowed.pop(name, None)
+        if allowed is not None and len(allowed) == 1:  # nothing to choose: no need to ask the sampler
+            return allowed[0]
+        held = self._relative.get(trial.number, {})
+        if name in held and (allowed is None or held[name] in allowed):
+            return held[name]
+        for _ in range(REDRAWS if allowed is not None else 1):
+            value = self.inner.sample_independent(study, trial, name, distribution)
+            if allowed is None or value in allowed:
+                return value
+        return allowed[self._rng.randint(len(allowed))] if allowed else value
+
+    def before_trial(self, study, trial) -> None:
+        self.inner.before_trial(study, trial)
+
+    def after_trial(self, study, trial, state, values) -> None:
+        self._relative.pop(trial.number, None)
+        self.inner.after_trial(study, trial, state, values)
+
+    def reseed_rng(self) -> None:
+        self.inner.reseed_rng()
+
+
+_KNOB_SAMPLER: list = []
+
+
+def knob_sampler(inner, seed: int = 0):
+    """A KnobSampler (an optuna BaseSampler, built on first use so importing this module does not import optuna)."""
+    if not _KNOB_SAMPLER:
+        import optuna
+
+        _KNOB_SAMPLER.append(type("KnobSampler", (_KnobSampler, optuna.samplers.BaseSampler), {}))
+    return _KNOB_SAMPLER[0](inner, seed)
+
+
+def make_sampler(strategy: str, seed: int, options: dict | None = None):
+    import optuna
+
+    if strategy == "random":
+        return optuna.samplers.RandomSampler(seed=seed)
+    opts = dict(TPE_OPTIONS, **(options or {}))
+    if not opts.get("multivariate"):
+        opts["group"] = False  # optuna: group needs multivariate
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        # one process samples at a time: no liar needed, and without it TPE reuses its trial cache
+        return optuna.samplers.TPESampler(seed=seed, constant_liar=False, **opts)
+
+
+# ------------------------------------------------------------------ the objective
+
+GRID_ROWS = 1 << 21  # rows (grid points x rule-read inner settings) the feasible grid may list in one call
+
+
+class FeasibleGrid:
+    """The points of the sampled knobs' grid with a feasible completion (every rule passes for some setting of
+    the inner knobs, resolved knobs at their most permissive value), and per rule which points it lets through."""
+
+    def __init__(self, names: list[str], grid: Candidates, ok: np.ndarray, rule_ok: dict[str, np.ndarray]):
+        self.names, self.grid, self.ok, self.rule_ok = names, grid, ok, rule_ok
+        self.keys = {tuple(int(grid[k][i]) for k in names) for i in np.flatnonzero(ok)}
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def allowed(self, knob: str, row: dict[str, int], values) -> tuple[tuple[int, ...], list[str]]:
+        sel = np.ones(len(self.ok), dtype=bool)
+        for k, v in row.items():
+            if k in self.grid:
+                sel &= self.grid[k] == v
+        here = self.grid[knob][sel & self.ok]
+        keep = tuple(v for v in values if np.any(here == v))
+        cut = [r for r, m in self.rule_ok.items() if not m[sel].all()]
+        if not keep and not cut:  # the rules pass one by one, not together
+            cut = list(self.rule_ok)
+        return keep, cut
