@@ -446,6 +446,7 @@ def test_a_large_sweep_page_aggregates_families_and_lists_the_slowest_rows(tmp_p
     assert all("text" not in t for t in roof if t["type"] == "scattergl")
     summary = re.findall(r'<tr data-family="([^"]*)"><td>[^<]*</td><td>(\d+)</td>', page)
     assert sorted(summary) == [("layers.o_proj", "60"), ("layers.q_proj", "60")]
+    assert "120 rows: a summary per family, then the 7 slowest rows (every row is in big.csv itself)" in page
     listed = table_rows(page)
     times = sorted((r["time_us"] for r in rows), reverse=True)[:7]
     assert len(listed) == 7

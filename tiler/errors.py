@@ -28,6 +28,20 @@ class InfeasibleError(TilerError):
     """No tiling satisfies the capacity rules; the message names the rule that rejected the most."""
 
 
+# the characters str.splitlines() breaks a line at: a message quoting a user's text (a CSV header, a cell, a key)
+# may hold any of them, and the CLI's error is one line
+_BREAKS = {
+    c: f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}"
+    for c in "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"
+}
+
+
+def one_line(text: str) -> str:
+    """`text` with every line break written as its escape (`\\n`, `\\x85`, ...): what the CLI prints as its one
+    error line, whatever the user's file put into the message."""
+    return text.strip().translate(str.maketrans(_BREAKS))
+
+
 def closest(name: str, choices) -> str:
     """A hint for an unknown name: the close matches, else the full sorted list."""
     import difflib

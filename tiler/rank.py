@@ -58,7 +58,7 @@ def read_candidates(path, what: str | None = "--candidates", **read_csv) -> pd.D
     if "\x00" in text:
         raise TilerError(f"{head}{path}: not a CSV table (it holds NUL bytes: a binary file?)")
     try:
-        header = next(csv.reader(io.StringIO(text)), None)
+        header = next(csv.reader(_lines(text)), None)
     except csv.Error as exc:
         raise TilerError(f"{head}{path}: not a CSV table: {exc}") from None
     if not header or not any(h.strip() for h in header):
@@ -67,11 +67,21 @@ def read_candidates(path, what: str | None = "--candidates", **read_csv) -> pd.D
     dup = next((n for i, n in enumerate(names) if n in names[:i]), None)
     if dup is not None:
         raise TilerError(f"{head}{path}: column {dup!r} appears twice in the header")
-    try:
-        return pd.read_csv(io.StringIO(text), **read_csv)
+    try:  # bytes, not a StringIO: that holds 4 bytes a character (a 35 MB table took 140 MB more to read)
+        return pd.read_csv(io.BytesIO(text.encode()), **read_csv)
     except (ValueError, pd.errors.ParserError) as exc:  # EmptyDataError, ParserError are ValueErrors
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise TilerError(f"{head}{path}: not a CSV table: {first}") from None
+
+
+def _lines(text: str):
+    """The lines of `text` one at a time (csv.reader reads the header's only, without a copy of the file)."""
+    start = 0
+    while start < len(text):
+        end = text.find("\n", start)
+        end = len(text) if end < 0 else end + 1
+        yield text[start:end]
+        start = end
 
 
 def numeric(col: pd.Series) -> np.ndarray:

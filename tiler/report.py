@@ -47,13 +47,13 @@ OPEN_ROWS = 200  # a table of more rows than this starts with every family folde
 # A page of more rows than this aggregates: the time chart draws each shape family's distribution (min, quartiles,
 # max) instead of a bar per row, the roofline draws points without per-point text, and the table lists each
 # family's summary and the TABLE_ROWS slowest rows (every row stays in the sweep's own table). 100,000 rows then
-# make a page of a few MB that a browser opens, not 53 MB of table (bench/report_scale.py measures it).
+# make a page of a few MB that a browser opens, not 53 MB of table (python -m bench.memory_scale report measures it).
 LARGE_ROWS = 2000
 TABLE_ROWS = 500
 GAP_TIE = 1 + 1e-9  # a target whose best is within this of the unconstrained best reaches it
 
 
-@dataclass
+@dataclass(slots=True)  # slots: a 100,000-row page holds one of these per row and target
 class TargetTime:
     """One target's answer for a row: its best predicted time there, that time over the row's unconstrained
     best (`gap`), its bound and tiling where the result gives them; `runs` False: the target cannot run it."""
@@ -66,7 +66,7 @@ class TargetTime:
     same_as_best: bool | None = None
 
 
-@dataclass
+@dataclass(slots=True)  # slots: 100,000 rows without an attribute dict each
 class Row:
     """One charted row: what it is, its predicted time and bound, its pipes and its place on the roofline, its
     tiling, shape family and the targets that can run it (None: the result does not say)."""
@@ -354,9 +354,12 @@ def read_sweep(path: Path, hardware_dir=None) -> Report:
     chip_order: dict[str, int] = {}
     op = ""
     cols = [str(c) for c in df.columns]
+    same: dict = {}  # one object per distinct text (chip, bound, family, knob words): not one per row
     # one row's dict at a time (a list of 100,000 dicts would hold every cell twice)
     for i, cells in enumerate(df.itertuples(index=False, name=None)):
-        rec = dict(zip(cols, cells, strict=True))
+        rec = {
+            c: same.setdefault(v, v) if isinstance(v, str) else v for c, v in zip(cols, cells, strict=True)
+        }
         where = f"line {i + 2}"
         name = rec.get("name")
         name = "" if _blank(name) else str(name)
@@ -386,6 +389,7 @@ def read_sweep(path: Path, hardware_dir=None) -> Report:
         measured = _num(rec.get("measured_us"))
         fam, token = shape_family(problem)
         fam = name_family(name) or fam
+        fam = same.setdefault(fam, fam)
         targets = _sweep_targets(rec, has_runnable, target_cols)
         rows.append(
             Row(

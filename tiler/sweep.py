@@ -530,14 +530,19 @@ def read_shapes(source) -> Any:
 
     if isinstance(source, pd.DataFrame):
         return source.astype(str).reset_index(drop=True)
+    import io
+
+    from .io import read_limited
+
     path = Path(source)
     if not path.is_file():
         raise TilerError(f"SHAPES: no such file: {path}")
     try:
+        data = read_limited(path)  # at most tiler.io.FILE_BYTES_MAX bytes
         if path.suffix == ".parquet":
-            df = pd.read_parquet(path).astype(str)
+            df = pd.read_parquet(io.BytesIO(data)).astype(str)
         else:
-            df = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True)
+            df = pd.read_csv(io.BytesIO(data), dtype=str, keep_default_na=False, skipinitialspace=True)
     except ImportError as exc:
         raise TilerError(f"SHAPES: reading Parquet needs pyarrow: pip install pyarrow ({exc})") from None
     except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError, ValueError, OSError) as exc:
@@ -547,7 +552,12 @@ def read_shapes(source) -> Any:
         # pandas renames a repeated column (M, M -> M, M.1): check the header as written
         try:
             raw = pd.read_csv(
-                path, dtype=str, header=None, nrows=1, keep_default_na=False, skipinitialspace=True
+                io.BytesIO(data),
+                dtype=str,
+                header=None,
+                nrows=1,
+                keep_default_na=False,
+                skipinitialspace=True,
             )
             if raw.shape[1] == len(header):
                 header = list(raw.iloc[0])
@@ -899,28 +909,60 @@ def build_frame(
             elif res["status"] != "ok":
                 rec.update(status="error", error=res["error"])
             else:
-                rec.update(status="ok", error=None)
-                for k in spaces[chip.id].names:
-                    rec[k] = res["tiling"].get(k)
-                for k in record(chip.family):
-                    rec[k] = res["row"].get(k)
-                choices = res["runnable"]["choices"]
-                rec["runnable"] = ",".join(choices)
-                for t, c in choices.items():
-                    rec[f"{t}_time_us"] = c["row"]["time_us"]
-                    rec[f"{t}_gap"] = c["gap"]
-                rec.update(
-                    strategy=res["search"]["strategy"],
-                    seed=cfg.seed,
-                    evaluated=res["search"]["evaluated"],
-                    proven_optimal=res["search"]["proven_optimal"],
-                )
+                rec.update(status="ok", error=None, **_ok_cells(res, chip, spaces[chip.id], cfg))
             records.append(rec)
     cols = passthrough + produced + ["_row", "_count"]
     # object columns keep each value's own type: ints stay ints next to the empty cells of failed rows
     return pd.DataFrame(
         {c: pd.Series([rec.get(c) for rec in records], dtype=object) for c in cols}, columns=cols
     )
+
+
+def _ok_cells(res: dict, chip, space, cfg: SweepConfig) -> dict:
+    """The output cells of one ok result: its tiling, estimate record, runnable targets and search."""
+    cells = {k: res["tiling"].get(k) for k in space.names}
+    cells.update({k: res["row"].get(k) for k in record(chip.family)})
+    choices = res["runnable"]["choices"]
+    cells["runnable"] = ",".join(choices)
+    for t, c in choices.items():
+        cells[f"{t}_time_us"] = c["row"]["time_us"]
+        cells[f"{t}_gap"] = c["gap"]
+    search = res["search"]
+    cells.update(
+        strategy=search["strategy"],
+        seed=cfg.seed,
+        evaluated=search["evaluated"],
+        proven_optimal=search["proven_optimal"],
+    )
+    return cells
+
+
+def _library_doc(task, res: dict, free, cfg: SweepConfig) -> dict:
+    """One ok result as a validated tiling document (a library entry's source)."""
+    from .export import tiling_document, validate
+    from .search.runnable import Runnable
+
+    info = {k: res["search"][k] for k in ("strategy", "evaluated", "seed", "proven_optimal")}
+    runnable = Runnable.from_json(res["runnable"], free)
+    doc = tiling_document(
+        task.problem, task.chip, res["tiling"], res["row"], info, cfg.target, runnable=runnable
+    )
+    validate(doc)
+    return doc
+
+
+def _intact(res: dict, task, spaces: dict, cfg: SweepConfig, free: dict | None) -> bool:
+    """Whether a journaled ok result holds what the output (and, with --library, the library) reads from it. A
+    result damaged inside (edited by hand or another program) is searched again on --resume instead of failing
+    the table: the journal is a cache of searches, and a search gives the result back. `free`: chip id -> the
+    unconstrained space of its runnable tilings, with --library (None without)."""
+    try:
+        _ok_cells(res, task.chip, spaces[task.chip.id], cfg)
+        if free is not None:
+            _library_doc(task, res, free[task.chip.id], cfg)
+    except (KeyError, TypeError, AttributeError, ValueError, TilerError):
+        return False
+    return True
 
 
 def library_paths(path: str | os.PathLike, chip_ids: Sequence[str]) -> list[Path]:
@@ -935,8 +977,7 @@ def write_libraries(
     path, rows: list[_Row], chips: list, tasks: dict, results: dict, spaces: dict, cfg: SweepConfig
 ) -> list[Path]:
     """`tiler.library/v1` per chip: the ok rows, one entry per problem key (first in input order wins)."""
-    from .export import library_document, tiling_document, validate, write_json
-    from .search.runnable import Runnable
+    from .export import library_document, write_json
 
     written = []
     for ci, (chip, lib_path) in enumerate(
@@ -952,12 +993,7 @@ def write_libraries(
             if res is None or res["status"] != "ok" or task.problem.key() in seen:
                 continue
             seen.add(task.problem.key())
-            info = {k: res["search"][k] for k in ("strategy", "evaluated", "seed", "proven_optimal")}
-            runnable = Runnable.from_json(res["runnable"], free)
-            doc = tiling_document(
-                task.problem, chip, res["tiling"], res["row"], info, cfg.target, runnable=runnable
-            )
-            validate(doc)
+            doc = _library_doc(task, res, free, cfg)
             keep = (
                 "problem",
                 "tiling",
@@ -1104,6 +1140,7 @@ def run_sweep(
     journal = Journal(jpath, fresh=not resume)
     try:
         results, stale = _Results(journal), []
+        free = {c.id: _pinned_space(op, c.family, cfg.fix) for c in chip_objs} if library else None
         for k, v in journal.scan() if resume else ():
             # a result journaled before the record changed (a GPU's pipes under msprof's names) is searched
             # again, and so is one journaled before searches kept each target's best tiling (runnable)
@@ -1112,6 +1149,7 @@ def run_sweep(
             if v["status"] != "ok" or (
                 set(record(tasks_by_key[k].chip.family)) <= set(v["row"])
                 and isinstance(v.get("runnable"), dict)
+                and _intact(v, tasks_by_key[k], spaces, cfg, free)
             ):
                 results.keys.add(k)
             else:

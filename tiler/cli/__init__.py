@@ -10,7 +10,7 @@ import sys
 
 import click
 
-from ..errors import TilerError
+from ..errors import TilerError, one_line
 
 # the command modules register their commands on the group when imported
 from . import batch, catalogue, fitting, libraries, tilings  # noqa: F401
@@ -56,7 +56,7 @@ def main(argv=None) -> int:
     except TilerError as exc:
         if debug:
             raise
-        click.echo(f"error: {_as_flag(str(exc), args)}", err=True)
+        click.echo(f"error: {one_line(_as_flag(str(exc), args))}", err=True)
         return 2
     except click.exceptions.Exit as exc:
         return exc.exit_code
@@ -66,7 +66,7 @@ def main(argv=None) -> int:
     except click.ClickException as exc:
         if debug:
             raise
-        click.echo(f"error: {exc.format_message()}", err=True)
+        click.echo(f"error: {one_line(exc.format_message())}", err=True)
         return 2
     return rv if isinstance(rv, int) else 0
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from ..errors import TilerError
+from ..errors import TilerError, one_line
 
 FORMATS = click.Choice(["table", "json"])
 
@@ -139,4 +139,4 @@ class _InputError(click.ClickException):
     exit_code = 2
 
     def show(self, file=None) -> None:
-        click.echo(f"error: {self.format_message()}", err=True)
+        click.echo(f"error: {one_line(self.format_message())}", err=True)

@@ -161,6 +161,8 @@ def _evaluate(node, cols: dict[str, np.ndarray]):
         return {ast.USub: _op.neg, ast.UAdd: _op.pos, ast.Invert: _op.invert}[type(node.op)](_num(v))
     if isinstance(node, ast.BinOp):
         left, right = _num(_evaluate(node.left, cols)), _num(_evaluate(node.right, cols))
+        if _is_text(left) or _is_text(right):  # 'a' * 10**12 would build the string, not fail
+            raise TypeError("arithmetic on a string")
         if isinstance(
             node.op, ast.Pow
         ):  # in floats: an integer power overflows silently, a negative one raises
@@ -195,6 +197,11 @@ def _evaluate(node, cols: dict[str, np.ndarray]):
     raise TypeError(type(node).__name__)  # unreachable: _check_restriction refused it
 
 
+def _is_text(v) -> bool:
+    """A string, or a column holding strings (_num could not make numbers of it)."""
+    return isinstance(v, str) or (isinstance(v, np.ndarray) and v.dtype.kind in "OUS")
+
+
 def _num(v):
     """An operand of arithmetic: a column of Python objects (mixed values) as numbers where it holds numbers."""
     if isinstance(v, np.ndarray) and v.dtype == object:
@@ -212,7 +219,7 @@ def restriction_mask(where: str, tree: ast.Expression, text: str, cols: dict[str
         with np.errstate(all="ignore"):
             value = _evaluate(tree, cols)
         return np.broadcast_to(np.asarray(value).astype(bool), (n,)).copy()
-    except (TypeError, ValueError, ZeroDivisionError, OverflowError) as exc:
+    except (TypeError, ValueError, ZeroDivisionError, OverflowError, MemoryError) as exc:
         raise _fail(where, f"{text.strip()!r} cannot be evaluated on the params' values: {exc}") from None
     except RecursionError:
         raise _fail(where, f"{text.strip()[:60]!r}: nested too deep") from None

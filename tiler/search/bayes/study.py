@@ -48,9 +48,12 @@ def open_storage(storage=None):
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # heartbeat is experimental in some optuna versions
-                return optuna.storages.RDBStorage(
+                rdb = optuna.storages.RDBStorage(
                     url, engine_kwargs=engine_kwargs, heartbeat_interval=60, grace_period=180
                 )
+            return _check_tables(rdb, url)
+        except TilerError:
+            raise
         except Exception as exc:  # sqlalchemy/driver errors: bad scheme, missing folder, no server, no driver
             # two processes creating the same new database race on its version table: the loser retries
             racing = ("UNIQUE constraint failed", "already exists", "database is locked")
@@ -59,6 +62,27 @@ def open_storage(storage=None):
                 continue
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
             _raise_storage(url, first[:200])
+
+
+def _check_tables(rdb, url: str):
+    """`rdb` when every table of optuna's names in it has optuna's columns; a database of another program's (or a
+    damaged) `studies` or `trials` table fails later, inside optuna's trials, so it is refused here in one line."""
+    try:
+        from optuna.storages._rdb.models import BaseModel
+        from sqlalchemy import inspect
+    except ImportError:  # another optuna layout: its own errors stand
+        return rdb
+    have = inspect(rdb.engine)
+    names = set(have.get_table_names())
+    for table in BaseModel.metadata.sorted_tables:
+        if table.name in names:
+            cols = {c["name"] for c in have.get_columns(table.name)}
+            missing = [c.name for c in table.columns if c.name not in cols]
+            if missing:
+                _raise_storage(
+                    url, f"table {table.name!r} has no column {', '.join(missing)}: not an optuna storage"
+                )
+    return rdb
 
 
 def _sqlite_kwargs(url: str) -> dict:
@@ -142,14 +166,20 @@ def _check_study(study, name: str, desc: dict, trials) -> None:
 def _open_study(optuna, store, name: str, obj: Objective, problem, chip, space: Space):
     """Create or resume the study `name` in `store`, check that it is this search's and load its trials into `obj`:
     (study, its trials before this run)."""
-    study = optuna.create_study(
-        storage=store,
-        study_name=name,
-        direction="minimize",
-        sampler=obj.sampler,
-        load_if_exists=True,
-    )
-    old = study.get_trials(deepcopy=False)
+    try:
+        study = optuna.create_study(
+            storage=store,
+            study_name=name,
+            direction="minimize",
+            sampler=obj.sampler,
+            load_if_exists=True,
+        )
+        old = study.get_trials(deepcopy=False)
+    except (optuna.exceptions.StorageInternalError, KeyError) as exc:  # tables of optuna's names, not its own
+        why = (str(exc.__cause__ or exc).strip().splitlines() or [type(exc).__name__])[0][:160]
+        raise TilerError(
+            f"storage: cannot create or load study {name!r}: not an optuna storage or damaged: {why}"
+        ) from None
     _check_study(study, name, study_descriptor(problem, chip, space), old)
     metric = "measured_us" if obj.measure_fn is not None else "predicted_us"
     if study.metric_names != [metric]:
