@@ -137,7 +137,7 @@ def test_to_dict_layout_is_meaningful_and_stable_for_depthwise():
         "layout": "tn",
     }
     dw = parse_problem("depthwise_conv", {"N": 1, "C": 16, "H": 8, "W": 8, "kh": 3, "kw": 3})
-    assert dw.to_dict()["layout"] == "row_major"
+    assert dw.to_dict()["layout"] == "nchw"
 
 
 # --- Ascend --------------------------------------------------------------------------------------------------
