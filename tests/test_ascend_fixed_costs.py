@@ -51,3 +51,20 @@ def test_explain_shows_the_fixed_costs():
     gap = split.row["time_us"] - split.row["core_us"]
     head = chip["head_base_us"] + chip["head_per_core_us"] * split.row["cores_used"]
     assert gap == pytest.approx(head + float(line.split("split-K reduction ")[1].split(" us")[0]), abs=0.1)
+
+
+def test_unit_flag_hides_the_write_out_behind_the_next_blocks_mmads():
+    """One L0C stage (128x256 fp32 fills it): with the unit flag (a fixpipe chip, fp16) a cube-bound GEMM's
+    write-outs overlap the next block's MMADs, so it is faster than on the same chip without a fixpipe by most of
+    the write-out; int8 has no unit flag, so the fixpipe changes nothing for a plain int8 GEMM."""
+    chip = load_chip(CHIP)
+    no_flag = chip.with_values({"has_fixpipe": False})
+    shape = "M=4096,N=4096,K=4096"
+    flag, serial = (api.explain(op="matmul", chip=c, shape=shape, tiling=TILE).row for c in (chip, no_flag))
+    assert flag["bound"] == serial["bound"] == "cube"
+    assert serial["time_us"] - flag["time_us"] > 0.5 * serial["fixpipe_us"]
+    i8 = [
+        api.explain(op="matmul", chip=c, shape=shape, dtype="int8", tiling=TILE).row["time_us"]
+        for c in (chip, no_flag)
+    ]
+    assert i8[0] == pytest.approx(i8[1], rel=1e-12)
