@@ -254,10 +254,11 @@ def triton_entry(v: dict, doc: dict) -> dict:
 
 
 def emit_triton(v: dict, doc: dict) -> str:
-    """The kernel's constexprs and launch options as a `triton.Config`, after a comment naming kernel and grid."""
+    """The kernel's constexprs and launch options as a `triton.Config`, after a comment naming kernel, grid and
+    the filter layout the kernel reads."""
     config = triton_config(**triton_entry(v, doc))
     where = f"{v['kernel']} ({v['scheme']}) of tiler/ops/depthwise_conv/triton_kernels.py"
-    return f"# tiler: {where}, grid {tuple(v['grid'])}\n{config}\n"
+    return f"# tiler: {where}, grid {tuple(v['grid'])}, filter [{v['filter_layout']}]\n{config}\n"
 
 
 TRITON = Target(
