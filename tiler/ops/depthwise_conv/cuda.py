@@ -9,7 +9,7 @@ thread instructions ("lanes") and tensor-core MACs, and spreads the programs ove
   On an NHWC problem the vector kernel's tile is BLOCK_P pixels x G channels with the channels contiguous: a
   thread loads up to 16 bytes of one pixel's channels in one instruction, and the tap's index and mask math is
   paid per such vector, not per element; a pixel's channels narrower than a 32-byte sector still fetch the
-  sector (the rest is another program's, an L2 hit, not HBM).
+  sector (the rest is another program's: an L2 hit when the input fits in L2, else HBM moves it again).
 * group_loop / group_opt (tensor cores): per K chunk of BLOCK_K (ceil(G*kh*kw / BLOCK_K) chunks), the gather of a
   BLOCK_P x BLOCK_K img2col tile (index, mask, address and load per element), the block-diagonal weight chunk
   built in registers (BLOCK_K x NP, NP = max(G, 16)), and one tl.dot of BLOCK_P x BLOCK_K x NP MACs; group_loop
@@ -169,8 +169,7 @@ def prepare(p: DepthwiseConv, chip, c: dict) -> dict[str, np.ndarray]:
     nhwc = p.layout == "nhwc"
     # NHWC: elements per vector load (a pixel's channels, up to 16 bytes) and the sector fetched per pixel
     vec_width = np.minimum(g, VECTOR_LOAD_BYTES // p.in_bytes) if nhwc else np.ones(scheme.shape)
-    # a pixel's channels are one segment of g*b bytes (the whole pixel run when g is every channel): it moves in
-    # whole sectors plus a request's overhead (common.segment_efficiency); NCHW rows are long runs
+    # a pixel's channels are one segment of g*b bytes: it moves in whole 32-byte sectors (NCHW rows are long runs)
     seg = g * p.in_bytes
     sector_waste = ceil_div(seg, SECTOR_BYTES) * SECTOR_BYTES / seg if nhwc else np.ones(scheme.shape)
     # the rest of each sector is another channel group's, read much later (pixel tiles run first): it is still in
