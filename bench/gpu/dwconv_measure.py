@@ -37,16 +37,15 @@ import csv
 import json
 import math
 import os
-import platform
 import random
 import statistics
 import sys
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-from bench.gpu.gpu_measure import load_module, log, smi_state  # noqa: E402  (the matmul bench's helpers; no tiler import)
+from bench.gpu.compile_pool import machine_info, precompile_all  # noqa: E402  (no tiler import)
+from bench.gpu.gpu_measure import load_module, log, smi_state  # noqa: E402
 
 KERNELS_PATH = ROOT / "tiler" / "ops" / "depthwise_conv" / "triton_kernels.py"
 SHAPES_CSV = ROOT / "examples" / "shapes" / "depthwise_conv.csv"
@@ -193,104 +192,7 @@ def spec_key(shape: dict, cfg: dict) -> tuple:
     )
 
 
-# --- compile pool (workers only fill Triton's on-disk cache) -------------------------------------------
-
-
-def _worker_init() -> None:
-    os.environ.setdefault("PYTHONUNBUFFERED", "1")
-    try:  # pay the imports and the CUDA context once per worker
-        import torch
-
-        load_kernels()
-        torch.empty(1, device="cuda")
-    except Exception:  # noqa: BLE001 - the tasks report it
-        pass
-
-
-def _compile_one(task):
-    idx, shape, cfg = task
-    t = time.perf_counter()
-    try:
-        k = load_kernels().precompile(shape, cfg, shape["dtype"])
-        regs = spills = shared = -1
-        try:
-            init = getattr(k, "_init_handles", None)
-            if init is not None:
-                init()
-            regs, spills, shared = int(k.n_regs), int(k.n_spills), int(k.metadata.shared)
-        except Exception:  # noqa: BLE001 - the resource report is optional
-            pass
-        return idx, True, "", time.perf_counter() - t, (regs, spills, shared)
-    except Exception as e:  # noqa: BLE001 - reported; the main process skips the config
-        msg = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
-        return idx, False, msg[:300], time.perf_counter() - t, None
-
-
-def precompile_all(tasks: list, jobs: int, deadline: float) -> tuple[dict, dict]:
-    """Compile tasks [(idx, shape, cfg)] in `jobs` spawned processes until done or `deadline`.
-
-    Returns (stats, {idx: (ok, msg, resources)})."""
-    import multiprocessing as mp
-
-    stats = {"tasks": len(tasks), "done": 0, "failed": 0, "seconds": [], "wall_s": 0.0, "cut": False}
-    results: dict = {}
-    if not tasks or jobs < 1:
-        return stats, results
-    t0 = time.time()
-    ctx = mp.get_context("spawn")
-    pool = ctx.Pool(jobs, initializer=_worker_init)
-    try:
-        it = pool.imap_unordered(_compile_one, tasks, chunksize=1)
-        while len(results) < len(tasks):
-            left = deadline - time.time()
-            if left <= 0:
-                stats["cut"] = True
-                log(f"[compile] deadline reached after {len(results)}/{len(tasks)}; the rest is not timed")
-                break
-            try:
-                idx, ok, msg, sec, res = it.next(timeout=left)
-            except mp.TimeoutError:
-                continue
-            results[idx] = (ok, msg, res)
-            stats["seconds"].append(sec)
-            stats["done" if ok else "failed"] += 1
-            if not ok:
-                log(f"[compile] task {idx}: {msg}")
-            n = len(results)
-            if n % 200 == 0 or n == len(tasks):
-                log(f"[compile] {n}/{len(tasks)} in {time.time() - t0:.0f}s")
-    finally:
-        pool.terminate()
-        pool.join()
-    stats["wall_s"] = round(time.time() - t0, 1)
-    return stats, results
-
-
-# --- machine and ceilings --------------------------------------------------------------------------
-
-
-def machine_info() -> dict:
-    import torch
-    import triton
-
-    p = torch.cuda.get_device_properties(0)
-    smi = smi_state()
-    return {
-        "date_utc": datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S"),
-        "python": platform.python_version(),
-        "torch": torch.__version__,
-        "torch_cuda": torch.version.cuda,
-        "cudnn": torch.backends.cudnn.version(),
-        "triton": triton.__version__,
-        "gpu": p.name,
-        "driver": smi.split(",")[1].strip() if smi and smi.count(",") >= 1 else None,
-        "sm_count": p.multi_processor_count,
-        "capability": f"{p.major}.{p.minor}",
-        "memory_gib": round(p.total_memory / 2**30, 1),
-        "l2_mb": round(getattr(p, "L2_cache_size", 0) / 1e6, 1) or None,
-        "cpu_count": os.cpu_count(),
-        "nvidia_smi": smi,
-    }
+# --- ceilings ------------------------------------------------------------------------------------------
 
 
 def measure_ceilings(path: Path) -> list[dict]:
@@ -440,7 +342,7 @@ def main(argv=None) -> int:
                     tasks.append((len(tasks), s, g[rank]))
     log(f"[compile] {len(tasks)} distinct kernels on {args.jobs} workers")
     deadline = t_start + args.compile_frac * args.budget_s
-    cstats, cres = precompile_all(tasks, args.jobs, deadline)
+    cstats, cres = precompile_all(tasks, args.jobs, deadline, (KERNELS_MODULE, KERNELS_PATH))
     secs = cstats.pop("seconds")
     by_scheme: dict = {}
     for idx, (ok, _msg, res) in cres.items():
