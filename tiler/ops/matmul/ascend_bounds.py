@@ -284,67 +284,14 @@ class AscendBounds:
             fits = gm * a_panel + un * b_panel <= cap
             hit_a = 1.0 - np.where(fits, 1.0, bn_t) / g["gn"]
         elif hits is None and not self._split_allowed(schedules, 1):
-            walks = [schedules[k] for k in ("swizzle_offset", "swizzle_direction", "serpentine")]
-            grid = (g["gm"], g["gn"], g["splits"], p.batch)
-            res = c["weight_resident"] == 1
-            if cores == 1 and res.any():
-                # one walk gives both its hit rates and its B-panel reuse (weight residency's saved loads): the
-                # front over (A hits, B hits, reuse) of every setting, not the best of each from different walks
-                # once per distinct (grid, panel bytes, residency): the front depends on nothing else
-                a_bits, b_bits = (np.asarray(x, dtype=np.float64).view(np.int64) for x in (a_panel, b_panel))
-                first, inv = group_rows([g["gm"], g["gn"], g["splits"], a_bits, b_bits, res])
-                one = tuple(x[first] for x in (g["gm"], g["gn"], g["splits"], a_panel, b_panel))
-                every = serial_hit_ceiling(*one[:3], p.batch, *one[3:], cap, *walks, every=True)
-                reuse = serial_b_reuse(*one[:2], *walks) * (one[2] * p.batch * res[first])
-                front = tuple(f[:, inv] for f in front_rows(*every, reuse.astype(np.float64)))
-            elif cores == 1:
-                front = serial_hit_ceiling(*grid, a_panel, b_panel, cap, *walks, front=True)
-            else:
-                front = round_hit_front(*grid, cores, a_panel, b_panel, cap, *walks[:2], ROUND_TILES)
-            if front is None:
-                return self._bound_split(p, chip, c, schedules, block, (hit_a, hit_b))
-            out = self._bound_split(p, chip, c, schedules, block, tuple(f[0] for f in front))
-            # the further pairs, only on rows with another pair there, stacked into few calls of BOUND_ROWS rows
-            pair, rows = np.nonzero(np.logical_or.reduce([f[1:] != f[0] for f in front]))
-            for lo in range(0, rows.size, BOUND_ROWS):
-                k, r = pair[lo : lo + BOUND_ROWS] + 1, rows[lo : lo + BOUND_ROWS]
-                sub = {key: v[r] for key, v in c.items()}
-                more = self._bound_split(p, chip, sub, schedules, block, tuple(f[k, r] for f in front))
-                np.minimum.at(out, r, more)
-            # a walk's own hit rates and reuse can make this its exact time but for the float order of the
-            # sums: a relative hair below, so that rounding never lifts it above
-            return out * (1.0 - 1e-12)
+            return self._bound_walks(p, chip, c, schedules, g, (hit_a, hit_b))
         if hits is not None:
             hit_a, hit_b = hits[:2]
         active = self._fewest_active(chip, g, schedules)
         res = c["weight_resident"] == 1
-        n = len(c["base_m"])
         counts = np.stack(_type_counts(g, p.batch), axis=1)  # (n, 4)
         # residency saves a B load only on tiles whose core just ran the same panel: at most `reuse_max`
-        reuse_max = np.zeros(n)
-        if hits is not None and len(hits) > 2:  # one walk setting's own reuse (serial_b_reuse)
-            reuse_max = np.asarray(hits[2], dtype=np.float64)
-        elif res.any():
-            # exact maximum for grids up to REUSE_EXACT tiles; beyond, the trivial bound (every tile but the
-            # first user of each panel reuses it) keeps the bound valid without walking huge grids
-            reuse_max = g["tiles"] - g["gn"] * g["splits"] * p.batch
-            small = np.flatnonzero(res & (g["tiles"] <= REUSE_EXACT))
-            if small.size:
-                first, inv = group_rows([g[k][small] for k in ("gm", "gn", "splits")])
-                walks = tuple(
-                    tuple(schedules[k]) for k in ("swizzle_offset", "swizzle_direction", "serpentine")
-                )
-                best = np.array(
-                    [
-                        max_b_reuse(int(a), int(b), int(s), p.batch, cores, *walks)
-                        for a, b, s in zip(*(g[k][small][first] for k in ("gm", "gn", "splits")), strict=True)
-                    ]
-                )
-                if self._block_allowed(schedules):  # the block split reuses all but each block column's first
-                    gm, gn, sk = (g[k][small][first].astype(np.int64) for k in ("gm", "gn", "splits"))
-                    um = block_grid(gm, gn, sk, cores)[0]
-                    best = np.maximum(best, p.batch * sk * gn * (gm - um))
-                reuse_max[small] = best[inv]
+        reuse_max = self._reuse_max(p, chip, c, schedules, g, hits)
         must_load = np.maximum(g["tiles"] - reuse_max, 0)
         # the tile types present (type 0 always: it gives the fill) side by side; with residency also each type
         # with its B panel loaded
@@ -384,3 +331,74 @@ class AscendBounds:
             sharing = active
         make = np.maximum(work / sharing, (g["tiles"] // cores) * cheapest)
         return (make + fill0) * 1e6 + _head_us(chip, active) + _reduction_us(p, chip, c)
+
+    def _bound_walks(self, p: Matmul, chip, c: dict, schedules: dict, g: dict, ceiling: tuple) -> np.ndarray:
+        """_bound_split over walk schedules only (no block split allowed), where the hit rates of every walk are
+        known in closed form: the smallest bound over the front of (A hits, B hits[, B reuse]) of the walk
+        settings (one core: schedule.serial_hit_ceiling, with residency serial_b_reuse; several: the corners of
+        schedule.round_hit_front), else at the `ceiling` hit pair."""
+        cores, block = chip.cores, False
+        cap = chip["l2_bytes"] * chip["l2_usable_fraction"]
+        a_panel, b_panel = g["tm"] * g["kc"] * p.in_bytes, g["tn"] * g["kc"] * p.in_bytes
+        walks = [schedules[k] for k in ("swizzle_offset", "swizzle_direction", "serpentine")]
+        grid = (g["gm"], g["gn"], g["splits"], p.batch)
+        res = c["weight_resident"] == 1
+        if cores == 1 and res.any():
+            # one walk gives both its hit rates and its B-panel reuse (weight residency's saved loads): the
+            # front over (A hits, B hits, reuse) of every setting, not the best of each from different walks
+            # once per distinct (grid, panel bytes, residency): the front depends on nothing else
+            a_bits, b_bits = (np.asarray(x, dtype=np.float64).view(np.int64) for x in (a_panel, b_panel))
+            first, inv = group_rows([g["gm"], g["gn"], g["splits"], a_bits, b_bits, res])
+            one = tuple(x[first] for x in (g["gm"], g["gn"], g["splits"], a_panel, b_panel))
+            every = serial_hit_ceiling(*one[:3], p.batch, *one[3:], cap, *walks, every=True)
+            reuse = serial_b_reuse(*one[:2], *walks) * (one[2] * p.batch * res[first])
+            front = tuple(f[:, inv] for f in front_rows(*every, reuse.astype(np.float64)))
+        elif cores == 1:
+            front = serial_hit_ceiling(*grid, a_panel, b_panel, cap, *walks, front=True)
+        else:
+            front = round_hit_front(*grid, cores, a_panel, b_panel, cap, *walks[:2], ROUND_TILES)
+        if front is None:
+            return self._bound_split(p, chip, c, schedules, block, ceiling)
+        out = self._bound_split(p, chip, c, schedules, block, tuple(f[0] for f in front))
+        # the further pairs, only on rows with another pair there, stacked into few calls of BOUND_ROWS rows
+        pair, rows = np.nonzero(np.logical_or.reduce([f[1:] != f[0] for f in front]))
+        for lo in range(0, rows.size, BOUND_ROWS):
+            k, r = pair[lo : lo + BOUND_ROWS] + 1, rows[lo : lo + BOUND_ROWS]
+            sub = {key: v[r] for key, v in c.items()}
+            more = self._bound_split(p, chip, sub, schedules, block, tuple(f[k, r] for f in front))
+            np.minimum.at(out, r, more)
+        # a walk's own hit rates and reuse can make this its exact time but for the float order of the
+        # sums: a relative hair below, so that rounding never lifts it above
+        return out * (1.0 - 1e-12)
+
+    def _reuse_max(self, p: Matmul, chip, c: dict, schedules: dict, g: dict, hits) -> np.ndarray:
+        """The most tiles on which weight residency saves a B-panel load (their core just ran the same panel), per
+        row: one walk setting's own reuse when `hits` carries it, else the exact maximum over the walks (and the
+        block split) on small grids and the trivial bound beyond."""
+        cores = chip.cores
+        res = c["weight_resident"] == 1
+        reuse_max = np.zeros(len(c["base_m"]))
+        if hits is not None and len(hits) > 2:  # one walk setting's own reuse (serial_b_reuse)
+            reuse_max = np.asarray(hits[2], dtype=np.float64)
+        elif res.any():
+            # exact maximum for grids up to REUSE_EXACT tiles; beyond, the trivial bound (every tile but the
+            # first user of each panel reuses it) keeps the bound valid without walking huge grids
+            reuse_max = g["tiles"] - g["gn"] * g["splits"] * p.batch
+            small = np.flatnonzero(res & (g["tiles"] <= REUSE_EXACT))
+            if small.size:
+                first, inv = group_rows([g[k][small] for k in ("gm", "gn", "splits")])
+                walks = tuple(
+                    tuple(schedules[k]) for k in ("swizzle_offset", "swizzle_direction", "serpentine")
+                )
+                best = np.array(
+                    [
+                        max_b_reuse(int(a), int(b), int(s), p.batch, cores, *walks)
+                        for a, b, s in zip(*(g[k][small][first] for k in ("gm", "gn", "splits")), strict=True)
+                    ]
+                )
+                if self._block_allowed(schedules):  # the block split reuses all but each block column's first
+                    gm, gn, sk = (g[k][small][first].astype(np.int64) for k in ("gm", "gn", "splits"))
+                    um = block_grid(gm, gn, sk, cores)[0]
+                    best = np.maximum(best, p.batch * sk * gn * (gm - um))
+                reuse_max[small] = best[inv]
+        return reuse_max
