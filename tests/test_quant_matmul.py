@@ -228,3 +228,30 @@ def test_explain_names_the_vector_side():
     )
     text = " ".join(ex.advice)
     assert "dequant epilogue" in text and "hand-off" in text
+
+
+def test_a_vector_epilogue_pays_one_mix_launch_on_separated_chips_only():
+    """A per-token scale runs the dequant on the vector cores: on the 910B2 (separated cores) the kernel is a MIX
+    launch and pays mix_head_us once, whatever the cores used; on the coupled 310P3 the same core's vector unit
+    runs it and nothing is paid; a fixpipe dequant (per-channel, fp16) is a cube-only kernel and pays nothing."""
+    cases = (
+        ("ascend910b2", "scale=token", 10.0),
+        ("ascend310p3", "scale=token", 0.0),
+        (CHIP, "scale=channel", 0.0),
+    )
+    for chip_id, scale, paid in cases:
+        chip = load_chip(chip_id)
+        rows = [
+            at(f"M=128,N=4096,K=1024,{scale}", chip=chip.with_values({"mix_head_us": v})) for v in (0.0, 10.0)
+        ]
+        assert rows[1]["time_us"] - rows[0]["time_us"] == pytest.approx(paid, abs=1e-9)
+    text = " ".join(
+        tiler.explain(
+            op="matmul",
+            chip=CHIP,
+            shape="M=128,N=4096,K=4096,scale=token",
+            dtype="int8",
+            tiling=dict(WARM_START),
+        ).advice
+    )
+    assert "MIX launch" in text

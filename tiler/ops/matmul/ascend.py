@@ -16,6 +16,7 @@ from ...model.common import (
     ceil_div,
     group_rows,
     group_rows_any,
+    mix_launch_us,
     round_up,
     segment_efficiency,
     unique_inverse,
@@ -276,13 +277,13 @@ class MatmulAscend(AscendBounds, Operator):
             if dequant_site(p, chip) == "vector" and red == 0:
                 trip = "L0C -> UB on chip" if chip["coupled"] else "int32 round trip through GM"
                 what.insert(0, f"dequant epilogue ({p.scale} scale, {trip})")
-            units = max(1.0, chip["vector_cores"] / chip.cores)
-            mix = chip["head_per_core_us"] * units * used
             text += (
                 f"; vector side {quant:.1f} us beyond the cube ({', '.join(what)}: its last tile and the "
-                f"cube->vector hand-off are never hidden); MIX launch {mix:.1f} us ({units * used:.0f} vector "
-                f"cores x {chip['head_per_core_us']:.3f} us)"
+                f"cube->vector hand-off are never hidden)"
             )
+            mix = mix_launch_us(chip)
+            if mix > 0:
+                text += f"; MIX launch {mix:.1f} us (the vector cores started beside the cube cores, once)"
         return (
             text
             + f"; makespan {float(np.asarray(est['core_us'])[row]):.1f} us of {float(np.asarray(est['time_us'])[row]):.1f}"

@@ -9,6 +9,7 @@ import numpy as np
 from ...model.common import (
     ceil_div,
     classify_bound,
+    mix_launch_us,
     mixed_bandwidth,
     pipes,
     roofline_us,
@@ -158,12 +159,9 @@ def _vector_side(p: Matmul, chip, c: dict, g: dict, cores_used, make) -> dict:
     passes = np.where(epi, 1, 0) + (1 if p.b_int4 else 0)
     hand = passes * handoff
     extra = np.maximum(vec_make - make, 0.0) + t_epi + t_w4 + hand
-    # A MIX launch starts the vector cores too (S6: the head grows with the cores launched, and a MIX kernel also
-    # starts the idle core type): each vector core launched pays the profile's per-core head [E: the per-core head
-    # was fitted on cube-only kernels; reading a launch per block (Block Dim counts cube cores) would drop this term]
-    mix = np.where(
-        passes > 0, chip["head_per_core_us"] * units * np.asarray(cores_used, dtype=np.float64), 0.0
-    )
+    # A MIX launch starts the vector cores too (S6: a MIX kernel also starts the idle core type), once per launch
+    # on separated cores (model.common.mix_launch_us; fitted by bench/ascend_fit.py --fit-mix)
+    mix = np.where(passes > 0, mix_launch_us(chip), 0.0) * np.ones(n)
     return {
         "extra": extra,
         "vec": per_core * vec_busy,
