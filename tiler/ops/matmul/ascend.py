@@ -267,10 +267,13 @@ class MatmulAscend(AscendBounds, Operator):
             f"fixed costs: head {head:.1f} us (launch {chip['head_base_us']:.2f} us + {used:.0f} cores x "
             f"{chip['head_per_core_us']:.3f} us)"
         )
-        if red > 0:
+        if red > 0 and p.quant:
+            text += (
+                f"; split-K reduction {red:.1f} us (zero the fp32 output; the vector cores reduce and dequantise in "
+                "the same MIX kernel after a cross-core barrier)"
+            )
+        elif red > 0:
             text += f"; split-K reduction {red:.1f} us (zero the fp32 output, cast pass with its own launch)"
-            if p.quant:
-                text += " (the dequant runs in that pass)"
         quant = float(np.asarray(est.get("quant_us", np.zeros(row + 1)))[row])
         if quant > 0:
             what = ["int4 -> int8 widening of B"] if p.b_int4 else []

@@ -80,15 +80,21 @@ def _compulsory_hbm(p: Matmul, chip) -> float:
 
 
 def _reduction_us(p: Matmul, chip, c: dict) -> np.ndarray:
-    """Split-K's extra work: zero the fp32 output, and cast it to the output dtype in a second (vector) kernel."""
+    """Split-K's extra work: zero the fp32 output, and cast it to the output dtype in a second (vector) kernel.
+
+    A quantised matmul dequantises in that pass, reading its scales once, and runs it on the vector cores of the
+    same MIX kernel (CATLASS 52_quant_multi_core_splitk: the AIVs reduce and dequantise after a cross-core barrier):
+    instead of a launch of its own, one MIX launch (model.common.mix_launch_us; none more where the int4 widening
+    already makes the kernel MIX) and the barrier: every core's partials landed in GM, a flag, the first read (two
+    GM latencies and a flag, as a hand-off)."""
     mn = float(p.batch * p.M * p.N)
     hbm = chip["hbm_gbps"] * 1e9 * chip["hbm_efficiency"]
-    # a quantised matmul dequantises here, in the cast pass, reading its scales once
-    cast = (
-        0.0
-        if p.out_bytes == 4
-        else ((mn * (4 + p.out_bytes) + p.scale_bytes) / hbm * 1e6 + chip["head_base_us"])
-    )
+    if p.quant:
+        barrier = (2 * chip["gm_latency_cycles"] + chip["sync_cycles"]) / chip.clock_hz * 1e6
+        launch = (0.0 if p.b_int4 else mix_launch_us(chip)) + barrier
+    else:
+        launch = chip["head_base_us"]
+    cast = 0.0 if p.out_bytes == 4 else ((mn * (4 + p.out_bytes) + p.scale_bytes) / hbm * 1e6 + launch)
     return np.where(c["split_k"] > 1, mn * 4 / hbm * 1e6 + cast, 0.0)
 
 
