@@ -387,3 +387,32 @@ def test_any_storage_file_is_refused_or_searched(raw, tables, tmp_path_factory, 
         con.close()
     argv = ["search", "--op", "matmul", "--chip", "h200", "--shape", "M=64,N=128,K=256", "--strategy", "tpe"]
     outcome(capsys, [*argv, "--trials", "2", "--storage", str(db)])
+
+
+@pytest.mark.parametrize(
+    "restriction, why",
+    [
+        ("1 << 99999999999 > 0", "1 << 99999999999 overflows 64-bit integers"),
+        ("BLOCK_SIZE_M << 60 > 0", "BLOCK_SIZE_M << 60 overflows 64-bit integers"),
+        ("BLOCK_SIZE_M * 99999999999 * 99999999999 > 0", "overflows 64-bit integers"),
+        ("BLOCK_SIZE_M - 9223372036854775807 - 9223372036854775807 < 0", "overflows 64-bit integers"),
+        ("2 ** 99999 > BLOCK_SIZE_M", "2 ** 99999 overflows"),
+        ("BLOCK_SIZE_M << -1 > 0", "negative shift count"),
+    ],
+)
+def test_an_over_large_integer_restriction_is_refused_naming_it(restriction, why, tmp_path, capsys):
+    """numpy computes a restriction in int64 and wraps silently (`1 << 99999999999` is 0, which would keep or
+    drop configs by accident): a shift, product, sum or power past 64 bits is one line naming the restriction
+    (its index and text) and what overflowed, exit 2; the same restriction with small numbers is searched."""
+    params = "".join(f"{k} = [32, 64, 128]\n" for k in USER_PARAMS[:3])
+    params += "GROUP_SIZE_M = [8]\nnum_warps = [4]\nnum_stages = [3]\n"
+    argv = ["search", "--op", "matmul", "--chip", "h200", "--shape", "M=256,N=256,K=256"]
+    for text, rc_want in ((restriction, 2), ("BLOCK_SIZE_M << 2 > 0", 0)):
+        p = tmp_path / "space.toml"
+        p.write_text(
+            f'op = "matmul"\nrestrictions = ["BLOCK_SIZE_N > 0", {json.dumps(text)}]\n[params]\n{params}'
+        )
+        rc, _, err = outcome(capsys, [*argv, "--space", str(p)])
+        assert rc == rc_want, err
+        if rc_want == 2:
+            assert "restrictions[1]" in err and repr(text) in err and why in err, err
