@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sqlite3
@@ -31,7 +32,17 @@ _JOURNAL_COLUMNS = (
     "error",
     "result",
     "written_at",
+    "digest",  # a checksum of the row (digest()): a result changed after it was written is searched again
 )
+DAMAGED = "damaged"  # scan()'s status of a row whose checksum does not match (or that has none): search again
+
+
+def digest(key: str, status, kind, error, result) -> str:
+    """A short checksum of one journal row as written: its key, status, kind, error and result text (the result
+    is stored as JSON text and hashed as stored). A row whose digest does not match was changed after it was
+    written (by hand, another program, a bad disk) and is searched again on --resume."""
+    text = json.dumps([key, status, kind, error, result], ensure_ascii=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 class Journal:
@@ -48,6 +59,7 @@ class Journal:
 
     def __init__(self, path: str | os.PathLike, fresh: bool, fresh_hint: str = ""):
         self.path = Path(path)
+        self.legacy = False  # a journal of a tiler before checksums: no digest column until the first write
         self.fresh_hint = fresh_hint or (
             "run the same command without --resume (it replaces the journal), or give --out elsewhere"
         )
@@ -82,7 +94,8 @@ class Journal:
                     raise self._bad(f"tables {', '.join(sorted(tables))[:120]}, no 'results'")
                 if "results" in tables:
                     cols = [r[1] for r in db.execute("PRAGMA table_info(results)")]
-                    if set(cols) != set(_JOURNAL_COLUMNS):
+                    self.legacy = set(cols) == set(_JOURNAL_COLUMNS) - {"digest"}
+                    if set(cols) != set(_JOURNAL_COLUMNS) and not self.legacy:
                         db.close()
                         raise self._bad(f"table 'results' has columns {', '.join(cols)[:160]}")
             db.execute("PRAGMA journal_mode=WAL")
@@ -90,7 +103,7 @@ class Journal:
             db.execute(
                 "CREATE TABLE IF NOT EXISTS results (key TEXT PRIMARY KEY, chip TEXT NOT NULL, op TEXT NOT NULL, "
                 "problem TEXT NOT NULL, strategy TEXT NOT NULL, seed INTEGER, profile_hash TEXT NOT NULL, "
-                "status TEXT NOT NULL, kind TEXT, error TEXT, result TEXT, written_at REAL NOT NULL)"
+                "status TEXT NOT NULL, kind TEXT, error TEXT, result TEXT, written_at REAL NOT NULL, digest TEXT)"
             )
             db.commit()
         except sqlite3.Error as exc:
@@ -120,12 +133,16 @@ class Journal:
 
         Raises TilerError (the journal is left as it is) when a row does not parse: bad JSON, a null or
         malformed result, an unknown status."""
-        return dict(self.scan())
+        return {k: v for k, v in self.scan() if v["status"] != DAMAGED}
 
     def scan(self):
         """load() one row at a time: yields (key, result) of every reusable row once all of them parsed (a
         damaged journal raises TilerError before anything is yielded or deleted), then drops the internal
-        errors. A sweep keeps only the keys (reading each result back with get()), not 10,000 parsed dicts."""
+        errors. A sweep keeps only the keys (reading each result back with get()), not 10,000 parsed dicts.
+
+        A row that parses but whose checksum does not match (changed after it was written) or that has none
+        (written by a tiler before checksums) is yielded as {"status": DAMAGED, "why": "changed" or
+        "unchecked"}: the caller searches it again."""
         db = self._connect(check=True)
         try:
             for _ in self._rows(db):  # a first pass only validates: nothing is held
@@ -142,13 +159,17 @@ class Journal:
 
     def _rows(self, db):
         # "order by" in lower case: ORDER is a knob name, which generic code does not spell (test_style)
-        cur = db.execute("SELECT key, status, kind, error, result FROM results order by rowid")
-        for key, status, kind, error, result in cur:
+        sums = "NULL" if self.legacy else "digest"
+        cur = db.execute(f"SELECT key, status, kind, error, result, {sums} FROM results order by rowid")  # noqa: S608
+        for key, status, kind, error, result, checksum in cur:
             if not isinstance(key, str):
                 raise self._bad(f"a row has key {key!r}")
             res = self._result(key, status, kind, error, result)
-            if res is not None:
-                yield key, res
+            if res is None:
+                continue
+            if checksum != digest(key, status, kind, error, result):
+                res = {"status": DAMAGED, "why": "unchecked" if checksum is None else "changed"}
+            yield key, res
 
     def _result(self, key, status, kind, error, result) -> dict | None:
         """A row's result (None for an internal error, which a resume retries); TilerError when damaged."""
@@ -184,10 +205,16 @@ class Journal:
         return self._result(key, status, kind, error, result)
 
     def put(self, key: str, chip, op: str, problem, cfg: SweepConfig, result: dict) -> bool:
-        """Commit one result; returns False (and writes nothing) if the key is already there."""
-        cur = self._connect().execute(
+        """Commit one result with its checksum; returns False (and writes nothing) if the key is already there."""
+        db = self._connect()
+        if self.legacy:  # an older tiler's journal, read and found sound: it gains the checksum column
+            db.execute("ALTER TABLE results ADD COLUMN digest TEXT")
+            self.legacy = False
+        text = json.dumps(result) if result["status"] == "ok" else None
+        sums = digest(key, result["status"], result.get("kind"), result.get("error"), text)
+        cur = db.execute(
             "INSERT OR IGNORE INTO results (key, chip, op, problem, strategy, seed, profile_hash, status, kind, "
-            "error, result, written_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "error, result, written_at, digest) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 key,
                 chip.id,
@@ -199,8 +226,9 @@ class Journal:
                 result["status"],
                 result.get("kind"),
                 result.get("error"),
-                json.dumps(result) if result["status"] == "ok" else None,
+                text,
                 time.time(),
+                sums,
             ),
         )
         self.db.commit()

@@ -19,7 +19,7 @@ from .executors import (
     _run_pool,
     _Task,
 )
-from .journal import Journal, _Results, journal_path
+from .journal import DAMAGED, Journal, _Results, journal_path
 from .output import (
     SweepReport,
     _check_writable_format,
@@ -41,6 +41,37 @@ def _split_chips(chips) -> list[str]:
     if len(set(ids)) != len(ids):
         raise TilerError(f"--chip: a chip is listed twice: {','.join(ids)}")
     return ids
+
+
+def _reusable(
+    journal: Journal, tasks: dict, spaces: dict, cfg: SweepConfig, free, results, notes
+) -> list[str]:
+    """--resume: add to `results` the journaled results this sweep can reuse; return the keys to search again
+    (stale or damaged), with a note on stderr counting those whose checksum failed."""
+    stale, why = [], {"changed": 0, "unchecked": 0}
+    for k, v in journal.scan():
+        # a result journaled before the record changed (a GPU's pipes under msprof's names) is searched
+        # again, and so is one journaled before searches kept each target's best tiling (runnable)
+        if k not in tasks:
+            continue
+        if v["status"] == DAMAGED:
+            why[v["why"]] += 1
+            stale.append(k)
+        elif v["status"] != "ok" or (
+            set(record(tasks[k].chip.family)) <= set(v["row"])
+            and isinstance(v.get("runnable"), dict)
+            and _intact(v, tasks[k], spaces, cfg, free)
+        ):
+            results.keys.add(k)
+        else:
+            stale.append(k)
+    if why["changed"] or why["unchecked"]:
+        notes.append(
+            f"note: --resume: {why['changed'] + why['unchecked']} journaled result(s) failed the journal's "
+            f"checksum and were searched again ({why['changed']} changed after they were written, "
+            f"{why['unchecked']} written without a checksum by an older tiler)"
+        )
+    return stale
 
 
 def run_sweep(
@@ -147,22 +178,11 @@ def run_sweep(
         notes.append(f"note: --resume: no journal at {jpath}; started from the beginning")
     journal = Journal(jpath, fresh=not resume)
     try:
-        results, stale = _Results(journal), []
+        results = _Results(journal)
         free = {c.id: _pinned_space(op, c.family, cfg.fix) for c in chip_objs} if library else None
-        for k, v in journal.scan() if resume else ():
-            # a result journaled before the record changed (a GPU's pipes under msprof's names) is searched
-            # again, and so is one journaled before searches kept each target's best tiling (runnable)
-            if k not in tasks_by_key:
-                continue
-            if v["status"] != "ok" or (
-                set(record(tasks_by_key[k].chip.family)) <= set(v["row"])
-                and isinstance(v.get("runnable"), dict)
-                and _intact(v, tasks_by_key[k], spaces, cfg, free)
-            ):
-                results.keys.add(k)
-            else:
-                stale.append(k)
-        journal.drop(stale)  # their new results take their place
+        if resume:
+            stale = _reusable(journal, tasks_by_key, spaces, cfg, free, results, notes)
+            journal.drop(stale)  # their new results take their place
         todo = [t for t in tasks_by_key.values() if t.key not in results]
         reused = len(tasks_by_key) - len(todo)
         total = len(rows) * len(chip_objs)
