@@ -231,30 +231,44 @@ def _document_targets(doc: dict, time_us: float, bound: str, tiling: dict) -> di
                 same if isinstance(same, bool) else None,
             )
     else:
-        for t in doc.get("targets") or {}:
+        for t in _names_in(doc.get("targets")):
             out[str(t)] = TargetTime(True, time_us, 1.0, bound, tiling, True)
-    for t in doc.get("no_view") or {}:
+    for t in _names_in(doc.get("no_view")):
         out.setdefault(str(t), TargetTime(False))
     return out
+
+
+def _names_in(value) -> list:
+    """The target names a document's `targets` (an object) or `no_view` (a list) holds; none when the field is
+    something else (damaged: the page draws the row without those targets, as with a damaged `runnable`)."""
+    return list(value) if isinstance(value, dict | list) else []
 
 
 def read_document(path: Path, doc: dict, hardware_dir=None) -> Report:
     """A tiler.tiling/v1 document: its tiling (the best, or the one explained) and its alternatives (scored
     again by the model for their pipes, when the chip's profile can be loaded)."""
+    from ..operator import problem_class
     from ..problem import parse_problem
 
     if not isinstance(doc.get("estimate"), dict) or not isinstance(doc.get("problem"), dict):
         raise TilerError(
-            f"RESULT: {path}: not a tiler.tiling/v1 document with an estimate; give a `tiler search/explain "
+            f"RESULT: {path}: not a tiler.tiling/v1 document with an estimate (its 'estimate' and 'problem' must "
+            "be objects); give a `tiler search/explain "
             "--format json` document or a `tiler sweep` table"
         )
+    at = "op"  # the field being read, named in the error when it is not what a document holds
     try:
         op = str(doc["op"])
+        problem_class(op)  # an unknown operator: ProblemError "op: ..."
+        at = "chip.id"
         chip_id = str(doc["chip"]["id"])
         prob = doc["problem"]
+        at = "problem.shape"
         problem = parse_problem(op, dict(prob.get("shape") or {}), prob.get("dtype"))
+        at = "estimate"
         est = doc["estimate"]
         tiling = doc.get("tiling") if isinstance(doc.get("tiling"), dict) else {}
+        given = (doc.get("search") if isinstance(doc.get("search"), dict) else {}).get("strategy") == "given"
         family, _ = shape_family(problem)
         best = Row(
             "",
@@ -266,8 +280,8 @@ def read_document(path: Path, doc: dict, hardware_dir=None) -> Report:
             {str(p): float(v) for p, v in (est.get("pipes_us") or {}).items()},
             float(problem.flops),
             float(problem.compulsory_bytes),
-            title="given" if (doc.get("search") or {}).get("strategy") == "given" else "best",
-            name="given" if (doc.get("search") or {}).get("strategy") == "given" else "best",
+            title="given" if given else "best",
+            name="given" if given else "best",
             family=family,
             tiling=dict(tiling),
         )
@@ -278,10 +292,13 @@ def read_document(path: Path, doc: dict, hardware_dir=None) -> Report:
         elif isinstance(views, dict):  # before `custom_kernel`: the views were all of the document's tiling
             best.custom_kernel = not views
     except TilerError as exc:
-        raise TilerError(f"RESULT: {path}: {exc}") from None
+        said = str(exc)
+        raise TilerError(
+            f"RESULT: {path}: {said if said.startswith(at + ':') else f'{at}: {said}'}"
+        ) from None
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise TilerError(
-            f"RESULT: {path}: not a tiler.tiling/v1 document ({type(exc).__name__}: {exc})"
+            f"RESULT: {path}: {at}: not as a tiler.tiling/v1 document has it ({type(exc).__name__}: {exc})"
         ) from None
     meas = doc.get("measurement")
     if isinstance(meas, dict) and math.isfinite(_num(meas.get("measured_us"))):

@@ -52,9 +52,11 @@ def read_shapes(source) -> Any:
             pass
     header = [str(c).strip() for c in header]
     df.columns = [str(c).strip() for c in df.columns]
+    where = f"{path} (its columns)" if path.suffix == ".parquet" else f"{path} line 1 (the header)"
     dup = sorted({c for c in header if header.count(c) > 1})
     if dup:
-        raise TilerError(f"SHAPES: column(s) {', '.join(dup)} appear more than once in {path}")
+        raise TilerError(f"SHAPES: {where}: column(s) {', '.join(dup)} appear more than once")
+    df.attrs["where"] = where  # the header as the user sees it, for parse_rows' messages
     return df
 
 
@@ -94,8 +96,8 @@ def parse_rows(df, op: str, dtype: str | None = None) -> list[_Row]:
     if missing:
         hint = closest(missing[0], list(df.columns)) if len(df.columns) else "the file has no columns"
         raise TilerError(
-            f"SHAPES: column {missing[0]!r} is missing; {op} rows need {', '.join(cls.FIELDS)} "
-            f"(optional: {', '.join(list(cls.OPTIONAL) + ['dtype', 'name', 'count'])}); "
+            f"SHAPES: {df.attrs.get('where', 'the table')}: column {missing[0]!r} is missing; {op} rows need "
+            f"{', '.join(cls.FIELDS)} (optional: {', '.join(list(cls.OPTIONAL) + ['dtype', 'name', 'count'])}); "
             f"columns found: {hint}"
         )
     rows = []
