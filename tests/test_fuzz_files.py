@@ -5,7 +5,9 @@ reads, with hypothesis strategies").
 Each property starts from a valid file of the format (made here or shipped in the repository), replaces one cell,
 leaf or line with a drawn value (or the whole file with drawn bytes) and runs the command that reads it in-process:
 it must end as the README promises (exit 0, or 1 where a command may, or exit 2 with one `error:` line), never a
-traceback. The formats, and where each is fuzzed:
+traceback; a refusal names the file and the place of the damage as the user sees it (`refused_naming`: a file
+line or data row, a column as the header has it, a TOML key or table, a JSON field on the path to the changed
+node). The formats, and where each is fuzzed:
 
 | format | read by | fuzzed in |
 |---|---|---|
@@ -18,7 +20,8 @@ traceback. The formats, and where each is fuzzed:
 | user Triton space TOML | `tiler search --space`, `tiler.triton` | here |
 | chip profile TOML (by path) | `--chip FILE.toml`, `--hardware-dir` | here (values); test_hostile (bytes) |
 | space TOML (`TILER_SPACES_DIR`) | every search | here (values); test_hostile (bytes) |
-| measured CSV (tiler's table) | `tiler calibrate`, `rank` | here (calibrate cells); test_hostile (rank cells, bytes) |
+| measured CSV (tiler's table) | `tiler calibrate`, `rank` | here (calibrate and rank cells); test_hostile (rank cells, bytes) |
+| export (`tiler.tiling/v1`) | `tiler check` | here (any node); test_check_cross (each rule broken) |
 | msprof op_summary CSV, manifest CSV | `tiler calibrate` | test_msprof |
 """
 
@@ -78,9 +81,10 @@ toml_values = st.one_of(
 
 def _mutate_json(doc, data, max_depth: int = 8, where: list | None = None):
     """`doc` with one node (reached by drawn keys and indices) replaced by a drawn JSON value; `where` (a list)
-    receives the keys and indices of the path to it."""
+    receives the keys and indices of the path to it (and `line *`: a position in the file)."""
     node, parent, key = doc, None, None
     where = [] if where is None else where
+    where.append("line *")  # strict JSON readers refuse NaN and Infinity at the line and column they stand
     for _ in range(max_depth):
         if isinstance(node, dict) and node:
             k = data.draw(st.sampled_from(sorted(node)), label="key")
