@@ -499,3 +499,14 @@ def test_an_over_large_integer_restriction_is_refused_naming_it(restriction, why
         assert rc == rc_want, err
         if rc_want == 2:
             assert "restrictions[1]" in err and repr(text) in err and why in err, err
+
+
+def test_the_naming_check_can_fail():
+    """refused_naming's test of a line: the file by name, then a place as a word or a number, not a substring."""
+    line = "error: --measurements: m.csv: row 12: column 'K' must be a number"
+    assert (
+        _names(line, "K") and _names(line, "row 12") and _names(line, "row *") and not _names(line, "row 1")
+    )
+    assert not _names(line, "line *") and not _names(line, "M") and not _names(line, "numb")
+    assert _names("error: RESULT: doc.json: chip.id: not as ...", "chip")
+    assert _names("error: library: lib.json: entries/0: must be an object", "entries")
