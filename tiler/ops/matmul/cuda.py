@@ -5,7 +5,7 @@ step moves an A and a B block global -> shared (cp.async, `num_stages` - 1 steps
 tensor cores (wgmma on Hopper, mma.sync otherwise) and accumulates in fp32 registers; the epilogue stores the tile
 (or adds it into an fp32 buffer with atomics when SPLIT_K > 1). Programs go to SMs in launch order, `occupancy` at a
 time per SM; the kernel time is the busiest SM's rounds (full ones, then the explicit tail), each costed with the
-bandwidth share, L2 hit rate (from the real traversal, schedule.py) and latency hiding of that round.
+bandwidth share, L2 hit rate (from the real traversal, model/schedule/) and latency hiding of that round.
 
 The model is split so that calibration can re-time many problems at once: `prepare()` computes everything that does
 not depend on the profile's [efficiency] constants (geometry, occupancy, registers, schedule and L2 hits) as columns;
@@ -389,7 +389,7 @@ def _panel_hit_rates(p: Matmul, chip, c: dict, tm, tn, sk, occ_eff, rows_a, bn):
     # footprint of a round changes reuse only near the capacity edge; this keeps distinct walks few)
     slots = sms * (1 << np.floor(np.log2(occ_eff)).astype(np.int64))
     l2 = float(chip["l2_bytes"])
-    if np.size(order) < _HIT_TABLE_MIN:  # a search's batch: simulated directly (schedule.py caches the walks)
+    if np.size(order) < _HIT_TABLE_MIN:  # a search's batch: simulated directly (the schedule caches the walks)
         return _simulated_hit_rates(p, l2, tm, tn, sk, slots, group, serp, rows_a, bn)
     code = pack_codes([_i(c, "BLOCK_M"), bn, sk, slots, group, serp], _HIT_BITS)
     if code is None:
