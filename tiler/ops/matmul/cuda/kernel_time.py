@@ -95,37 +95,6 @@ def prepare(p: Matmul, chip, c: dict, l2_hits: bool = True) -> dict[str, np.ndar
         a_hit, b_hit = _panel_hit_rates(p, chip, c, tm, tn, sk, occ_eff, rows_a, bn)
     else:  # every panel load an L2 hit: the ceiling of every launch order (quick_bound)
         a_hit = b_hit = np.ones(n)
-    # bytes per K step of one program (requests, which the L2 serves) and the HBM share of them
-    a_step = (bm * bk * b).astype(np.float64)
-    b_step = (bk * bn * b).astype(np.float64)
-    # cache lines per K step: the SM's L1/TEX path handles one line (up to 128 B) per cycle, so a tile row of
-    # fewer than 128 B costs a whole line slot. A tile's rows run along the operand's contiguous axis: A `n`
-    # BLOCK_M rows of BLOCK_K elements, A `t` BLOCK_K rows of BLOCK_M; B `n` BLOCK_K rows of BLOCK_N, B `t`
-    # BLOCK_N rows of BLOCK_K
-    line = int(chip.get("cache_line_bytes", 128))
-    a_rows, a_len = (bk, bm) if p.a_transposed else (bm, bk)
-    b_rows, b_len = (bn, bk) if p.b_transposed else (bk, bn)
-    a_lines = (a_rows * np.maximum(ceil_div(a_len * b, line), 1)).astype(np.float64)
-    b_lines = (b_rows * np.maximum(ceil_div(b_len * b, line), 1)).astype(np.float64)
-    # wrapped A rows (M < BLOCK_M) re-read lines another warp just fetched: they count as hits
-    a_hit_req = 1.0 - (1.0 - a_hit) * rows_a / bm
-    hit = (a_step * a_hit_req + b_step * b_hit) / (a_step + b_step)
-    a_l2 = programs * steps * a_step
-    b_l2 = programs * steps * b_step
-    hbm_read = a_l2 * (1.0 - a_hit_req) + b_l2 * (1.0 - b_hit)
-    mn = float(p.batch * p.M * p.N)
-    split = sk > 1
-    out_hbm = np.where(
-        split, mn * 4 * 2 + mn * (4 + ob), mn * ob
-    )  # zero + atomics' write-back + cast, or the store
-    out_l2 = np.where(split, mn * 4 * (2 * sk + 1) + mn * (4 + ob), mn * ob)
-    hbm = np.maximum(hbm_read + out_hbm, p.compulsory_bytes)
-    # contiguous bytes a tile asks HBM for at a time: one tile row, or the whole tile when its rows span the
-    # operand's contiguous axis (consecutive rows then follow each other in memory: one block, counted at the
-    # tile's size, so that more K never makes the request look longer than before)
-    a_seg = np.where(a_len >= len_a, a_rows * a_len, a_len) * b
-    b_seg = np.where(b_len >= len_b, b_rows * b_len, b_len) * b
-    c_seg = np.where(bn >= p.N, bm * bn, bn) * ob
     f = lambda x: np.asarray(x, dtype=np.float64)  # noqa: E731
     return {
         "n": np.full(n, 1.0),
@@ -163,11 +132,55 @@ def prepare(p: Matmul, chip, c: dict, l2_hits: bool = True) -> dict[str, np.ndar
         "k_last": f(k_last),
         "act_full": f(act_full),
         "act_last": f(act_last),
+        **_memory(p, chip, bm, bn, bk, sk, programs, steps, a_hit, b_hit, rows_a),
+        "macs_per_cycle": np.full(n, chip.macs_per_cycle(p.dtype)),
+        "peak": np.full(n, chip.peak_tflops(p.dtype) * 1e12),
+    }
+
+
+def _memory(p: Matmul, chip, bm, bn, bk, sk, programs, steps, a_hit, b_hit, rows_a) -> dict[str, np.ndarray]:
+    """prepare()'s memory columns: bytes and cache lines per K step, L2 and HBM bytes (the hit rates given) and
+    the contiguous request length of each operand."""
+    b, ob = p.in_bytes, p.out_bytes
+    len_a, len_b = contiguous_lengths(p)
+    # bytes per K step of one program (requests, which the L2 serves) and the HBM share of them
+    a_step = (bm * bk * b).astype(np.float64)
+    b_step = (bk * bn * b).astype(np.float64)
+    # cache lines per K step: the SM's L1/TEX path handles one line (up to 128 B) per cycle, so a tile row of
+    # fewer than 128 B costs a whole line slot. A tile's rows run along the operand's contiguous axis: A `n`
+    # BLOCK_M rows of BLOCK_K elements, A `t` BLOCK_K rows of BLOCK_M; B `n` BLOCK_K rows of BLOCK_N, B `t`
+    # BLOCK_N rows of BLOCK_K
+    line = int(chip.get("cache_line_bytes", 128))
+    a_rows, a_len = (bk, bm) if p.a_transposed else (bm, bk)
+    b_rows, b_len = (bn, bk) if p.b_transposed else (bk, bn)
+    a_lines = (a_rows * np.maximum(ceil_div(a_len * b, line), 1)).astype(np.float64)
+    b_lines = (b_rows * np.maximum(ceil_div(b_len * b, line), 1)).astype(np.float64)
+    # wrapped A rows (M < BLOCK_M) re-read lines another warp just fetched: they count as hits
+    a_hit_req = 1.0 - (1.0 - a_hit) * rows_a / bm
+    hit = (a_step * a_hit_req + b_step * b_hit) / (a_step + b_step)
+    a_l2 = programs * steps * a_step
+    b_l2 = programs * steps * b_step
+    hbm_read = a_l2 * (1.0 - a_hit_req) + b_l2 * (1.0 - b_hit)
+    mn = float(p.batch * p.M * p.N)
+    split = sk > 1
+    out_hbm = np.where(
+        split, mn * 4 * 2 + mn * (4 + ob), mn * ob
+    )  # zero + atomics' write-back + cast, or the store
+    out_l2 = np.where(split, mn * 4 * (2 * sk + 1) + mn * (4 + ob), mn * ob)
+    hbm = np.maximum(hbm_read + out_hbm, p.compulsory_bytes)
+    # contiguous bytes a tile asks HBM for at a time: one tile row, or the whole tile when its rows span the
+    # operand's contiguous axis (consecutive rows then follow each other in memory: one block, counted at the
+    # tile's size, so that more K never makes the request look longer than before)
+    a_seg = np.where(a_len >= len_a, a_rows * a_len, a_len) * b
+    b_seg = np.where(b_len >= len_b, b_rows * b_len, b_len) * b
+    c_seg = np.where(bn >= p.N, bm * bn, bn) * ob
+    f = lambda x: np.asarray(x, dtype=np.float64)  # noqa: E731
+    return {
         "a_step": a_step,
         "b_step": b_step,
         "a_lines": a_lines,
         "b_lines": b_lines,
-        "line_bytes": np.full(n, float(line)),
+        "line_bytes": np.full(a_step.size, float(line)),
         "hit": hit,
         "a_hit": a_hit,
         "b_hit": b_hit,
@@ -183,9 +196,7 @@ def prepare(p: Matmul, chip, c: dict, l2_hits: bool = True) -> dict[str, np.ndar
         "b_seg": f(b_seg),
         "c_seg": f(c_seg),
         "l2_total": a_l2 + b_l2 + out_l2,
-        "mn": np.full(n, mn),
-        "macs_per_cycle": np.full(n, chip.macs_per_cycle(p.dtype)),
-        "peak": np.full(n, chip.peak_tflops(p.dtype) * 1e12),
+        "mn": np.full(a_step.size, mn),
     }
 
 
@@ -201,7 +212,6 @@ def _smax(terms, pw):
 def timing(g: dict, chip, e: dict[str, float]) -> dict[str, np.ndarray]:
     """The estimate record from prepared columns `g` and the efficiency constants `e` (see DEFAULTS)."""
     f = chip.clock_hz
-    sms = chip.cores
     pw = max(e["overlap_power"], 1.0)
     lat = chip["gm_latency_cycles"] * e["latency_scale"] / f
     hbm_bw = chip["hbm_gbps"] * 1e9 * min(e["hbm_efficiency"], 1.0)
@@ -312,6 +322,13 @@ def timing(g: dict, chip, e: dict[str, float]) -> dict[str, np.ndarray]:
     }
     bound = classify_bound({k: pipes[k] for k in ("tensor", "load", "smem", "store", "issue")}, body * 1e6)
     bound[hbm_t >= main] = "load"
+    return _record(g, chip, time_us, bound, pipes, launch, v3, spill)
+
+
+def _record(g: dict, chip, time_us, bound, pipes: dict, launch: float, v3, spill) -> dict[str, np.ndarray]:
+    """timing()'s estimate record: the time, its bound and pipes, and the launch (programs, waves, occupancy, L2
+    and HBM bytes) as the export and the report read it."""
+    sms = chip.cores
     roof = roofline_us(g["flops"], g["compulsory"], g["peak"], chip["hbm_gbps"] * 1e9, launch)
     return {
         "time_us": time_us,
