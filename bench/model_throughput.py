@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 
 from tiler.hardware import load_chip
-from tiler.model import schedule
 from tiler.model.schedule import clear_caches
+from tiler.model.schedule import work as schedule_work
 from tiler.operator import get_operator
 from tiler.problem import parse_problem
 from tiler.search import enumerate_feasible, search
@@ -53,7 +53,7 @@ def main():
     n = len(full["base_m"])
     clear_caches()
     r_cold, t_cold = rate(lambda: model.estimate(p, chip, full), n, repeat=1)
-    sims = len(schedule._WORK)
+    sims = len(schedule_work._WORK)
     r_est, t_est = rate(lambda: model.estimate(p, chip, full), n)
     print(
         f"  search workload: {n:,} candidates (2,000 tilings x 40 schedules): estimate {r_est:,.0f}/s ({t_est:.2f} s)"

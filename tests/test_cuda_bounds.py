@@ -1,4 +1,4 @@
-"""The cuda matmul model's branch-and-bound bounds (tiler/ops/matmul/cuda.py: quick_bound, prefix_bound).
+"""The cuda matmul model's branch-and-bound bounds (tiler/ops/matmul/cuda/bounds.py: quick_bound, prefix_bound).
 
 Correctness is what matters: a bound above the estimate of one candidate could cut the optimum. So, on many random
 feasible candidates over shapes (tiny M, split-K, misaligned strides, batches), every layout, four GPUs, fp16 and

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from tiler.model.common import group_rows
-from tiler.model.schedule import _hit_rates, core_work, panel_hits, traversal
+from tiler.model.schedule import core_work, panel_hits, traversal
+from tiler.model.schedule.l2 import _hit_rates
 
 
 def brute_core_vectors(tm, tn, splits, batch, cores, offset, direction, serpentine, pieces, edge_m, edge_n):
@@ -105,8 +106,8 @@ def test_caches_start_over_without_losing_what_a_call_needs(monkeypatch):
 
     traversal(6, 5, 2, 0, False)
     core_work(6, 5, 1, 1, 4, 2, 0, False, 1, True, True)
-    monkeypatch.setattr(schedule, "_WALK_ELEMS_MAX", 0)
-    monkeypatch.setattr(schedule, "_CACHE_ROWS", 0)
+    monkeypatch.setattr(schedule.work, "_WALK_ELEMS_MAX", 0)
+    monkeypatch.setattr(schedule.work, "_CACHE_ROWS", 0)
     r, _ = schedule.walks(6, 5, np.array([[2, 0, 0], [3, 1, 1]]))
     assert r.shape == (2, 30)
     assert core_work(6, 5, 1, 1, 4, 2, 0, False, 1, True, True).cores_used == 4

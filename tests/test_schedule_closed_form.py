@@ -13,13 +13,13 @@ from hypothesis import strategies as st
 from tiler.model import schedule
 from tiler.model.schedule import (
     TILE_TYPES,
-    _core_work,
     max_b_reuse,
     panel_hits_many,
     point_types,
     traversal,
     walk_counts,
 )
+from tiler.model.schedule.work import _core_work
 
 grids = st.integers(1, 48)
 cores = st.sampled_from([1, 2, 3, 4, 5, 7, 8, 20, 24, 30, 32, 40, 64])
@@ -29,12 +29,12 @@ walk = st.tuples(st.sampled_from([1, 2, 3, 4, 5, 8, 16]), st.integers(0, 1), st.
 @contextmanager
 def closed_form():
     """Count every grid in closed form (no grid is small enough to walk)."""
-    keep = schedule.WALK_TILES
-    schedule.WALK_TILES = 0
+    keep = schedule.work.WALK_TILES
+    schedule.work.WALK_TILES = 0
     try:
         yield
     finally:
-        schedule.WALK_TILES = keep
+        schedule.work.WALK_TILES = keep
 
 
 def counted_on_the_walk(tm, tn, k, offset, direction, snake, edge_m, edge_n) -> np.ndarray:
@@ -301,14 +301,14 @@ def test_serial_l2_hit_rates_equal_the_walk(tm, tn, outer, a_bytes, b_bytes, cap
 
     settings_ = np.array([(o, d, s) for o in (1, 2, 3, 4, 8, 64) for d in (0, 1) for s in (0, 1)])
     caps = float(cap_a) if shared else (cap_a * 0.75, float(cap_b))
-    got = schedule._serial_hit_rates(tm, tn, outer, settings_, float(a_bytes), float(b_bytes), caps)
-    schedule._TOUCHES.clear()
-    real = schedule._serial_hit_rates
+    got = schedule.l2._serial_hit_rates(tm, tn, outer, settings_, float(a_bytes), float(b_bytes), caps)
+    schedule.l2._TOUCHES.clear()
+    real = schedule.l2._serial_hit_rates
     try:
-        schedule._serial_hit_rates = lambda *a: None
-        want = schedule._hit_rates(tm, tn, outer, 1, settings_, float(a_bytes), float(b_bytes), caps)
+        schedule.l2._serial_hit_rates = lambda *a: None
+        want = schedule.l2._hit_rates(tm, tn, outer, 1, settings_, float(a_bytes), float(b_bytes), caps)
     finally:
-        schedule._serial_hit_rates = real
+        schedule.l2._serial_hit_rates = real
     assert got is not None and np.array_equal(got, want)
 
 

@@ -17,6 +17,7 @@ from tiler.model.schedule import clear_caches, pack_codes
 from tiler.operator import get_operator
 from tiler.ops.matmul import ascend as ascend_mm
 from tiler.ops.matmul import cuda as cuda_mm
+from tiler.ops.matmul.cuda import hits as cuda_hits
 from tiler.problem import parse_problem
 from tiler.search.proven import enumerate_feasible
 from tiler.space import length, load_space, product, take
@@ -143,14 +144,14 @@ def test_cuda_hit_tables_keep_problems_and_chips_apart():
     small_l2 = h200.with_values({"l2_bytes": h200["l2_bytes"] / 32})
     probs = [parse_problem("matmul", dict(M=4096, N=4096, K=k)) for k in (4096, 1024)]
     c = _search_rows(probs[0], h200, space, model, 200, 3)
-    assert length(c) >= cuda_mm._HIT_TABLE_MIN  # enough rows for the tables
+    assert length(c) >= cuda_hits._HIT_TABLE_MIN  # enough rows for the tables
     colds = {(i, id(ch)): _cuda_plain(p, ch, c) for i, p in enumerate(probs) for ch in (h200, small_l2)}
     clear_caches()
     for _ in range(2):
         for i, p in enumerate(probs):
             for ch in (h200, small_l2):
                 same_estimates(model.estimate(p, ch, c), colds[i, id(ch)])
-    assert len(cuda_mm._HIT_TABLES) == 4  # one table per problem and chip L2, each warm on the second pass
+    assert len(cuda_hits._HIT_TABLES) == 4  # one table per problem and chip L2, each warm on the second pass
     assert not np.array_equal(colds[0, id(h200)]["l2_hit_rate"], colds[0, id(small_l2)]["l2_hit_rate"])
 
 

@@ -103,10 +103,11 @@ def _names(entries) -> str:
 
 
 def _broken(target, view, chip, problem) -> list[str]:
-    """The target's own rules on the view; a view whose values break the arithmetic of a rule (a zero extent, a
-    word where a number belongs) breaks that rule rather than ending the check."""
+    """The target's own rules on the view (Target.check; validate() has already matched the view against the
+    target's schema, so it is not matched twice); a view whose values break the arithmetic of a rule (a zero
+    extent, a word where a number belongs) breaks that rule rather than ending the check."""
     try:
-        return target.broken(view, chip, problem)
+        return list(target.check(view, chip, problem)) if target.check else []
     except (ArithmeticError, TypeError, ValueError, KeyError, IndexError) as exc:
         return [
             f"the view cannot be checked ({type(exc).__name__}: {str(exc)[:80]}): a value is not what the "

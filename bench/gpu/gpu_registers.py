@@ -10,7 +10,7 @@ K = 4095: A rows misaligned; N = 4095: B and C rows misaligned; 4095^3: both), e
 in a pool of spawned workers and Triton's compiled kernel is read: `n_regs` (registers per thread after ptxas),
 `n_spills` (spilled registers) and `shared` (bytes). The launch order knobs do not change the code, so each tiling
 is compiled once per problem with GROUP_M = 1, ORDER = 0. These numbers check the model's register estimate
-(tiler/ops/matmul/cuda.py, _registers) against the compiler.
+(tiler/ops/matmul/cuda/resources.py, _registers) against the compiler.
 """
 
 from __future__ import annotations

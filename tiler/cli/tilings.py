@@ -115,7 +115,6 @@ def search(
     """Find the best tiling for one problem on one chip, and the best each code generator can run; with --space,
     the best configs of a user's Triton kernel space (docs/triton.md)."""
     from .. import api
-    from ..export import dump_json, emit_code, write_json
     from ..io import check_writable
 
     # --emit with an explicit --top K prints K configs (a Triton target); without --top, the one best
@@ -180,6 +179,14 @@ def search(
         else True,  # K configs to autotune: diverse
         **kw,
     )
+    _write_search(res, export_path, manifest_path, emit, many, fmt)
+
+
+def _write_search(res, export_path, manifest_path, emit, many: bool, fmt) -> None:
+    """`tiler search`'s output: the document (--export, a file or stdout), the manifest line, then the emitted code
+    (--emit) or the notes and the table."""
+    from ..export import dump_json, emit_code, write_json
+
     problem, chip, space = res.problem, res.chip, res.space
     doc = res.document()
     if export_path == "-":  # stdout carries the document alone: everything else goes to stderr

@@ -55,26 +55,6 @@ def pruner(op: str, chip, space=None, top_k: int = 4, diverse: bool = True, dtyp
     times: dict = {}
     spaces: dict = {}
 
-    def _space_for(dicts) -> UserSpace:
-        names = tuple(sorted({k for d in dicts for k in d}))
-        if names not in spaces:
-            base = us0 if us0 is not None else _implicit(op, names)
-            spaces[names] = _launch_params(base, dicts)
-        return spaces[names]
-
-    def _problem_for(us, args):
-        try:
-            problem = us.problem_of(args, dtype)
-            us.operator.admit(problem, chip)
-            return problem
-        except TilerError as exc:
-            if str(exc).startswith("space:"):
-                raise
-            warnings.warn(
-                f"tiler.triton: the model cannot price this launch ({exc}); no config pruned", stacklevel=3
-            )
-            return None
-
     def early_config_prune(configs, named_args, **kwargs):
         configs = list(configs)
         if len(configs) <= top_k:
@@ -82,8 +62,8 @@ def pruner(op: str, chip, space=None, top_k: int = 4, diverse: bool = True, dtyp
         args = {**named_args, **kwargs}
         fill = {p: args[p] for p in (us0.params if us0 is not None else ()) if p in args}
         dicts = [_as_dict(c, fill) for c in configs]
-        us = _space_for(dicts)
-        problem = _problem_for(us, args)
+        us = _space_for(spaces, us0, op, dicts)
+        problem = _problem_for(us, args, dtype, chip)
         if problem is None:
             return configs
         key = (problem.key(), tuple(tuple(sorted((k, repr(v)) for k, v in d.items())) for d in dicts))
@@ -106,8 +86,8 @@ def pruner(op: str, chip, space=None, top_k: int = 4, diverse: bool = True, dtyp
         else:
             d = {p: kwargs[p] for p in us0.params if p in kwargs}
             d.update({o: kwargs[o] for o in LAUNCH if o in kwargs})
-        us = _space_for([d])
-        problem = _problem_for(us, kwargs)
+        us = _space_for(spaces, us0, op, [d])
+        problem = _problem_for(us, kwargs, dtype, chip)
         if problem is None:
             return 0.0
         key = (problem.key(), tuple(sorted((k, repr(v)) for k, v in d.items())))
@@ -119,6 +99,32 @@ def pruner(op: str, chip, space=None, top_k: int = 4, diverse: bool = True, dtyp
     early_config_prune.cache = cache
     perf_model.cache = times
     return {"early_config_prune": early_config_prune, "perf_model": perf_model, "top_k": top_k}
+
+
+def _space_for(spaces: dict, us0: UserSpace | None, op: str, dicts) -> UserSpace:
+    """The user space of configs with these names (the given space, else one read from the names), kept in
+    `spaces` by the names."""
+    names = tuple(sorted({k for d in dicts for k in d}))
+    if names not in spaces:
+        base = us0 if us0 is not None else _implicit(op, names)
+        spaces[names] = _launch_params(base, dicts)
+    return spaces[names]
+
+
+def _problem_for(us: UserSpace, args: dict, dtype, chip):
+    """The problem of a launch's arguments, or None with a warning when the model cannot price it (a mistake in
+    the space itself raises)."""
+    try:
+        problem = us.problem_of(args, dtype)
+        us.operator.admit(problem, chip)
+        return problem
+    except TilerError as exc:
+        if str(exc).startswith("space:"):
+            raise
+        warnings.warn(
+            f"tiler.triton: the model cannot price this launch ({exc}); no config pruned", stacklevel=3
+        )
+        return None
 
 
 def _knob_names(op: str) -> set[str]:

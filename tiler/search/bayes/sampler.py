@@ -100,7 +100,11 @@ class FeasibleGrid:
 
     def __init__(self, names: list[str], grid: Candidates, ok: np.ndarray, rule_ok: dict[str, np.ndarray]):
         self.names, self.grid, self.ok, self.rule_ok = names, grid, ok, rule_ok
-        self.keys = {tuple(int(grid[k][i]) for k in names) for i in np.flatnonzero(ok)}
+        # one tuple of Python ints per feasible point, built from whole columns (tolist) rather than element by
+        # element: the grid lists up to GRID_ROWS points
+        cols = [np.asarray(grid[k])[ok] for k in names]
+        rows = np.stack(cols, axis=1) if cols else np.zeros((int(np.count_nonzero(ok)), 0), dtype=np.int64)
+        self.keys = set(map(tuple, rows.astype(np.int64).tolist()))
 
     def __len__(self) -> int:
         return len(self.keys)

@@ -1,0 +1,354 @@
+"""The kernel time: prepare() computes the columns the constants do not change, timing() the estimate record."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ....model.common import (
+    ceil_div,
+    classify_bound,
+    group_rows_any,
+    roofline_us,
+)
+from ..problem import Matmul
+from .constants import KNOBS, ORDER_KNOBS, PERSISTENT, TMA, efficiency
+from .hits import _panel_hit_rates
+from .resources import _i, _layout, _reg_cap, _template, _vector_elems, contiguous_lengths, resident
+
+_SHARE_MIN = 1024  # rows from which estimate() looks for rows that differ only in launch orders of equal hits
+_SHARE_MAX = 0.7  # ... and scores only one of each when the distinct rows are at most this share of the table
+
+
+def estimate(p: Matmul, chip, c: dict) -> dict[str, np.ndarray]:
+    """timing(prepare(...)) with the work shared across rows that differ only in their launch order (ORDER,
+    GROUP_M) and get the same L2 hit rates from it: the order reaches the estimate only through the hit rates,
+    so such rows have equal estimates, and one of each is scored. Bit for bit timing(prepare(...))."""
+    n = len(c["BLOCK_M"]) if "BLOCK_M" in c else 0
+    if n < _SHARE_MIN or any(k not in c for k in KNOBS):
+        return timing(prepare(p, chip, c), chip, efficiency(chip))
+    tiling = {k: _i(c, k) for k in KNOBS if k not in ORDER_KNOBS}
+    tfirst, tinv = group_rows_any(list(tiling.values()))
+    if tfirst.size > _SHARE_MAX * n:
+        return timing(prepare(p, chip, c), chip, efficiency(chip))
+    # the hit rates of every row: prepare()'s grid and occupancy, per distinct tiling
+    bm, bn, sk = (tiling[k][tfirst] for k in ("BLOCK_M", "BLOCK_N", "SPLIT_K"))
+    first = {k: v[tfirst] for k, v in tiling.items()}
+    occ = _layout(p, chip, first)[5]
+    tm, tn = ceil_div(p.M, bm), ceil_div(p.N, bn)
+    occ_eff, rows_a = resident(occ, first), np.minimum(bm, p.M)
+    a_hit, b_hit = _panel_hit_rates(
+        p, chip, c, tm[tinv], tn[tinv], sk[tinv], occ_eff[tinv], rows_a[tinv], bn[tinv]
+    )
+    first, inv = group_rows_any([tinv, a_hit.view(np.int64), b_hit.view(np.int64)])
+    if first.size > _SHARE_MAX * n:
+        return timing(prepare(p, chip, c), chip, efficiency(chip))
+    est = timing(prepare(p, chip, {k: np.asarray(v)[first] for k, v in c.items()}), chip, efficiency(chip))
+    return {k: v[inv] for k, v in est.items()}
+
+
+def prepare(p: Matmul, chip, c: dict, l2_hits: bool = True) -> dict[str, np.ndarray]:
+    """Everything the timing needs that does not depend on the [efficiency] constants, one column per quantity.
+
+    `l2_hits=False` skips the launch order's L2 walk and counts every panel load as an L2 hit (ORDER and GROUP_M
+    are then not read): the time is non-increasing in the hit rates, so this is a floor over every order.
+    """
+    bm, bn, bk = _i(c, "BLOCK_M"), _i(c, "BLOCK_N"), _i(c, "BLOCK_K")
+    st, w, sk = _i(c, "num_stages"), _i(c, "num_warps"), _i(c, "SPLIT_K")
+    n = bm.size
+    b, ob = p.in_bytes, p.out_bytes
+    sms = chip.cores
+    # --- grid
+    tm, tn = ceil_div(p.M, bm), ceil_div(p.N, bn)
+    k_tiles = ceil_div(p.K, bk)
+    steps = ceil_div(k_tiles, sk)
+    programs = tm * tn * sk * p.batch
+    # --- tensor-core path (Triton supportMMA / warpsPerTile), registers and occupancy
+    v3, wm, wn, regs, acc, occ = _layout(p, chip, c)
+    instr_n = np.minimum(bn // wn, 256)
+    # warps beyond what the tile can feed repeat the same mma.sync work (layout replication)
+    rep = np.where(v3, 1, np.maximum(1, wm * 16 // bm) * np.maximum(1, wn * 8 // bn))
+    # shared-memory traffic per K step: cp.async writes + tensor-core operand reads
+    smem_rd = np.where(v3, bk * (bm * wn + bn * np.maximum(bm // 64, 1)), bk * (bm * wn + bn * wm) * rep) * b
+    smem_traffic = smem_rd + (bm + bn) * bk * b
+    # --- alignment: each operand is contiguous along one axis, whose length is its row stride (A `n`: K, `t`: M;
+    # B `n`: N, `t`: K; C rows are N apart); the K mask varies inside a vector when that axis is K and K % 16 != 0
+    len_a, len_b = contiguous_lengths(p)
+    vec_a = _vector_elems(len_a, p.a_transposed or p.K % 16 == 0, b, chip)
+    vec_b = _vector_elems(len_b, not p.b_transposed or p.K % 16 == 0, b, chip)
+    vec_c = _vector_elems(p.N, True, ob, chip)
+    cap = _reg_cap(chip, w)
+    tpl = _template(c)
+    # TMA loads: full-width bulk copies whatever Triton can prove (the `tma` rule: 16-B rows)
+    tma = tpl >= TMA
+    persistent = tpl == PERSISTENT
+    occ_eff = resident(occ, c)
+    # --- the SM-level schedule: programs per SM, rounds of `occ`, the explicit tail round
+    n_sm = ceil_div(programs, sms)
+    rounds = ceil_div(n_sm, occ_eff)
+    k_last = n_sm - (rounds - 1) * occ_eff
+    k_full = np.minimum(occ_eff, n_sm)
+    hi = programs - (n_sm - 1) * sms  # SMs that run n_sm programs (the rest run n_sm - 1)
+    act_full = np.minimum(programs, sms)
+    act_last = np.where((k_last >= 2) & (programs >= sms), sms, hi)
+    rows_a = np.minimum(bm, p.M)  # A rows wrap (offs % M): a tile never reads more distinct rows than M
+    if l2_hits:  # --- L2 hits of the launch order, one simulation per distinct schedule
+        a_hit, b_hit = _panel_hit_rates(p, chip, c, tm, tn, sk, occ_eff, rows_a, bn)
+    else:  # every panel load an L2 hit: the ceiling of every launch order (quick_bound)
+        a_hit = b_hit = np.ones(n)
+    f = lambda x: np.asarray(x, dtype=np.float64)  # noqa: E731
+    return {
+        "n": np.full(n, 1.0),
+        "M": np.full(n, float(p.M)),
+        "N": np.full(n, float(p.N)),
+        "batch": np.full(n, float(p.batch)),
+        "flops": np.full(n, p.flops),
+        "compulsory": np.full(n, float(p.compulsory_bytes)),
+        "bm": f(bm),
+        "bn": f(bn),
+        "bk": f(bk),
+        "stages": f(st),
+        "warps": f(w),
+        "sk": f(sk),
+        "steps": f(steps),
+        "programs": f(programs),
+        "tiles": f(tm * tn * p.batch),
+        "v3": v3.astype(np.float64),
+        "instr_n": f(instr_n),
+        "rep": f(rep),
+        "smem_traffic": f(smem_traffic),
+        "unal_a": np.where(tma, 0.0, float(vec_a == 1)),
+        "unal_b": np.where(tma, 0.0, float(vec_b == 1)),
+        "tma": tma.astype(np.float64),
+        "persistent": persistent.astype(np.float64),
+        "unal_c": np.full(n, float(vec_c == 1)),
+        "out_bytes": np.full(n, float(ob)),
+        "regs": f(regs),
+        "acc_regs": f(acc),
+        "reg_cap": f(cap),
+        "occ": f(occ),
+        "n_sm": f(n_sm),
+        "rounds": f(rounds),
+        "k_full": f(k_full),
+        "k_last": f(k_last),
+        "act_full": f(act_full),
+        "act_last": f(act_last),
+        **_memory(p, chip, bm, bn, bk, sk, programs, steps, a_hit, b_hit, rows_a),
+        "macs_per_cycle": np.full(n, chip.macs_per_cycle(p.dtype)),
+        "peak": np.full(n, chip.peak_tflops(p.dtype) * 1e12),
+    }
+
+
+def _memory(p: Matmul, chip, bm, bn, bk, sk, programs, steps, a_hit, b_hit, rows_a) -> dict[str, np.ndarray]:
+    """prepare()'s memory columns: bytes and cache lines per K step, L2 and HBM bytes (the hit rates given) and
+    the contiguous request length of each operand."""
+    b, ob = p.in_bytes, p.out_bytes
+    len_a, len_b = contiguous_lengths(p)
+    # bytes per K step of one program (requests, which the L2 serves) and the HBM share of them
+    a_step = (bm * bk * b).astype(np.float64)
+    b_step = (bk * bn * b).astype(np.float64)
+    # cache lines per K step: the SM's L1/TEX path handles one line (up to 128 B) per cycle, so a tile row of
+    # fewer than 128 B costs a whole line slot. A tile's rows run along the operand's contiguous axis: A `n`
+    # BLOCK_M rows of BLOCK_K elements, A `t` BLOCK_K rows of BLOCK_M; B `n` BLOCK_K rows of BLOCK_N, B `t`
+    # BLOCK_N rows of BLOCK_K
+    line = int(chip.get("cache_line_bytes", 128))
+    a_rows, a_len = (bk, bm) if p.a_transposed else (bm, bk)
+    b_rows, b_len = (bn, bk) if p.b_transposed else (bk, bn)
+    a_lines = (a_rows * np.maximum(ceil_div(a_len * b, line), 1)).astype(np.float64)
+    b_lines = (b_rows * np.maximum(ceil_div(b_len * b, line), 1)).astype(np.float64)
+    # wrapped A rows (M < BLOCK_M) re-read lines another warp just fetched: they count as hits
+    a_hit_req = 1.0 - (1.0 - a_hit) * rows_a / bm
+    hit = (a_step * a_hit_req + b_step * b_hit) / (a_step + b_step)
+    a_l2 = programs * steps * a_step
+    b_l2 = programs * steps * b_step
+    hbm_read = a_l2 * (1.0 - a_hit_req) + b_l2 * (1.0 - b_hit)
+    mn = float(p.batch * p.M * p.N)
+    split = sk > 1
+    out_hbm = np.where(
+        split, mn * 4 * 2 + mn * (4 + ob), mn * ob
+    )  # zero + atomics' write-back + cast, or the store
+    out_l2 = np.where(split, mn * 4 * (2 * sk + 1) + mn * (4 + ob), mn * ob)
+    hbm = np.maximum(hbm_read + out_hbm, p.compulsory_bytes)
+    # contiguous bytes a tile asks HBM for at a time: one tile row, or the whole tile when its rows span the
+    # operand's contiguous axis (consecutive rows then follow each other in memory: one block, counted at the
+    # tile's size, so that more K never makes the request look longer than before)
+    a_seg = np.where(a_len >= len_a, a_rows * a_len, a_len) * b
+    b_seg = np.where(b_len >= len_b, b_rows * b_len, b_len) * b
+    c_seg = np.where(bn >= p.N, bm * bn, bn) * ob
+    f = lambda x: np.asarray(x, dtype=np.float64)  # noqa: E731
+    return {
+        "a_step": a_step,
+        "b_step": b_step,
+        "a_lines": a_lines,
+        "b_lines": b_lines,
+        "line_bytes": np.full(a_step.size, float(line)),
+        "hit": hit,
+        "a_hit": a_hit,
+        "b_hit": b_hit,
+        "l2_read": a_l2 + b_l2,
+        "hbm_read": hbm_read,
+        "hbm": hbm,
+        "a_miss": a_l2 * (1.0 - a_hit_req),
+        "b_miss": b_l2 * (1.0 - b_hit),
+        "out_hbm": f(out_hbm),
+        "a_miss_step": a_step * (1.0 - a_hit_req),
+        "b_miss_step": b_step * (1.0 - b_hit),
+        "a_seg": f(a_seg),
+        "b_seg": f(b_seg),
+        "c_seg": f(c_seg),
+        "l2_total": a_l2 + b_l2 + out_l2,
+        "mn": np.full(a_step.size, mn),
+    }
+
+
+def _smax(terms, pw):
+    """Soft maximum (sum x^p)^(1/p): >= the largest term, and the overlap of pipes is never perfect."""
+    top = terms[0]  # the element-wise largest (np.maximum.reduce of the list, without stacking it)
+    for t in terms[1:]:
+        top = np.maximum(top, t)
+    safe = np.maximum(top, 1e-30)
+    return safe * np.power(sum(np.power(t / safe, pw) for t in terms), 1.0 / pw)
+
+
+def timing(g: dict, chip, e: dict[str, float]) -> dict[str, np.ndarray]:
+    """The estimate record from prepared columns `g` and the efficiency constants `e` (see DEFAULTS)."""
+    f = chip.clock_hz
+    pw = max(e["overlap_power"], 1.0)
+    lat = chip["gm_latency_cycles"] * e["latency_scale"] / f
+    hbm_bw = chip["hbm_gbps"] * 1e9 * min(e["hbm_efficiency"], 1.0)
+    l2_bw = chip["l2_gbps"] * 1e9 * e["l2_efficiency"]
+    sm_bw = e["sm_load_bytes_per_cycle"] * f
+    tma_bw = e["tma_bytes_per_cycle"] * f
+    ovh = np.where(g["tma"] > 0, e["tma_step_overhead_cycles"], e["step_overhead_cycles"]) / f
+    prog_ovh = e["program_overhead_cycles"] / f
+    v3 = g["v3"] > 0
+    # tensor cores: one program's K step with the whole SM's tensor cores
+    n0 = e["mma_n_half"]
+    eff3 = min(e["mma_efficiency_v3"], 1.0) * (1.0 + n0 / 256.0) / (1.0 + n0 / g["instr_n"])
+    macs = g["bm"] * g["bn"] * g["bk"] * g["rep"]
+    rate = g["macs_per_cycle"] * f
+    unal_ab = g["unal_a"] * g["a_step"] + g["unal_b"] * g["b_step"]  # bytes on the synchronous scalar path
+    async_b = g["a_step"] + g["b_step"] - unal_ab
+    # the fill port counts cache lines, not bytes (prepare(): short tile rows waste part of a line slot)
+    async_lines = (1.0 - g["unal_a"]) * g["a_lines"] + (1.0 - g["unal_b"]) * g["b_lines"]
+    unal_elems = unal_ab / (g["a_step"] + g["b_step"]) * (g["bm"] + g["bn"]) * g["bk"]
+    t_unal1 = unal_elems / (e["unaligned_elems_per_cycle"] * f)  # the SM's rate on the synchronous path
+    # registers beyond the cap spill to local memory
+    spill = np.maximum(g["regs"] - g["reg_cap"], 0.0)
+    t_spill = spill * e["spill_cycles_per_reg"] / f
+    t_mte1 = g["smem_traffic"] / (e["smem_bytes_per_cycle"] * f)
+    stages = g["stages"]
+    sync = unal_ab > 0
+    # HBM serves rows shorter than a line at a lower rate: each request carries a fixed cost worth
+    # `dram_request_bytes` of transfer; relative to a whole 128-B line (the rate hbm_efficiency describes), a row
+    # of s bytes runs at (s / (s + r)) / (128 / (128 + r)), and at full rate from 128 B on
+    r0 = e["dram_request_bytes"]
+
+    def row_rate(seg):
+        return np.minimum(1.0, seg / (seg + r0) * (128.0 + r0) / 128.0)
+
+    ra, rb, rc = row_rate(g["a_seg"]), row_rate(g["b_seg"]), row_rate(g["c_seg"])
+    # a K step's HBM bytes, each operand's weighted by its row rate, per byte requested
+    miss = (g["a_miss_step"] / ra + g["b_miss_step"] / rb) / (g["a_step"] + g["b_step"])
+
+    def step(k, act):
+        """Busy time of one SM for one K step of its `k` resident programs, with `act` SMs loading at once."""
+        eff = np.where(v3, eff3, min(e["mma_efficiency_v2"], 1.0) * np.minimum(1.0, k * g["warps"] / 4.0))
+        t_mma = macs / (rate * eff)
+        # the SM's fill port, its share of the L2 bandwidth, and its share of HBM for the bytes that miss L2
+        # (HBM fills L2 while L2 serves the SMs: the two overlap, the slower one sets the pace)
+        per_byte = np.maximum(act / l2_bw, miss * act / hbm_bw)
+        # the SM's own port: line slots on the L1/TEX path, bytes at the TMA unit's rate for bulk copies
+        port = np.where(g["tma"] > 0, async_b / tma_bw, async_lines * g["line_bytes"] / sm_bw)
+        t_x = np.maximum(port, async_b * per_byte)
+        # Little's law: each program keeps (stages - 1) steps of loads in flight, each answered after the latency
+        # plus its own transfer; the k programs' loads overlap, and their bandwidth is the k * t_x term (with 1
+        # stage a program's load, wait and mma are serial)
+        t_lat = np.where(stages >= 2, (lat + t_x) / np.maximum(stages - 1, 1), lat + t_x + t_mma)
+        # the chain one program cannot overlap: its own mma, the step's sync, the synchronous loads, spills
+        chain = t_mma + ovh + np.where(sync, lat + t_unal1, 0.0) + t_spill
+        # the SM's tensor work (k programs) and one program's chain are two bounds on the same tensor-core
+        # timeline, not two pipes: their max is one term (with k = 1 a second term would charge 2^(1/p) for an
+        # overlap that does not exist, and leave no room for the per-step cost of a lone program)
+        terms = [np.maximum(k * t_mma, chain), k * t_mte1, k * t_x, k * t_unal1, t_lat]
+        return _smax(terms, pw), k * t_mma, k * t_mte1, k * (t_x + t_unal1), ovh + 0 * k
+
+    def epilogue(k, act):
+        """The tile store (or fp32 atomics) of `k` programs on one SM, `act` SMs storing at once."""
+        elems = g["bm"] * g["bn"] * k
+        st_bw = np.minimum(sm_bw, hbm_bw / act)
+        t_store = np.where(
+            g["unal_c"] > 0, elems / (e["unaligned_elems_per_cycle"] * f), elems * g["out_bytes"] / st_bw
+        )
+        atomic_rate = (
+            np.where(g["unal_c"] > 0, e["unaligned_atomic_gelems_per_s"], e["atomic_gelems_per_s"]) * 1e9
+        )
+        t_atomic = elems * act / atomic_rate
+        return np.where(g["sk"] > 1, t_atomic, t_store) + lat
+
+    s_full, mac_f, mte1_f, mte2_f, sc_f = step(g["k_full"], g["act_full"])
+    s_last, mac_l, mte1_l, mte2_l, sc_l = step(g["k_last"], g["act_last"])
+    epi_f, epi_l = epilogue(g["k_full"], g["act_full"]), epilogue(g["k_last"], g["act_last"])
+    fill = lat + prog_ovh
+    # a persistent program starts once; each later tile of it costs the tile's setup, its loads already in flight
+    persist = g["persistent"] > 0
+    refill = np.where(persist, e["persistent_tile_cycles"] / f, fill)
+    r_full = g["rounds"] - 1.0
+    steps = g["steps"]
+    main = r_full * (steps * s_full + refill + epi_f) + steps * s_last + fill + epi_l
+    hbm_t = np.maximum(g["a_miss"] / ra + g["b_miss"] / rb + g["out_hbm"] / rc, g["compulsory"]) / hbm_bw
+    l2_t = g["l2_total"] / l2_bw
+    body = np.maximum(main, np.maximum(hbm_t, l2_t))
+    split = g["sk"] > 1
+    extra = np.where(
+        split,
+        g["mn"] * 4 / hbm_bw + g["mn"] * (4 + g["out_bytes"]) / hbm_bw + 2 * e["extra_kernel_us"] * 1e-6,
+        0.0,
+    )
+    launch = float(chip["launch_us"])
+    time_us = (body + extra) * 1e6 + launch
+    # the GPU's pipes (common.PIPES_OF["cuda"]): tensor cores, CUDA-core math (split-K's extra kernels), issue
+    # overhead, shared -> registers, global -> shared, epilogue stores / atomics
+    pipes = {
+        "tensor": (r_full * steps * mac_f + steps * mac_l) * 1e6,
+        "alu": extra * 1e6,
+        # program starts: one per round, or one per SM and a tile setup per later tile (persistent)
+        "issue": (
+            r_full * steps * sc_f + steps * sc_l + prog_ovh + r_full * np.where(persist, refill, prog_ovh)
+        )
+        * 1e6,
+        "smem": (r_full * steps * mte1_f + steps * mte1_l) * 1e6,
+        "load": (r_full * steps * mte2_f + steps * mte2_l) * 1e6,
+        "store": (r_full * (epi_f - lat) + epi_l - lat) * 1e6,
+    }
+    bound = classify_bound({k: pipes[k] for k in ("tensor", "load", "smem", "store", "issue")}, body * 1e6)
+    bound[hbm_t >= main] = "load"
+    return _record(g, chip, time_us, bound, pipes, launch, v3, spill)
+
+
+def _record(g: dict, chip, time_us, bound, pipes: dict, launch: float, v3, spill) -> dict[str, np.ndarray]:
+    """timing()'s estimate record: the time, its bound and pipes, and the launch (programs, waves, occupancy, L2
+    and HBM bytes) as the export and the report read it."""
+    sms = chip.cores
+    roof = roofline_us(g["flops"], g["compulsory"], g["peak"], chip["hbm_gbps"] * 1e9, launch)
+    return {
+        "time_us": time_us,
+        "bound": bound,
+        **{f"{k}_us": v for k, v in pipes.items()},
+        "cores_used": np.minimum(g["programs"], sms).astype(np.int64),
+        "waves": g["rounds"].astype(np.int64),
+        "balance": g["programs"] / (sms * g["n_sm"]),
+        "l2_hit_rate": 1.0 - g["hbm_read"] / np.maximum(g["l2_read"], 1.0),
+        "hbm_bytes": g["hbm"],
+        "l2_bytes": g["l2_total"],
+        "roofline_us": roof,
+        "occupancy": g["occ"].astype(np.int64),
+        "programs": g["programs"].astype(np.int64),
+        "tiles": g["programs"].astype(
+            np.int64
+        ),  # the export's launch.tiles: programs launched (split-K included)
+        "tail_programs_per_sm": g["k_last"].astype(np.int64),
+        "tail_sms": g["act_last"].astype(np.int64),
+        "wgmma": v3,
+        "regs_per_thread": g["regs"],
+        "spill_regs": spill,
+    }
