@@ -9,6 +9,7 @@ import json
 import numpy as np
 import pytest
 
+import tiler
 from tiler.cli import main
 from tiler.hardware import load_chip
 from tiler.operator import get_operator
@@ -227,6 +228,13 @@ def test_a_mix_launch_starts_the_vector_cores_once_on_separated_chips(b3):
     for chip, paid in ((b3, 10.0), (load_chip("ascend910a"), 0.0)):
         base, more = (estimate(p, chip.with_values({"mix_head_us": v}), **CATLASS) for v in (0.0, 10.0))
         assert more["time_us"][0] - base["time_us"][0] == pytest.approx(paid, abs=1e-9)
+    shape = ",".join(f"{k}={v}" for k, v in DECODE.items())
+    for chip, mix in (("ascend910b3", True), ("ascend910a", False)):
+        ex = tiler.explain(
+            op="flash_attention", chip=chip, shape=shape, tiling={"block_s1": 16, "block_s2": 256}
+        )
+        line = next(a for a in ex.advice if a.startswith("fixed costs:"))
+        assert "head" in line and ("MIX launch" in line) == mix
 
 
 # ------------------------------------------------------------------------------------------------ capacity

@@ -811,7 +811,8 @@ class FlashAttentionAscend(Operator):
 
     def advice(self, p: FlashAttention, chip, c: dict, est: dict, row: int) -> list[str]:
         """The critical core's cube, vector and transfer time, what bounds it, the exchange traffic, the balance
-        with and without balancing, the GQA packing and the kv split's combine."""
+        with and without balancing, the GQA packing, the kv split's combine and the fixed costs (head, MIX
+        launch)."""
 
         def v(key):
             return float(np.asarray(est[key])[row])
@@ -865,4 +866,12 @@ class FlashAttentionAscend(Operator):
                 f"kv_split={t['kv_split']}: {int(v('tiles'))} tasks; the combine pass (partial O, max and sum "
                 f"re-read) costs {v('combine_us'):.1f} us"
             )
+        used = v("cores_used")
+        fixed = (
+            f"fixed costs: head {chip['head_base_us'] + chip['head_per_core_us'] * used:.1f} us (launch "
+            f"{chip['head_base_us']:.2f} us + {used:.0f} cores x {chip['head_per_core_us']:.3f} us)"
+        )
+        if mix_launch_us(chip) > 0:
+            fixed += f"; MIX launch {mix_launch_us(chip):.1f} us (the vector cores started beside the cube cores, once)"
+        out.append(fixed + f"; makespan {v('makespan_us'):.1f} us of {v('time_us'):.1f}")
         return out + super().advice(p, chip, c, est, row)
