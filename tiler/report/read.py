@@ -253,6 +253,57 @@ def _names_in(value) -> list:
     return list(value) if isinstance(value, dict | list) else []
 
 
+def _alternatives(doc: dict, best: Row, problem, chip, notes: list[str]) -> tuple[list[Row], list[str]]:
+    """A document's alternatives as rows of the best's family (scored again by the model for their pipes when the
+    chip's profile loaded), and those without a time or bound, as skipped lines."""
+    rows: list[Row] = []
+    skipped: list[str] = []
+    op, chip_id = str(doc["op"]), best.chip_id
+    alts = doc.get("alternatives") or []
+    space = None
+    if alts and chip is not None:
+        from ..space import load_space
+
+        try:
+            space = load_space(op, chip.family)
+        except TilerError as exc:
+            notes.append(f"alternatives: not scored again ({exc}); their pipes are not shown")
+    for i, alt in enumerate(alts if isinstance(alts, list) else [], start=1):
+        try:
+            t, bound, pipes = float(alt["time_us"]), str(alt["bound"]), {}
+        except (KeyError, TypeError, ValueError):
+            skipped.append(f"alternative {i}: no time_us/bound")
+            continue
+        if space is not None:
+            from ..model.common import pipes as family_pipes
+            from ..search import evaluate
+
+            try:
+                _, e, _ = evaluate(problem, chip, space, alt["tiling"])
+                pipes = {p: float(e[f"{p}_us"][0]) for p in family_pipes(chip.family)}
+            except (TilerError, KeyError, TypeError, ValueError):
+                pass
+        alt_tiling = alt.get("tiling") if isinstance(alt.get("tiling"), dict) else {}
+        rows.append(
+            Row(
+                "",
+                problem.key(),
+                chip_id,
+                problem.dtype,
+                t,
+                bound,
+                pipes,
+                best.flops,
+                best.bytes,
+                title=f"alternative {i}",
+                name=f"alternative {i}",
+                family=best.family,
+                tiling=dict(alt_tiling),
+            )
+        )
+    return rows, skipped
+
+
 def read_document(path: Path, doc: dict, hardware_dir=None) -> Report:
     """A tiler.tiling/v1 document: its tiling (the best, or the one explained) and its alternatives (scored
     again by the model for their pipes, when the chip's profile can be loaded)."""
@@ -318,49 +369,8 @@ def read_document(path: Path, doc: dict, hardware_dir=None) -> Report:
     notes: list[str] = []
     chips: dict = {}
     chip = _chip(chip_id, chips, notes, hardware_dir)
-    rows, skipped = [best], []
-    alts = doc.get("alternatives") or []
-    space = None
-    if alts and chip is not None:
-        from ..space import load_space
-
-        try:
-            space = load_space(op, chip.family)
-        except TilerError as exc:
-            notes.append(f"alternatives: not scored again ({exc}); their pipes are not shown")
-    for i, alt in enumerate(alts if isinstance(alts, list) else [], start=1):
-        try:
-            t, bound, pipes = float(alt["time_us"]), str(alt["bound"]), {}
-        except (KeyError, TypeError, ValueError):
-            skipped.append(f"alternative {i}: no time_us/bound")
-            continue
-        if space is not None:
-            from ..model.common import pipes as family_pipes
-            from ..search import evaluate
-
-            try:
-                _, e, _ = evaluate(problem, chip, space, alt["tiling"])
-                pipes = {p: float(e[f"{p}_us"][0]) for p in family_pipes(chip.family)}
-            except (TilerError, KeyError, TypeError, ValueError):
-                pass
-        alt_tiling = alt.get("tiling") if isinstance(alt.get("tiling"), dict) else {}
-        rows.append(
-            Row(
-                "",
-                problem.key(),
-                chip_id,
-                problem.dtype,
-                t,
-                bound,
-                pipes,
-                best.flops,
-                best.bytes,
-                title=f"alternative {i}",
-                name=f"alternative {i}",
-                family=family,
-                tiling=dict(alt_tiling),
-            )
-        )
+    alternatives, skipped = _alternatives(doc, best, problem, chip, notes)
+    rows = [best, *alternatives]
     for i, r in enumerate(rows):  # one family; the document's order (best first)
         r.order = (i,)
     rows = group_rows(rows)
