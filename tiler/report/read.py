@@ -111,6 +111,12 @@ def _custom(targets: dict[str, TargetTime] | None, explicit=None) -> bool | None
     return True if all(g is not None for g in gaps) else None
 
 
+def _shared(same: dict, tiling: dict) -> dict:
+    """One dict per distinct tiling (a sweep's rows share a few hundred tilings of a discrete space: 100,000 rows
+    held 20 MiB of equal dicts); the rows never change their tiling."""
+    return same.setdefault(("tiling", *tiling.items()), tiling)
+
+
 def read_sweep(path: Path, hardware_dir=None) -> Report:
     from ..model.common import pipes as family_pipes
     from ..model.common import pipes_of_row
@@ -199,11 +205,14 @@ def read_sweep(path: Path, hardware_dir=None) -> Report:
                 title=f"{name or key} @ {chip_id}",
                 name=name,
                 family=fam,
-                tiling={
-                    k: rec[k]
-                    for k in _knobs(op, chip.family if chip is not None else None)
-                    if k in rec and not _blank(rec[k])
-                },
+                tiling=_shared(
+                    same,
+                    {
+                        k: rec[k]
+                        for k in _knobs(op, chip.family if chip is not None else None)
+                        if k in rec and not _blank(rec[k])
+                    },
+                ),
                 targets=targets,
                 custom_kernel=_custom(targets, rec.get("custom_kernel")),
                 order=(chip_order.setdefault(chip_id, len(chip_order)), token, i),
@@ -242,6 +251,57 @@ def _names_in(value) -> list:
     """The target names a document's `targets` (an object) or `no_view` (a list) holds; none when the field is
     something else (damaged: the page draws the row without those targets, as with a damaged `runnable`)."""
     return list(value) if isinstance(value, dict | list) else []
+
+
+def _alternatives(doc: dict, best: Row, problem, chip, notes: list[str]) -> tuple[list[Row], list[str]]:
+    """A document's alternatives as rows of the best's family (scored again by the model for their pipes when the
+    chip's profile loaded), and those without a time or bound, as skipped lines."""
+    rows: list[Row] = []
+    skipped: list[str] = []
+    op, chip_id = str(doc["op"]), best.chip_id
+    alts = doc.get("alternatives") or []
+    space = None
+    if alts and chip is not None:
+        from ..space import load_space
+
+        try:
+            space = load_space(op, chip.family)
+        except TilerError as exc:
+            notes.append(f"alternatives: not scored again ({exc}); their pipes are not shown")
+    for i, alt in enumerate(alts if isinstance(alts, list) else [], start=1):
+        try:
+            t, bound, pipes = float(alt["time_us"]), str(alt["bound"]), {}
+        except (KeyError, TypeError, ValueError):
+            skipped.append(f"alternative {i}: no time_us/bound")
+            continue
+        if space is not None:
+            from ..model.common import pipes as family_pipes
+            from ..search import evaluate
+
+            try:
+                _, e, _ = evaluate(problem, chip, space, alt["tiling"])
+                pipes = {p: float(e[f"{p}_us"][0]) for p in family_pipes(chip.family)}
+            except (TilerError, KeyError, TypeError, ValueError):
+                pass
+        alt_tiling = alt.get("tiling") if isinstance(alt.get("tiling"), dict) else {}
+        rows.append(
+            Row(
+                "",
+                problem.key(),
+                chip_id,
+                problem.dtype,
+                t,
+                bound,
+                pipes,
+                best.flops,
+                best.bytes,
+                title=f"alternative {i}",
+                name=f"alternative {i}",
+                family=best.family,
+                tiling=dict(alt_tiling),
+            )
+        )
+    return rows, skipped
 
 
 def read_document(path: Path, doc: dict, hardware_dir=None) -> Report:
@@ -309,49 +369,8 @@ def read_document(path: Path, doc: dict, hardware_dir=None) -> Report:
     notes: list[str] = []
     chips: dict = {}
     chip = _chip(chip_id, chips, notes, hardware_dir)
-    rows, skipped = [best], []
-    alts = doc.get("alternatives") or []
-    space = None
-    if alts and chip is not None:
-        from ..space import load_space
-
-        try:
-            space = load_space(op, chip.family)
-        except TilerError as exc:
-            notes.append(f"alternatives: not scored again ({exc}); their pipes are not shown")
-    for i, alt in enumerate(alts if isinstance(alts, list) else [], start=1):
-        try:
-            t, bound, pipes = float(alt["time_us"]), str(alt["bound"]), {}
-        except (KeyError, TypeError, ValueError):
-            skipped.append(f"alternative {i}: no time_us/bound")
-            continue
-        if space is not None:
-            from ..model.common import pipes as family_pipes
-            from ..search import evaluate
-
-            try:
-                _, e, _ = evaluate(problem, chip, space, alt["tiling"])
-                pipes = {p: float(e[f"{p}_us"][0]) for p in family_pipes(chip.family)}
-            except (TilerError, KeyError, TypeError, ValueError):
-                pass
-        alt_tiling = alt.get("tiling") if isinstance(alt.get("tiling"), dict) else {}
-        rows.append(
-            Row(
-                "",
-                problem.key(),
-                chip_id,
-                problem.dtype,
-                t,
-                bound,
-                pipes,
-                best.flops,
-                best.bytes,
-                title=f"alternative {i}",
-                name=f"alternative {i}",
-                family=family,
-                tiling=dict(alt_tiling),
-            )
-        )
+    alternatives, skipped = _alternatives(doc, best, problem, chip, notes)
+    rows = [best, *alternatives]
     for i, r in enumerate(rows):  # one family; the document's order (best first)
         r.order = (i,)
     rows = group_rows(rows)

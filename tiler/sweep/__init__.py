@@ -13,6 +13,7 @@ How a sweep runs (docs/sweep.md has the user's view):
    (chip id, op, problem key, strategy, seed, trials, pinned knobs/space, profile hash) -- not by row number --
    so `--resume` skips what is done even after the CSV is re-ordered or extended, a SIGKILL loses only the
    searches in flight, and no key is ever written twice (it is the table's primary key).
+   Each row carries a checksum of what was written: a row changed afterwards is searched again.
 4. Work runs in this process (`--jobs 1`), in a local process pool (`--jobs N`, chunks of searches), or on a
    Dask distributed cluster (`--scheduler ADDRESS`); all three give the same rows because the output is
    rebuilt from the journal in input order at the end, never in completion order.

@@ -74,6 +74,87 @@ def _reusable(
     return stale
 
 
+def _check_options(op, chips, jobs, strategy, seed, trials, fix, dtype, target, hardware_dir):
+    """The options checked before anything runs (each refusal one line naming the flag): the search config, the
+    number of local workers, the chips and their pinned spaces."""
+    from ..hardware import load_chip
+    from ..operator import check_constants, problem_class
+    from ..problem import DTYPES
+    from ..search import STRATEGIES, check_seed
+    from ..space import load_space
+
+    problem_class(op)  # unknown op -> ProblemError naming the known ones
+    if strategy not in STRATEGIES:
+        raise TilerError(f"--strategy: must be one of {', '.join(STRATEGIES)}, got {strategy!r}")
+    if jobs is None or jobs < 0:
+        raise TilerError(f"--jobs: must be >= 0 (0: one per CPU), got {jobs}")
+    jobs = jobs or os.cpu_count() or 1
+    if trials is not None and trials < 1:
+        raise TilerError(f"--trials: must be >= 1, got {trials}")
+    if dtype is not None and dtype not in DTYPES:
+        raise TilerError(f"--dtype: must be one of {', '.join(DTYPES)}, got {dtype!r}")
+    seed = check_seed(seed, "--seed", coerce=True)  # once, up front: bad input, not an error on every row
+    cfg = SweepConfig(op, strategy, seed, trials, tuple(parse_fixes(fix).items()), target)
+    chip_ids = _split_chips(chips)
+    chip_objs = [check_constants(load_chip(c, hardware_dir)) for c in chip_ids]
+    spaces = {c.id: _pinned_space(op, c.family, cfg.fix, target) for c in chip_objs}
+    unknown = [k for k, _ in cfg.fix if not any(k in sp.knobs for sp in spaces.values())]
+    if unknown:  # pinning it on the first chip's space raises the SpaceError that names the known knobs
+        load_space(op, chip_objs[0].family).pin({unknown[0]: "0"})
+    from ..operator import get_operator
+
+    for c in chip_objs:
+        get_operator(
+            op, c.family, target
+        )  # no model or target for this family -> SpaceError now, not per row
+    return cfg, jobs, chip_objs, spaces
+
+
+def _check_outputs(out, op: str, chip_objs: list, library, scheduler) -> Path:
+    """The output path (default results/sweep_<op>_<chips>.csv), the library path and the scheduler checked before
+    anything runs."""
+    from ..io import check_writable
+
+    # a folder, a trailing '/', a parent that is a file or cannot be made: refused before anything runs
+    out = out or default_out(op, [c.id for c in chip_objs])
+    check_writable(out, "--out", make_parent=True)
+    out = Path(out)
+    if out.exists() and not out.is_file():  # /dev/full, a pipe: the journal could not sit next to it
+        raise TilerError(f"--out: {out}: not a regular file (the sweep keeps <out>.journal.db next to it)")
+    if library:
+        check_writable(library, "--library")
+    _check_writable_format(out)
+    if scheduler:
+        _import_distributed()  # a missing extra is bad input: say so before anything runs
+        _check_scheduler_address(scheduler)
+    return out
+
+
+def _plan(rows, chip_objs: list, cfg: SweepConfig, spaces: dict) -> tuple[dict, dict]:
+    """One task per distinct (chip, problem), in input order: {journal key: task}, {(row index, chip index): task}."""
+    tasks_by_key: dict[str, _Task] = {}
+    slot_task: dict[tuple[int, int], _Task] = {}
+    for r in rows:
+        if r.problem is None:
+            continue
+        for ci, chip in enumerate(chip_objs):
+            key = journal_key(chip, r.problem, cfg, spaces[chip.id])
+            task = tasks_by_key.setdefault(key, _Task(key, chip, r.problem))
+            task.slots.append((r.index, ci))
+            slot_task[(r.index, ci)] = task
+    return tasks_by_key, slot_task
+
+
+def _execute(chunks, ctx: _Context, jobs: int, scheduler, on_result) -> None:
+    """Run the chunks on the Dask scheduler, in this process or in a local pool of `jobs` workers."""
+    if scheduler:
+        _run_dask(scheduler, chunks, ctx, on_result)
+    elif jobs == 1 or len(chunks) == 1:
+        _run_local(chunks, ctx, on_result)
+    else:
+        _run_pool(chunks, ctx, jobs, on_result)
+
+
 def run_sweep(
     shapes,
     op: str,
@@ -111,66 +192,17 @@ def run_sweep(
     Raises TilerError for bad input (nothing has run then) and KeyboardInterrupt when interrupted (the journal
     keeps every finished search).
     """
-    from ..hardware import load_chip
-    from ..operator import check_constants, problem_class
-    from ..problem import DTYPES
     from ..progress import Progress
-    from ..search import STRATEGIES, check_seed
-    from ..space import load_space
 
     t0 = time.perf_counter()
-    problem_class(op)  # unknown op -> ProblemError naming the known ones
-    if strategy not in STRATEGIES:
-        raise TilerError(f"--strategy: must be one of {', '.join(STRATEGIES)}, got {strategy!r}")
-    if jobs is None or jobs < 0:
-        raise TilerError(f"--jobs: must be >= 0 (0: one per CPU), got {jobs}")
-    jobs = jobs or os.cpu_count() or 1
-    if trials is not None and trials < 1:
-        raise TilerError(f"--trials: must be >= 1, got {trials}")
-    if dtype is not None and dtype not in DTYPES:
-        raise TilerError(f"--dtype: must be one of {', '.join(DTYPES)}, got {dtype!r}")
-    seed = check_seed(seed, "--seed", coerce=True)  # once, up front: bad input, not an error on every row
-    cfg = SweepConfig(op, strategy, seed, trials, tuple(parse_fixes(fix).items()), target)
-    chip_ids = _split_chips(chips)
-    chip_objs = [check_constants(load_chip(c, hardware_dir)) for c in chip_ids]
-    spaces = {c.id: _pinned_space(op, c.family, cfg.fix, target) for c in chip_objs}
-    unknown = [k for k, _ in cfg.fix if not any(k in sp.knobs for sp in spaces.values())]
-    if unknown:  # pinning it on the first chip's space raises the SpaceError that names the known knobs
-        load_space(op, chip_objs[0].family).pin({unknown[0]: "0"})
-    from ..operator import get_operator
-
-    for c in chip_objs:
-        get_operator(
-            op, c.family, target
-        )  # no model or target for this family -> SpaceError now, not per row
-    from ..io import check_writable
-
-    # a folder, a trailing '/', a parent that is a file or cannot be made: refused before anything runs
-    out = out or default_out(op, [c.id for c in chip_objs])
-    check_writable(out, "--out", make_parent=True)
-    out = Path(out)
-    if out.exists() and not out.is_file():  # /dev/full, a pipe: the journal could not sit next to it
-        raise TilerError(f"--out: {out}: not a regular file (the sweep keeps <out>.journal.db next to it)")
-    if library:
-        check_writable(library, "--library")
-    _check_writable_format(out)
-    if scheduler:
-        _import_distributed()  # a missing extra is bad input: say so before anything runs
-        _check_scheduler_address(scheduler)
+    cfg, jobs, chip_objs, spaces = _check_options(
+        op, chips, jobs, strategy, seed, trials, fix, dtype, target, hardware_dir
+    )
+    out = _check_outputs(out, op, chip_objs, library, scheduler)
     df_in = read_shapes(shapes)
     rows = parse_rows(df_in, op, dtype)
 
-    # one task per distinct (chip, problem), in input order
-    tasks_by_key: dict[str, _Task] = {}
-    slot_task: dict[tuple[int, int], _Task] = {}
-    for r in rows:
-        if r.problem is None:
-            continue
-        for ci, chip in enumerate(chip_objs):
-            key = journal_key(chip, r.problem, cfg, spaces[chip.id])
-            task = tasks_by_key.setdefault(key, _Task(key, chip, r.problem))
-            task.slots.append((r.index, ci))
-            slot_task[(r.index, ci)] = task
+    tasks_by_key, slot_task = _plan(rows, chip_objs, cfg, spaces)
 
     jpath = journal_path(out)
     notes = []
@@ -198,14 +230,8 @@ def run_sweep(
         if todo:
             journal.release()  # reopened by the first put: forked workers never inherit the connection
             ctx = _Context(cfg, {c.id: _chip_state(c) for c in chip_objs}, spaces)
-            chunks = _chunks(todo, 1 if scheduler else jobs)
             try:
-                if scheduler:
-                    _run_dask(scheduler, chunks, ctx, on_result)
-                elif jobs == 1 or len(chunks) == 1:
-                    _run_local(chunks, ctx, on_result)
-                else:
-                    _run_pool(chunks, ctx, jobs, on_result)
+                _execute(_chunks(todo, 1 if scheduler else jobs), ctx, jobs, scheduler, on_result)
             finally:
                 bar.close()
         frame = build_frame(df_in, rows, chip_objs, slot_task, results, spaces, cfg)
