@@ -613,3 +613,18 @@ def test_four_processes_on_one_sqlite_study_share_one_budget(tmp_path):
         k for k, n in collections.Counter(str(t.user_attrs["tiling"]) for t in evaluated).items() if n > 1
     ]
     assert not twice
+
+
+def test_the_explore_note_counts_the_trials_that_escaped_repeats():
+    """A study's trials tagged `explore` (a random unseen point after ESCAPE repeats) are counted in one note."""
+    from types import SimpleNamespace
+
+    from tiler.search.bayes.driver import ESCAPE, _explore_notes
+
+    def trial(source):
+        return SimpleNamespace(user_attrs={"source": source})
+
+    assert _explore_notes([trial("tpe"), trial("local"), SimpleNamespace(user_attrs={})]) == []
+    one = f"explore: 1 trial took a random unseen feasible point after {ESCAPE} repeats in a row"
+    assert _explore_notes([trial("explore"), trial("tpe")]) == [one]
+    assert _explore_notes([trial("explore")] * 3)[0].startswith("explore: 3 trials took")
