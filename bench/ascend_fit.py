@@ -2,6 +2,7 @@
 
     python -m bench.ascend_fit [--data bench/data/ascend_measured_public.csv] [--folds 4] [--seed 0]
                                [--out PROFILE.toml] [--more bench/data/ascend_measured_more.csv] [--more-only]
+                               [--fit-mix]
 
 The rows (bench/data/ascend_measured_public.csv; sources in bench/archive/LOG.md) are library kernels whose tiling was not
 published, so the fit is `tiler calibrate` from totals (tiler.calibrate_totals): the model's best tiling stands in
@@ -21,7 +22,7 @@ problem as tiler could state it before quantised matmul existed (plain int8 -> i
 its `tiler=` note names (scales, output dtype: the dequant terms), the ratios measured / model, per source the
 geometric mean and the share in the band, the fastest kernel of each problem, and CATLASS 12_quant_matmul's rows at
 that example's own tiling (its source: L1 128x256x512, L0 128x256x128, PreloadAsync, swizzle 3). --more-only skips
-the fit.
+the fit. --fit-mix only fits the MIX launch (mix_head_us) on those quantised rows and reports it held out by source.
 """
 
 from __future__ import annotations
@@ -162,6 +163,62 @@ def more_sources(path: Path) -> None:
         print(f"    {_band(ratios)}")
 
 
+# The MIX launch (model.common.mix_launch_us) is fitted on the quantised rows of --more: the only rows of a kernel
+# that starts both core types (the public rows are cube-only kernels, which cannot see it). Its grid: 0 to 40 us
+# (S6's whole full-core head is 20-21 us) by 2 us, then +-2 us around the best by 0.5 us (finer moves no optimum's
+# time by more than a few percent of these kernels' 18-80 us).
+MIX_GRID = np.arange(0.0, 40.5, 2.0)
+
+
+def _quant_problems(path: Path) -> pd.DataFrame:
+    """The quantised (int8) rows of `path` that stand for their problem: the fastest kernel of each (what the
+    model's optimum stands in for, as in the fit from totals), with the problem as tiler states it."""
+    data = pd.read_csv(path)
+    data = data[data["dtype"] == "int8"].copy()
+    data["shape"] = [
+        f"M={r.M},N={r.N},K={r.K}" + "".join(f",{k}={v}" for k, v in _tiler_fields(r.notes).items())
+        for r in data.itertuples()
+    ]
+    # one problem: the same sizes, layout and scales (the output dtype of a quant kernel aside, as more_sources)
+    data["problem"] = [s.rsplit(",out_dtype=", 1)[0] for s in data["shape"]]
+    fastest = data.groupby(["source_id", "problem"])["time_us"].transform("min") == data["time_us"]
+    return data[fastest]
+
+
+def _mix_loss(rows: pd.DataFrame, mix: float) -> tuple[float, np.ndarray]:
+    """Sum of squared log(measured / model optimum) over `rows` with `mix_head_us` = mix, and the ratios."""
+    ratios = []
+    for r in rows.itertuples():
+        chip = load_chip("ascend" + str(r.chip).lower()).with_values({"mix_head_us": mix})
+        res = api.search(op=OP, chip=chip, shape=r.shape, dtype="int8", top=1, runnable=False)
+        ratios.append(r.time_us / float(res.row(0)["time_us"]))
+    ratios = np.array(ratios)
+    return float((np.log(ratios) ** 2).sum()), ratios
+
+
+def _fit_mix(rows: pd.DataFrame) -> float:
+    """The least-squares mix_head_us on `rows`: the best of MIX_GRID, refined by 0.5 us."""
+    coarse = min(MIX_GRID, key=lambda v: _mix_loss(rows, float(v))[0])
+    fine = np.arange(max(0.0, coarse - 1.5), coarse + 1.6, 0.5)
+    return float(min(fine, key=lambda v: _mix_loss(rows, float(v))[0]))
+
+
+def fit_mix(path: Path) -> None:
+    """Fit mix_head_us (chip-generic on A2/A3) on the quantised rows of `path`, and report it held out by source
+    (fitted on one chip's document, evaluated on the other's): see MIX_GRID."""
+    rows = _quant_problems(path)
+    print(f"\n== MIX launch (mix_head_us) from {len(rows)} quantised problems of {path.name} ==")
+    best = _fit_mix(rows)
+    _, ratios = _mix_loss(rows, best)
+    print(f"fitted on all: mix_head_us = {best} us; in-sample {_band(ratios)}")
+    for src in sorted(rows["source_id"].unique()):
+        train, test = rows[rows["source_id"] != src], rows[rows["source_id"] == src]
+        v = _fit_mix(train)
+        _, held = _mix_loss(test, v)
+        chips = ",".join(sorted(test["chip"].unique()))
+        print(f"  held out {src} ({chips}): fitted on the others {v} us; {src} {_band(held)}")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", default=str(ROOT / "bench" / "data" / "ascend_measured_public.csv"))
@@ -175,7 +232,13 @@ def main(argv=None) -> int:
         help="further published rows, evaluated apart ('' to skip)",
     )
     ap.add_argument("--more-only", action="store_true", help="only the --more rows (no fit)")
+    ap.add_argument(
+        "--fit-mix", action="store_true", help="only the MIX launch's fit on the --more quantised rows"
+    )
     args = ap.parse_args(argv)
+    if args.fit_mix:
+        fit_mix(Path(args.more))
+        return 0
     if args.more_only:
         more_sources(Path(args.more))
         return 0

@@ -2,6 +2,7 @@
 
     python -m bench.search_speed [--chips ascend910b3,ascend910b1,ascend310p3,h200] [--repeat 3]
                                   [--verify 3] [--layout nt] [--dtype fp16] [--per-shape]
+                                  [--clock wall|cpu]
 
 The 30 shapes are bench/target_cost.py's (each of three LLMs' four linear-layer GEMMs at M = 16 and 2048, plus six
 more: M = 1 decode and 128 / 512 / 8192-token prefills), layout nt (x · Wᵀ) and fp16 by default. Per chip, each
@@ -77,14 +78,15 @@ def run_chip(chip_id: str, shapes: list[dict], args) -> tuple[list[dict], int]:
         for s in shapes
     ]
     search(problems[0], chip, space, top=1)  # warm the interpreter (imports, first numpy calls)
+    clock = time.process_time if args.clock == "cpu" else time.perf_counter
     rows = []
     for s, p in zip(shapes, problems, strict=True):
         times = []
         for _ in range(args.repeat):
             clear_caches()
-            t0 = time.perf_counter()
+            t0 = clock()
             res = search(p, chip, space, top=1)
-            times.append(time.perf_counter() - t0)
+            times.append(clock() - t0)
         rows.append(
             {
                 **s,
@@ -138,6 +140,12 @@ def main() -> int:
     ap.add_argument("--verify", type=int, default=3, help="shapes per chip checked against a bound-free run")
     ap.add_argument("--layout", default="nt")
     ap.add_argument("--dtype", default="fp16")
+    ap.add_argument(
+        "--clock",
+        choices=("wall", "cpu"),
+        default="wall",
+        help="time each search by the wall clock or by this process's CPU time (steadier on a shared machine)",
+    )
     ap.add_argument("--per-shape", action="store_true", help="print every shape's figures")
     args = ap.parse_args()
     shapes = load_shapes(False)

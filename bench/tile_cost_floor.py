@@ -80,7 +80,16 @@ class Census:
         self._tile_cost, self._tile_costs = ascend.tile_cost, ascend._tile_costs
         for name in CALLS:
             setattr(ascend.MatmulAscend, name, self._wrap(name, self._saved[name]))
-        ascend.tile_cost, ascend._tile_costs = self._tile, self._costs
+        self._patch(self._tile, self._costs)
+
+    def _patch(self, tile, costs) -> None:
+        """tile_cost in every module of the model that calls it (the operator, its bounds, its tables), and
+        _tile_costs where the estimate calls it."""
+        from tiler.ops.matmul import ascend_bounds, ascend_tables
+
+        for module in (self.ascend, ascend_bounds, ascend_tables):
+            module.tile_cost = tile
+        self.ascend._tile_costs = costs
 
     def _wrap(self, name, fn):
         def call(model, p, chip, c, *args, **kw):
@@ -128,7 +137,7 @@ class Census:
     def close(self) -> None:
         for name, fn in self._saved.items():
             setattr(self.ascend.MatmulAscend, name, fn)
-        self.ascend.tile_cost, self.ascend._tile_costs = self._tile_cost, self._tile_costs
+        self._patch(self._tile_cost, self._tile_costs)
 
 
 # ----------------------------------------------------------------------------------- the compiled transcription

@@ -707,7 +707,7 @@ def test_calibrate_takes_the_users_columns(raw_chip, data, tmp_path, capsys):
     args = ["calibrate", "--chip", "h200", "--op", "matmul", "--measurements", str(path), "--out", str(out)]
     assert main(args) == 2
     err = capsys.readouterr().err
-    assert "--measurements: missing column 'num_warps'" in err and "--candidates" not in err
+    assert f"--measurements: {path}: missing column 'num_warps'" in err and "--candidates" not in err
     assert len(err.strip().splitlines()) == 1 and not out.exists()
 
 

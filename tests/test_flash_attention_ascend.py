@@ -220,6 +220,15 @@ def test_the_exchange_goes_through_l2_only_on_separated_chips(b3):
     assert estimate(p, load_chip("ascend910a"), **CATLASS)["exchange_bytes"][0] == 0
 
 
+def test_a_mix_launch_starts_the_vector_cores_once_on_separated_chips(b3):
+    """Attention on a 910B is a MIX kernel (cube and vector cores): its launch pays mix_head_us once, whatever the
+    cores used; a coupled 910A runs both units in one core and pays nothing for it."""
+    p = problem(**DECODE)
+    for chip, paid in ((b3, 10.0), (load_chip("ascend910a"), 0.0)):
+        base, more = (estimate(p, chip.with_values({"mix_head_us": v}), **CATLASS) for v in (0.0, 10.0))
+        assert more["time_us"][0] - base["time_us"][0] == pytest.approx(paid, abs=1e-9)
+
+
 # ------------------------------------------------------------------------------------------------ capacity
 
 

@@ -228,3 +228,54 @@ def test_explain_names_the_vector_side():
     )
     text = " ".join(ex.advice)
     assert "dequant epilogue" in text and "hand-off" in text
+
+
+def test_a_vector_epilogue_pays_one_mix_launch_on_separated_chips_only():
+    """A per-token scale runs the dequant on the vector cores: on the 910B2 (separated cores) the kernel is a MIX
+    launch and pays mix_head_us once, whatever the cores used; on the coupled 310P3 the same core's vector unit
+    runs it and nothing is paid; a fixpipe dequant (per-channel, fp16) is a cube-only kernel and pays nothing."""
+    cases = (
+        ("ascend910b2", "scale=token", 10.0),
+        ("ascend310p3", "scale=token", 0.0),
+        (CHIP, "scale=channel", 0.0),
+    )
+    for chip_id, scale, paid in cases:
+        chip = load_chip(chip_id)
+        rows = [
+            at(f"M=128,N=4096,K=1024,{scale}", chip=chip.with_values({"mix_head_us": v})) for v in (0.0, 10.0)
+        ]
+        assert rows[1]["time_us"] - rows[0]["time_us"] == pytest.approx(paid, abs=1e-9)
+    text = " ".join(
+        tiler.explain(
+            op="matmul",
+            chip=CHIP,
+            shape="M=128,N=4096,K=4096,scale=token",
+            dtype="int8",
+            tiling=dict(WARM_START),
+        ).advice
+    )
+    assert "MIX launch" in text
+
+
+def test_split_k_quant_reduces_in_the_same_mix_kernel():
+    """CATLASS 52: under split-K the vector cores of the same MIX kernel reduce and dequantise after a cross-core
+    barrier, so the kernel pays the MIX launch once and the launch head once (a plain split-K's cast pass is a
+    kernel of its own, with its own head)."""
+    chip = load_chip(CHIP)
+    shape = "M=128,N=256,K=8192,scale=channel_token"
+    times = {}
+    for mix, head in ((0.0, 5.0), (10.0, 5.0), (0.0, 6.0)):
+        tuned = chip.with_values({"mix_head_us": mix, "head_base_us": head})
+        times[mix, head] = at(shape, chip=tuned, split_k=4, preload=0)["time_us"]
+    assert times[10.0, 5.0] - times[0.0, 5.0] == pytest.approx(10.0, abs=1e-9)
+    assert times[0.0, 6.0] - times[0.0, 5.0] == pytest.approx(1.0, abs=1e-9)
+    fp16 = [
+        tiler.explain(
+            op="matmul",
+            chip=chip.with_values({"head_base_us": h}),
+            shape="M=128,N=256,K=8192",
+            tiling=dict(WARM_START, split_k=4, preload=0),
+        ).row["time_us"]
+        for h in (5.0, 6.0)
+    ]
+    assert fp16[1] - fp16[0] == pytest.approx(2.0, abs=1e-9)

@@ -423,7 +423,7 @@ def test_a_large_sweep_page_aggregates_families_and_lists_the_slowest_rows(tmp_p
     matching the rows), the roofline has no per-point text, the table is a summary per family (its counts, fastest
     and slowest) plus the TABLE_ROWS slowest rows, slowest first; a page below the limit keeps a bar per row."""
     pytest.importorskip("plotly")
-    import tiler.report as report
+    import tiler.report.rows as report  # the page-size limits and the time format
 
     rows = [
         dict(name=f"layers.{k}.{n}", M=m, N=4096, K=4096, time_us=m * (k + 1) / 10 + (n == "o_proj"))

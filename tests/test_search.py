@@ -206,7 +206,7 @@ def test_walk_bound_rises_where_rounds_overflow_l2(chip_id, monkeypatch):
     L2 and only the round's own loads share panels (schedule.round_hit_front). The walk bound then rises well
     above the one at the ceiling hit rates on some tilings, and stays at or below each tiling's best walk."""
     from tiler.hardware import load_chip
-    from tiler.ops.matmul import ascend
+    from tiler.ops.matmul import ascend_bounds
     from tiler.space import product
 
     chip = load_chip(chip_id)
@@ -223,7 +223,7 @@ def test_walk_bound_rises_where_rounds_overflow_l2(chip_id, monkeypatch):
     best = exact.reshape(len(rows["base_m"]), -1).min(axis=1)
     tight = model.bound(p, chip, rows, doms)
     assert np.all(tight <= best * (1 + 1e-9))
-    monkeypatch.setattr(ascend, "round_hit_front", lambda *a: None)
+    monkeypatch.setattr(ascend_bounds, "round_hit_front", lambda *a: None)
     ceiling = model.bound(p, chip, rows, doms)
     assert np.all(tight >= ceiling * (1 - 1e-9)) and np.mean(tight > 1.2 * ceiling) > 0.5
 

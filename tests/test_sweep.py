@@ -451,3 +451,57 @@ def test_progress_only_on_a_tty(tmp_path):
     p.update(10)
     p.close()
     assert quiet.getvalue() == ""
+
+
+def _flip_a_digit(text: str) -> str:
+    """`text` (a result's JSON) with the first digit of its estimate's time changed: still well-formed JSON of
+    the same shape, a number the output prints."""
+    res = json.loads(text)
+    t = repr(res["row"]["time_us"])
+    i = next(i for i, ch in enumerate(t) if ch.isdigit() and ch != "0")
+    res["row"]["time_us"] = float(t[:i] + str(int(t[i]) % 9 + 1) + t[i + 1 :])
+    return json.dumps(res)
+
+
+def test_a_changed_number_in_a_journaled_result_is_searched_again(tmp_path):
+    """Each journal row carries a checksum of what was written (issue 31): a result whose number was changed
+    afterwards (one digit of its time: well-formed, and nothing else could tell it from a real one) fails the
+    check on --resume, is searched again (one stderr note counts it) and the output is byte for byte the clean
+    run's; the other rows are reused. A journal of a tiler before checksums (no digest column) is read, its
+    rows are searched again (the note says why) and it gains the column."""
+    shapes = grid(tmp_path / "s.csv", ms=(64, 128), ns=(128,), ks=(128, 256))  # 4 shapes
+    out = tmp_path / "o.csv"
+    args = [shapes, "--op", "matmul", "--chip", "ascend910b3", "--out", out, *fix_args(FAST)]
+    assert invoke(args).exit_code == 0
+    clean = out.read_bytes()
+    db = journal_path(out)
+    con = sqlite3.connect(str(db))
+    key, text = con.execute("SELECT key, result FROM results WHERE status = 'ok' order by rowid").fetchone()
+    changed = _flip_a_digit(text)
+    con.execute("UPDATE results SET result = ? WHERE key = ?", (changed, key))
+    con.commit()
+    con.close()
+    res = invoke([*args, "--resume"])
+    assert res.exit_code == 0, res.output
+    assert "1 searched, 3 reused" in res.output
+    note = [ln for ln in res.output.splitlines() if "checksum" in ln]
+    assert len(note) == 1 and "1 journaled result(s)" in note[0] and "1 changed" in note[0], res.output
+    assert out.read_bytes() == clean
+    # the changed number would have reached the output: the check is what kept it out
+    t = json.loads(changed)["row"]["time_us"]
+    assert t != json.loads(text)["row"]["time_us"] and str(t) not in clean.decode()
+    # an older tiler's journal: no checksum column
+    con = sqlite3.connect(str(db))
+    con.execute("ALTER TABLE results DROP COLUMN digest")
+    con.commit()
+    con.close()
+    res = invoke([*args, "--resume"])
+    assert res.exit_code == 0, res.output
+    assert "4 searched, 0 reused" in res.output and "4 written without a checksum" in res.output, res.output
+    assert out.read_bytes() == clean
+    con = sqlite3.connect(str(db))
+    assert con.execute("SELECT COUNT(*) FROM results WHERE digest IS NOT NULL").fetchone()[0] == 4
+    con.close()
+    res = invoke([*args, "--resume"])  # now every row checks out
+    assert "0 searched, 4 reused" in res.output and "checksum" not in res.output, res.output
+    assert out.read_bytes() == clean

@@ -43,6 +43,34 @@ __all__ = [
 ]
 
 
+class _InFile:
+    """Errors about a file's contents raised by code that sees what was read from it, not the file (a table's
+    rows and columns labelled `measurements:` or `candidates:`, a study labelled `storage:`), re-raised naming
+    the flag and the file: `--candidates: m.csv: row 6: column 'BLOCK_N' must be a number`. Errors with another
+    label, or that name the file already, pass unchanged."""
+
+    LABELS = ("measurements", "--measurements", "candidates", "--candidates")
+
+    def __init__(self, flag: str, path, labels: tuple[str, ...] = LABELS):
+        self.flag, self.path, self.labels = flag, path, labels
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, exc, tb) -> bool:
+        from .errors import TilerError
+
+        if self.path is None or not isinstance(exc, TilerError):
+            return False
+        label, _, rest = str(exc).partition(": ")
+        if label not in self.labels or str(self.path) in rest:
+            return False
+        exc.args = (
+            f"{self.flag}: {self.path}: {rest}",
+        )  # the same error (its type kept), now naming the file
+        return False
+
+
 def _chip(chip, hardware_dir=None):
     """A chip id or profile path loaded, its operators' constants checked (a loaded Chip passes through)."""
     from .hardware import load_chip
@@ -170,7 +198,9 @@ def search(
     if not isinstance(top, int) or top < 1:
         raise TilerError(f"top: must be an integer >= 1, got {top!r}")
     timer = _vendor_timer(problem, chip, kw.get("measure")) if vendor else None
-    res = run_search(problem, chip, space, strategy=strategy, top=top, seed=seed, trials=trials, **kw)
+    storage = kw.get("storage")
+    with _InFile("--storage", storage if storage not in (None, "memory") else None, ("storage", "--storage")):
+        res = run_search(problem, chip, space, strategy=strategy, top=top, seed=seed, trials=trials, **kw)
     out = Result(**{f.name: getattr(res, f.name) for f in fields(res)}, target=target)
     if runnable:
         out.runnable = _runnable(problem, chip, space, res, fix)
@@ -378,7 +408,8 @@ def rank_table(
 
     chip, problem, space = _setup(op, chip, shape, dtype, hardware_dir, target=target)
     df = candidates if isinstance(candidates, pd.DataFrame) else read_candidates(candidates, "candidates")
-    ranked, rejected = rank_candidates(problem, chip, df, space)
+    with _InFile("--candidates", None if isinstance(candidates, pd.DataFrame) else candidates):
+        ranked, rejected = rank_candidates(problem, chip, df, space)
     skipped = len(df) - len(ranked) - len(rejected)  # select_rows: rows for another problem or kernel
     agreed = measured_agreement(ranked)  # before top and diverse: every ranked row, in the model's order
     model = get_operator(problem.OP, chip.family, space.target)
@@ -595,44 +626,46 @@ def calibrate(
             data = read_candidates(measurements, "--measurements")
     else:
         data = measurements
-    if not has_tilings(op, chip.family, data):
-        if fit_shapes is not None:
-            raise TilerError(
-                "fit-shapes: not with totals (rows without tilings); give the rows to fit instead"
+    source = measurements if isinstance(measurements, str | os.PathLike) else None
+    with _InFile("--measurements", source):  # a row's or column's error names the file
+        if not has_tilings(op, chip.family, data):
+            if fit_shapes is not None:
+                raise TilerError(
+                    "fit-shapes: not with totals (rows without tilings); give the rows to fit instead"
+                )
+            result = calibrate_totals(
+                chip,
+                op,
+                data,
+                folds=folds,
+                seed=seed,
+                params=params,
+                rounds=ROUNDS if rounds is None else rounds,
+                starts=starts,
+                data_name=name,
+                note=note,
             )
-        result = calibrate_totals(
-            chip,
-            op,
-            data,
-            folds=folds,
-            seed=seed,
-            params=params,
-            rounds=ROUNDS if rounds is None else rounds,
-            starts=starts,
-            data_name=name,
-            note=note,
-        )
-    else:
-        if rounds is not None:
-            raise TilerError(
-                "rounds: only a fit from totals (rows without tilings) searches and fits in rounds"
+        else:
+            if rounds is not None:
+                raise TilerError(
+                    "rounds: only a fit from totals (rows without tilings) searches and fits in rounds"
+                )
+            result = fit(
+                chip,
+                op,
+                data,
+                folds=folds,
+                seed=seed,
+                fit_shapes=fit_shapes,
+                params=params,
+                data_name=name,
+                note=note,
+                unused=unused,
             )
-        result = fit(
-            chip,
-            op,
-            data,
-            folds=folds,
-            seed=seed,
-            fit_shapes=fit_shapes,
-            params=params,
-            data_name=name,
-            note=note,
-            unused=unused,
-        )
-        if result.dropped:
-            notes.append(
-                f"{measurements if isinstance(measurements, str | os.PathLike) else name}: {result.unused_text()}"
-            )
+            if result.dropped:
+                notes.append(
+                    f"{measurements if isinstance(measurements, str | os.PathLike) else name}: {result.unused_text()}"
+                )
     result.notes = notes
     return result
 

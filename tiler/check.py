@@ -53,14 +53,19 @@ def check_document(doc, hardware_dir=None, only: str | None = None) -> tuple[int
     checked, findings = 0, []
     for i, entry in enumerate(entries):
         prefix = f"entries/{i}/targets" if library else "targets"
-        problem = parse_problem(doc["op"], entry["problem"]["shape"], entry["problem"]["dtype"])
+        try:
+            problem = parse_problem(doc["op"], entry["problem"]["shape"], entry["problem"]["dtype"])
+        except TilerError as exc:  # name the field as the document has it: problem (entries/i/problem)
+            exc.args = (f"{prefix.removesuffix('targets')}problem: {exc}",)
+            raise
         # a problem the chip family cannot run at all (dtype, layout, format) is an input error (exit 2); a view
         # for a chip or problem its target does not run is a finding (exit 1)
         model.check(problem, chip)
         if only is None and entry.get("runnable"):
             # the document's own tiling, when the views are of other tilings (a custom kernel): in the space and
             # feasible under the rules it was searched with (its launch is checked where a view is of it)
-            searched = (entry.get("search") or doc.get("search") or {}).get("target")
+            search = entry.get("search") or doc.get("search")
+            searched = search.get("target") if isinstance(search, dict) else None
             findings += [
                 Finding(prefix.removesuffix("/targets").removesuffix("targets"), "", r)
                 for r in tiling_findings(
@@ -69,7 +74,7 @@ def check_document(doc, hardware_dir=None, only: str | None = None) -> tuple[int
                     chip,
                     problem,
                     "",
-                    searched if searched in model.TARGETS else None,
+                    searched if isinstance(searched, str) and searched in model.TARGETS else None,
                 )[0]
             ]
         if (

@@ -98,7 +98,7 @@ def build_unit(doc: dict, target: str, source: str = "") -> Unit:
             if not doc["entries"]
             else f"has no {target} view in any of its {len(doc['entries'])} entries"
         )
-        raise TilerError(f"library: {source or 'the library'} {what}; nothing to emit")
+        raise TilerError(f"library: {source or 'the library'}: 'entries' {what}; nothing to emit")
     code = [t.entry(e["targets"][target], _entry_doc(doc, e, target)) for e in entries]
     spec = spec_for(op)
     stem = _ident(f"tiler_{op}_{doc['chip']['id']}_{target}")

@@ -146,7 +146,12 @@ def validate(doc: dict) -> None:
 
     if not isinstance(doc, dict):
         raise TilerError(f"schema: a document must be a JSON object, got {type(doc).__name__}")
-    name = {TILING_SCHEMA: "tiling_v1", LIBRARY_SCHEMA: "library_v1"}.get(doc.get("schema"))
+    schema = doc.get("schema")
+    name = (
+        {TILING_SCHEMA: "tiling_v1", LIBRARY_SCHEMA: "library_v1"}.get(schema)
+        if isinstance(schema, str)
+        else None
+    )
     if name is None:
         raise TilerError(f"schema: must be {TILING_SCHEMA} or {LIBRARY_SCHEMA}, got {doc.get('schema')!r}")
     check_schema(doc, load_schema(name), "")

@@ -77,6 +77,7 @@ SCHEMA: dict[str, dict[str, dict[str, tuple]]] = {
         "overhead": {
             "head_base_us": (_NUM, -1, True),
             "head_per_core_us": (_NUM, -1, True),
+            "mix_head_us": (_NUM, 0, False),  # a MIX kernel's extra launch (model.common.mix_launch_us)
             "gm_latency_cycles": (_NUM, 0, True),
             "scalar_cycles_per_instr": (_NUM, 0, True),
             "scalar_cycles_per_loop": (_NUM, 0, True),

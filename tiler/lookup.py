@@ -438,6 +438,21 @@ def _no_constant(name: str):
     raise ValueError(f"{name} is not a JSON number")
 
 
+def _where_token(text: str, why: str) -> str:
+    """` at line L, column C` of the first bare NaN/Infinity/-Infinity that `why` names (the JSON parser's hook
+    for them does not say where), or "" when it is not found."""
+    import re
+
+    name = why.split(" ", 1)[0]
+    if name not in ("NaN", "Infinity", "-Infinity"):
+        return ""
+    m = re.search(r"(?<![\w\"-])" + re.escape(name) + r"(?![\w\"])", text)
+    if m is None:
+        return ""
+    line = text.count("\n", 0, m.start()) + 1
+    return f" at line {line}, column {m.start() - (text.rfind(chr(10), 0, m.start()) + 1) + 1}"
+
+
 def read_document(path: str | os.PathLike):
     """The parsed JSON of a library file: at most tiler.io.FILE_BYTES_MAX bytes of UTF-8 JSON (no NaN or Infinity,
     no nesting deeper than Python's parser takes, no integer of more than 4300 digits); any failure is one
@@ -451,16 +466,21 @@ def read_document(path: str | os.PathLike):
         raise LibraryError(f"library: cannot read {p}: {exc.strerror or exc}") from None
     except ValueError as exc:  # a device, a pipe, a folder, too large; a NUL in the name
         raise LibraryError(f"library: cannot read {p}: {exc}") from None
+    text = ""
     try:
-        return json.loads(data.decode("utf-8"), parse_constant=_no_constant)
-    except UnicodeDecodeError:
-        raise LibraryError(f"library: {p} is not valid JSON (not UTF-8)") from None
+        text = data.decode("utf-8")
+        return json.loads(text, parse_constant=_no_constant)
+    except UnicodeDecodeError as exc:
+        raise LibraryError(f"library: {p} is not valid JSON (not UTF-8: byte {exc.start})") from None
     except json.JSONDecodeError as exc:
-        raise LibraryError(f"library: {p} is not valid JSON ({exc.msg} at line {exc.lineno})") from None
+        raise LibraryError(
+            f"library: {p} is not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})"
+        ) from None
     except RecursionError:
         raise LibraryError(f"library: {p} is not valid JSON (nested too deep)") from None
     except ValueError as exc:  # NaN / Infinity; an integer of more than 4300 digits
-        raise LibraryError(f"library: {p} is not valid JSON ({str(exc).splitlines()[0][:80]})") from None
+        why = str(exc).splitlines()[0][:80]
+        raise LibraryError(f"library: {p} is not valid JSON ({why}{_where_token(text, why)})") from None
 
 
 def from_document(doc: dict, path: str = "") -> Library:

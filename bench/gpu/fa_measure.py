@@ -1,6 +1,6 @@
 """Measure the project's flash-attention kernel on the GPU machine: a grid of tilings on attention shapes.
 
-    python -m bench.gpu.fa_measure --out $OUT [--budget 480] [--shapes held|all]
+    python -m bench.gpu.fa_measure --out $OUT [--budget 480] [--shapes held|cal|all] [--wide] [--jobs 12] [--only 3,4,5]
 
 For every shape: torch's scaled_dot_product_attention (the anchor), then every tiling of the grid (the knobs of
 bench/data/h200_fa_cal.csv: BLOCK_M, BLOCK_N in 32/64/128 (and 16 for short S1), num_stages 2-4, num_warps 4/8,
@@ -8,6 +8,12 @@ ORDER 0/1 under the causal mask), each checked against SDPA (max |error| < 2e-2)
 triton.testing.do_bench (median, L2 flushed, random inputs). A tiling that does not compile or launch is written
 with an empty `ms` and `fail`. Rows go to h200_fa_measured.csv as they are measured; the run stops cleanly at the
 budget. The kernel file is loaded by path, so nothing of tiler but that file is needed there.
+
+`--shapes cal` times the six shapes of bench/data/h200_fa_cal.csv (the fit's), `all` both sets (rows labelled
+`cal` / `held`). `--wide` adds the tilings the first grids never timed though the space holds them: 256 query rows
+on 8 warps, 256 key rows per step, and 5 stages on the 128-row blocks (the large tiles a long prefill may want).
+`--jobs N` compiles every (shape, tiling) first in N spawned processes, one launch each, into Triton's on-disk
+cache, so the timing loop does not wait on the compiler.
 """
 
 from __future__ import annotations
@@ -57,19 +63,75 @@ HELD = [
 ]
 
 
+# the six shapes bench/data/h200_fa_cal.csv was fitted on
+CAL = [
+    (1, 32, 8, 512, 8192, 128, 1),
+    (1, 32, 8, 4096, 4096, 128, 1),
+    (1, 32, 32, 16384, 16384, 128, 1),
+    (4, 32, 8, 1024, 1024, 128, 1),
+    (8, 16, 16, 2048, 2048, 64, 0),
+    (16, 12, 12, 512, 512, 64, 0),
+]
+
+
 def load_kernels():
     return load_module("fa_kernels", HERE / "tiler/ops/flash_attention/triton_kernels.py")
 
 
-def configs(S1: int, causal: int):
+def configs(S1: int, causal: int, wide: bool = False):
     blocks_m = (16, 32, 64) if S1 <= 64 else (32, 64, 128)
+    grid = [
+        (bm, bn, st, w)
+        for bm, bn, st, w in itertools.product(blocks_m, (32, 64, 128), (2, 3, 4), (4, 8))
+        if not (bm <= 32 and w == 8)
+    ]
+    if wide and S1 > 64:
+        grid += [(256, bn, st, 8) for bn in (32, 64, 128) for st in (2, 3, 4)]
+        grid += [(bm, 256, st, w) for bm in (64, 128) for w in (4, 8) for st in (2, 3)]
+        grid += [(128, bn, 5, 8) for bn in (64, 128)]
     out = []
-    for bm, bn, st, w in itertools.product(blocks_m, (32, 64, 128), (2, 3, 4), (4, 8)):
-        if bm <= 32 and w == 8:
-            continue
+    for bm, bn, st, w in grid:
         for order in (0, 1) if causal else (0,):
             out.append(dict(BLOCK_M=bm, BLOCK_N=bn, num_stages=st, num_warps=w, ORDER=order))
     return out
+
+
+def _compile_task(task):
+    """One launch of a (shape, tiling) in a spawned worker: Triton compiles it into its on-disk cache."""
+    shape, cfg = task
+    t = time.perf_counter()
+    try:
+        tk = load_kernels()
+        q, k, v = tk.inputs(*(shape[f] for f in ("B", "heads", "kv_heads", "S1", "S2", "D")))
+        tk.attention(q, k, v, cfg, bool(shape["causal"]))
+        return True, time.perf_counter() - t
+    except Exception:  # noqa: BLE001 - the timing loop meets the same failure and records it
+        return False, time.perf_counter() - t
+
+
+def precompile(tasks: list, jobs: int, deadline: float) -> None:
+    """Compile every task's kernel in `jobs` spawned processes before `deadline` (time.time()); one task per
+    distinct specialisation (D, causal, tiling, S1 and S2 divisible by 16)."""
+    import multiprocessing as mp
+
+    seen, todo = set(), []
+    for shape, cfg in tasks:
+        key = (shape["D"], shape["causal"], shape["S1"] % 16 == 0, shape["S2"] % 16 == 0, tuple(cfg.values()))
+        if key not in seen:
+            seen.add(key)
+            todo.append((shape, cfg))
+    t0, done = time.time(), 0
+    with mp.get_context("spawn").Pool(jobs) as pool:
+        it = pool.imap_unordered(_compile_task, todo, chunksize=1)
+        while done < len(todo):
+            try:
+                it.next(timeout=max(0.1, deadline - time.time()))
+            except mp.TimeoutError:
+                print(f"[compile] deadline reached after {done}/{len(todo)}")
+                pool.terminate()
+                break
+            done += 1
+    print(f"[compile] {done}/{len(todo)} kernels in {time.time() - t0:.0f} s ({jobs} processes)", flush=True)
 
 
 def pairs(S1, S2, causal):
@@ -80,7 +142,15 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "out")))
     ap.add_argument("--budget", type=float, default=480.0, help="seconds; stops between tilings")
+    ap.add_argument("--shapes", choices=("held", "cal", "all"), default="held")
+    ap.add_argument("--wide", action="store_true", help="add 256-row blocks, 256-key steps and 5 stages")
+    ap.add_argument("--jobs", type=int, default=0, help="compile first in this many processes (0: as timed)")
+    ap.add_argument("--only", help="comma-separated positions in the chosen shape list (e.g. 3,4,5)")
     args = ap.parse_args()
+    sets = {"held": [("held", s) for s in HELD], "cal": [("cal", s) for s in CAL]}
+    todo = sets["cal"] + sets["held"] if args.shapes == "all" else sets[args.shapes]
+    if args.only:
+        todo = [todo[int(i)] for i in args.only.split(",")]
     import torch
     import triton
 
@@ -94,7 +164,15 @@ def main() -> None:
     with (args.out / "h200_fa_measured.csv").open("w", newline="") as f:
         w = csv.writer(f)
         w.writerow(COLUMNS)
-        for B, H, KVH, S1, S2, D, causal in HELD:
+        if args.jobs:
+            names = ("B", "heads", "kv_heads", "S1", "S2", "D", "causal")
+            tasks = [
+                (dict(zip(names, s, strict=True)), cfg)
+                for _, s in todo
+                for cfg in configs(s[3], s[6], args.wide)
+            ]
+            precompile(tasks, args.jobs, t0 + 0.5 * args.budget)
+        for label, (B, H, KVH, S1, S2, D, causal) in todo:
             if time.time() - t0 > args.budget:
                 print("budget reached")
                 break
@@ -106,10 +184,10 @@ def main() -> None:
                 return tk.reference(q, k, v, bool(causal))
 
             ms = triton.testing.do_bench(sdpa, warmup=10, rep=40, return_mode="median")
-            base = ["held", B, H, KVH, S1, S2, D, causal]
+            base = [label, B, H, KVH, S1, S2, D, causal]
             w.writerow([*base, "torch_sdpa", "", "", "", "", "", f"{ms:.5f}", f"{flop / ms / 1e9:.2f}", ""])
             best = (float("inf"), None)
-            for cfg in configs(S1, causal):
+            for cfg in configs(S1, causal, args.wide):
                 if time.time() - t0 > args.budget:
                     break
                 knobs = [cfg[k] for k in ("BLOCK_M", "BLOCK_N", "num_stages", "num_warps", "ORDER")]

@@ -134,6 +134,26 @@ def model_order(shape: dict, points: list[dict]):
     return rank, pred
 
 
+def rerank(table) -> list[float]:
+    """Per shape of a measured configs table (impl triton): the best measured time over the best of the configs the
+    pruner keeps now (the shipped profile as it is, the table's times unseen by it). Shows offline what a model change
+    does to the pruned pick, on the same measurements."""
+    prune = get_pruner()[0]["early_config_prune"]
+    params = list(g.PARAMS)
+    out = []
+    for name, d in table.groupby("shape", sort=False):
+        shape = dict(g.SHAPES)[name]
+        fields = g.problem(shape)
+        args = {a: fields[f if isinstance(f, str) else f[0]] for a, f in g.SHAPE.items()}
+        dicts = [
+            {p: int(v) for p, v in zip(params, row, strict=True)} for row in d[params].itertuples(index=False)
+        ]
+        kept = prune(dicts, args)
+        ms = d["ms"].to_numpy()
+        out.append(float(ms.min() / min(ms[dicts.index(k)] for k in kept)))
+    return out
+
+
 def get_pruner(top_k: int = TOP_K) -> tuple[dict, str]:
     """(prune_configs_by dict, what it is)."""
     from tiler import triton as tt
@@ -565,6 +585,12 @@ def report(data: Path, kernel: str = "gemm") -> int:
         print(
             f"the model's plain order on the full table: top-1 geomean {_geomean(top1):.4f} (min {min(top1):.3f}), "
             f"best of top {TOP_K} {_geomean(top4):.4f} (min {min(top4):.3f}); the pruner keeps the diverse top {TOP_K}"
+        )
+        kept_now = rerank(c)
+        print(
+            f"the pruner with the model as it is now (hardware/h200.toml), on the same measured table: best of "
+            f"its {TOP_K} kept / full best geomean {_geomean(kept_now):.4f} (min {min(kept_now):.3f}, >= 0.99 on "
+            f"{sum(r >= 0.99 for r in kept_now)}/{len(kept_now)}; the run's kept sets: {gm['ratio_table']:.4f})"
         )
     print(
         f"correctness: max rel_err over every config and shape {s['max_rel_err'].max():.2e} (fp32 reference)"

@@ -128,6 +128,18 @@ def classify_bound(pipes_us: dict[str, np.ndarray], busy_us: np.ndarray) -> np.n
     return labels[np.where(saturated, top, len(names))]
 
 
+def mix_launch_us(chip) -> float:
+    """What launching a MIX kernel (cube and vector cores together: MIX_AIC_1_2, an attention or a quantised
+    matmul with its vector epilogue) costs beyond a one-type kernel, on a chip whose cube and vector cores are
+    separate cores (A2/A3: `coupled` false): the runtime starts the second core type too and sets up the cross-core
+    flags (S6: a MIX launch also starts the idle core type). The cores start in parallel, so it is paid once per
+    launch, not per core. 0 on a coupled chip (one AI core runs both units: no second core type to start) and where
+    the profile gives no `mix_head_us`."""
+    if chip.get("coupled", True):
+        return 0.0
+    return float(chip.get("mix_head_us", 0.0))
+
+
 def mixed_bandwidth(hit_rate, l2_bytes_per_s, hbm_bytes_per_s):
     """Bytes/s when a fraction `hit_rate` comes from L2 and the rest from HBM (harmonic mix: time adds)."""
     return 1.0 / (hit_rate / l2_bytes_per_s + (1.0 - hit_rate) / hbm_bytes_per_s)

@@ -209,6 +209,18 @@ class UserResult(Result):
         return out
 
 
+def _in_user_names(text: str, key_map: dict[str, str]) -> str:
+    """A rule's text with the model's knob names written as the user's params that set them (key_map: param ->
+    knob): the user reads the names of their own space."""
+    import re
+
+    user = {k: p for p, k in reversed(list(key_map.items()))}  # the first param of a knob names it
+    if not user:
+        return text
+    words = re.compile(r"\b(" + "|".join(map(re.escape, sorted(user, key=len, reverse=True))) + r")\b")
+    return words.sub(lambda m: user[m.group(1)], text)
+
+
 def search_space(
     op: str,
     chip,
@@ -240,7 +252,7 @@ def search_space(
     if not len(ranked):
         rules = rejected["rule"].value_counts()
         worst = rules.index[0]
-        text = rejected.loc[rejected["rule"] == worst, "reason"].iloc[0]
+        text = _in_user_names(rejected.loc[rejected["rule"] == worst, "reason"].iloc[0], us.key_map)
         raise TilerError(
             f"space: {us.source}: none of the {n} configs is feasible for {problem.label()} on {chip.id}; "
             f"{rules.iloc[0]} break {worst} ({text})"

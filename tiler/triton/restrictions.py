@@ -166,7 +166,12 @@ def _evaluate(node, cols: dict[str, np.ndarray]):
         if isinstance(
             node.op, ast.Pow
         ):  # in floats: an integer power overflows silently, a negative one raises
-            return np.power(np.asarray(left, dtype=np.float64), np.asarray(right, dtype=np.float64))
+            out = np.power(np.asarray(left, dtype=np.float64), np.asarray(right, dtype=np.float64))
+            if np.any(np.isinf(out) & np.isfinite(left) & np.isfinite(right)):
+                raise OverflowError(f"{ast.unparse(node)[:60]} overflows (a power past the float range)")
+            return out
+        if type(node.op) in _WRAPS and _integral(left) and _integral(right):
+            _check_int64(node, left, right)
         return _BINARY[type(node.op)](left, right)
     if isinstance(node, ast.Compare):
         out, left = None, _evaluate(node.left, cols)
@@ -195,6 +200,36 @@ def _evaluate(node, cols: dict[str, np.ndarray]):
             out = fn(out, a)
         return out
     raise TypeError(type(node).__name__)  # unreachable: _check_restriction refused it
+
+
+# integer operations that wrap silently at 64 bits in numpy (1 << 99999999999 is 0, not an error): their exact
+# value is bounded first, in floats, and one past int64 is an error naming the expression
+_WRAPS = {ast.Add: np.add, ast.Sub: np.subtract, ast.Mult: np.multiply, ast.LShift: None}
+_INT64_MAX = float(2**63)
+
+
+def _integral(v) -> bool:
+    """An integer operand (a Python or numpy int, or a column of them): numpy computes on it in int64."""
+    if isinstance(v, np.ndarray):
+        return v.dtype.kind in "iub"
+    return isinstance(v, int | np.integer)
+
+
+def _check_int64(node: ast.BinOp, left, right) -> None:
+    """Raise OverflowError when an integer +, -, * or << leaves int64 (numpy would wrap), ValueError for a
+    negative shift count (as Python's)."""
+    a = np.asarray(left, dtype=np.float64)
+    b = np.asarray(right, dtype=np.float64)
+    if isinstance(node.op, ast.LShift):
+        if np.any(b < 0):
+            raise ValueError(f"{ast.unparse(node)[:60]}: negative shift count")
+        exact = a * np.power(
+            2.0, np.minimum(b, 1100.0)
+        )  # 2**1100 is inf: any such shift of a non-zero is out
+    else:
+        exact = _WRAPS[type(node.op)](a, b)
+    if np.any(np.abs(exact) >= _INT64_MAX):
+        raise OverflowError(f"{ast.unparse(node)[:60]} overflows 64-bit integers")
 
 
 def _is_text(v) -> bool:

@@ -32,6 +32,7 @@ from ...model.common import (
     ceil_div,
     classify_bound,
     group_rows,
+    mix_launch_us,
     mixed_bandwidth,
     pipes,
     roofline_us,
@@ -659,7 +660,9 @@ class FlashAttentionAscend(Operator):
         hbm_read = rows_all * p.D * b + kv_hbm + np.where(spill, partial_bytes, 0.0)
         hbm_floor = hbm / (chip["hbm_gbps"] * 1e9 * chip["hbm_efficiency"])
         used = np.minimum(cores, tasks)
-        head = chip["head_base_us"] + chip["head_per_core_us"] * used
+        # a MIX kernel on separated cores (the cube's QK/PV and the vector side's softmax): its launch starts both
+        # core types (model.common.mix_launch_us)
+        head = chip["head_base_us"] + chip["head_per_core_us"] * used + mix_launch_us(chip)
         return _Work(
             n=n,
             g=g,
