@@ -613,3 +613,41 @@ def test_four_processes_on_one_sqlite_study_share_one_budget(tmp_path):
         k for k, n in collections.Counter(str(t.user_attrs["tiling"]) for t in evaluated).items() if n > 1
     ]
     assert not twice
+
+
+def test_the_explore_note_counts_the_trials_that_escaped_repeats():
+    """A study's trials tagged `explore` (a random unseen point after ESCAPE repeats) are counted in one note."""
+    from types import SimpleNamespace
+
+    from tiler.search.bayes.driver import ESCAPE, _explore_notes
+
+    def trial(source):
+        return SimpleNamespace(user_attrs={"source": source})
+
+    assert _explore_notes([trial("tpe"), trial("local"), SimpleNamespace(user_attrs={})]) == []
+    one = f"explore: 1 trial took a random unseen feasible point after {ESCAPE} repeats in a row"
+    assert _explore_notes([trial("explore"), trial("tpe")]) == [one]
+    assert _explore_notes([trial("explore")] * 3)[0].startswith("explore: 3 trials took")
+
+
+def test_the_feasible_grid_counts_and_finds_exactly_its_points():
+    """FeasibleGrid answers `len` and `in` from packed codes, without its set of tuples: the same answers as the set
+    (`keys`) on random product grids and masks, points outside the domains and keys of the wrong length included."""
+    import numpy as np
+
+    from tiler.search.bayes import FeasibleGrid
+    from tiler.space import product
+
+    rng = np.random.default_rng(7)
+    for _ in range(100):
+        names = [f"k{i}" for i in range(int(rng.integers(0, 4)))]
+        domains = [np.sort(rng.choice(600, size=int(rng.integers(1, 6)), replace=False)) for _ in names]
+        grid = product(*[{n: d} for n, d in zip(names, domains, strict=True)]) if names else {}
+        size = len(next(iter(grid.values()))) if grid else int(rng.integers(0, 3))
+        ok = rng.random(size) < rng.random()
+        fg = FeasibleGrid(names, grid, ok, {})
+        want = {tuple(int(grid[k][i]) for k in names) for i in np.flatnonzero(ok)}
+        assert len(fg) == len(want)
+        probes = [*want, *(tuple(int(x) for x in rng.integers(-5, 605, len(names))) for _ in range(30))]
+        assert all((p in fg) == (p in want) for p in [*probes, (0,) * (len(names) + 1)])
+        assert fg.keys == want

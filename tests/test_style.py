@@ -163,3 +163,17 @@ def test_no_test_reads_bench():
                 hits = []
             found += [f"{path.relative_to(ROOT)}:{node.lineno}: {h}" for h in hits]
     assert not found, "\n".join(found)
+
+
+def test_every_package_of_tiler_is_installed():
+    """`pip install .` (CI, a user) installs only the packages pyproject lists: every folder of tiler/ with an
+    __init__.py is one of them (a module split into a package must be added, or it is missing when installed)."""
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {
+        ".".join(p.parent.relative_to(ROOT).parts)
+        for p in (ROOT / "tiler").rglob("__init__.py")
+        if "__pycache__" not in p.parts
+    }
+    assert found and not found - listed, f"not in [tool.setuptools] packages: {sorted(found - listed)}"

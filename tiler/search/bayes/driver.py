@@ -115,12 +115,7 @@ def run(
             notes += stop.notes()
         notes += _model_evals_notes(study, obj, local, measured)
         all_trials = study.get_trials(deepcopy=False)
-        explored = sum(t.user_attrs.get("source") == "explore" for t in all_trials)
-        if explored:
-            notes.append(
-                f"explore: {explored} trial{'s' if explored > 1 else ''} took a random unseen feasible point after "
-                f"{ESCAPE} repeats in a row"
-            )
+        notes += _explore_notes(all_trials)
     except KeyboardInterrupt:
         raise
     finally:
@@ -143,6 +138,17 @@ def run(
         notes=notes,
         t0=t0,
     )
+
+
+def _explore_notes(trials) -> list[str]:
+    """The note on trials that took a random unseen feasible point after ESCAPE repeats in a row (none: no note)."""
+    explored = sum(t.user_attrs.get("source") == "explore" for t in trials)
+    if not explored:
+        return []
+    return [
+        f"explore: {explored} trial{'s' if explored > 1 else ''} took a random unseen feasible point after "
+        f"{ESCAPE} repeats in a row"
+    ]
 
 
 def _check_run(strategy: str, trials, guided: int, measure_timeout, seed) -> tuple[int, float, int]:

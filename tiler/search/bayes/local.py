@@ -123,7 +123,7 @@ class LocalSearch:
         score = np.array([obj.tilings[kk][0] if kk in obj.tilings else np.inf for kk in keys])
         fresh = np.array(
             [
-                kk not in obj.cache and kk not in self.asked and (obj.grid is None or kk in obj.grid.keys)
+                kk not in obj.cache and kk not in self.asked and (obj.grid is None or kk in obj.grid)
                 for kk in keys
             ],
             dtype=bool,

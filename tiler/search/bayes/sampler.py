@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from functools import cached_property
 
 import numpy as np
 
@@ -100,14 +101,39 @@ class FeasibleGrid:
 
     def __init__(self, names: list[str], grid: Candidates, ok: np.ndarray, rule_ok: dict[str, np.ndarray]):
         self.names, self.grid, self.ok, self.rule_ok = names, grid, ok, rule_ok
-        # one tuple of Python ints per feasible point, built from whole columns (tolist) rather than element by
-        # element: the grid lists up to GRID_ROWS points
-        cols = [np.asarray(grid[k])[ok] for k in names]
-        rows = np.stack(cols, axis=1) if cols else np.zeros((int(np.count_nonzero(ok)), 0), dtype=np.int64)
-        self.keys = set(map(tuple, rows.astype(np.int64).tolist()))
+        # the feasible points as sorted distinct codes (each knob's value as its rank among that knob's values in
+        # the grid, mixed radix; at most the grid's size): counting and membership without a Python object per
+        # point, since the grid lists up to GRID_ROWS points. `keys`, the points as tuples, is built on first use.
+        self._values = [np.unique(np.asarray(grid[k])) for k in names]
+        code = np.zeros(int(np.count_nonzero(ok)), dtype=np.int64)
+        for k, vals in zip(names, self._values, strict=True):
+            code = code * vals.size + np.searchsorted(vals, np.asarray(grid[k])[ok])
+        self._codes = np.unique(code)
+
+    @cached_property
+    def keys(self) -> set[tuple[int, ...]]:
+        """Every feasible point as a tuple of Python ints, in `names` order (built from whole columns)."""
+        cols = [np.asarray(self.grid[k])[self.ok] for k in self.names]
+        rows = (
+            np.stack(cols, axis=1) if cols else np.zeros((int(np.count_nonzero(self.ok)), 0), dtype=np.int64)
+        )
+        return set(map(tuple, rows.astype(np.int64).tolist()))
 
     def __len__(self) -> int:
-        return len(self.keys)
+        return int(self._codes.size)
+
+    def __contains__(self, key) -> bool:
+        """Whether `key` (one value per knob of `names`) is a feasible point: `key in self.keys`, without the set."""
+        if len(key) != len(self.names):
+            return False
+        code = 0
+        for v, vals in zip(key, self._values, strict=True):
+            i = int(np.searchsorted(vals, v))
+            if i >= vals.size or vals[i] != v:
+                return False
+            code = code * int(vals.size) + i
+        j = int(np.searchsorted(self._codes, code))
+        return j < self._codes.size and int(self._codes[j]) == code
 
     def allowed(self, knob: str, row: dict[str, int], values) -> tuple[tuple[int, ...], list[str]]:
         sel = np.ones(len(self.ok), dtype=bool)
