@@ -35,7 +35,7 @@ from .ascend_tile import (
 )
 from .problem import Matmul
 
-REUSE_EXACT = 2048  # tile grids up to this size get the exact weight-reuse maximum in bound()
+REUSE_EXACT = 1 << 62  # tile grids up to this size get the exact weight-reuse maximum in bound()
 # rows of (tiling, L2 hit pair) bounded per call when bound() takes its smallest over several hit pairs (its work
 # arrays: a few KB a row)
 BOUND_ROWS = 1 << 14
@@ -53,6 +53,21 @@ def _write_floor(p: Matmul, chip, c: dict, active) -> np.ndarray:
     )
     share = _write_share(p, chip, _chip_rates(p, chip), active, c["split_k"] > 1)
     return out_bytes / np.minimum(chip["fixpipe_bytes_per_cycle"] * chip.clock_hz, share)
+
+
+def _load_floor(counts: np.ndarray, extra: np.ndarray, reuse: np.ndarray) -> np.ndarray:
+    """The least time weight residency's B loads add to a row's work: `counts` (n, T) tiles per type, `extra`
+    (n, T) what a B load adds to one tile of each type, at most `reuse` (n,) tiles reusing their panel (no load).
+
+    Every other tile loads. The least total puts the reuses on the tiles whose load costs most (a fractional
+    knapsack: types by falling extra, each filled up to its count until `reuse` runs out): a floor of every
+    schedule's loads, whichever tiles it reuses on, and at least (tiles - reuse) times the cheapest extra."""
+    extra = np.where(counts > 0, extra, 0.0)
+    order = np.argsort(-extra, axis=1, kind="stable")
+    n_t, e_t = np.take_along_axis(counts, order, axis=1), np.take_along_axis(extra, order, axis=1)
+    before = np.cumsum(n_t, axis=1) - n_t  # tiles of the costlier types
+    reused = np.clip(reuse[:, None] - before, 0, n_t)
+    return ((n_t - reused) * e_t).sum(axis=1)
 
 
 class AscendBounds:
@@ -292,7 +307,6 @@ class AscendBounds:
         counts = np.stack(_type_counts(g, p.batch), axis=1)  # (n, 4)
         # residency saves a B load only on tiles whose core just ran the same panel: at most `reuse_max`
         reuse_max = self._reuse_max(p, chip, c, schedules, g, hits)
-        must_load = np.maximum(g["tiles"] - reuse_max, 0)
         # the tile types present (type 0 always: it gives the fill) side by side; with residency also each type
         # with its B panel loaded
         types = np.flatnonzero((counts > 0).any(axis=0) | (np.arange(4) == 0))
@@ -319,8 +333,7 @@ class AscendBounds:
                 False,
                 active[r, None],
             )["busy"]
-            extra = np.where(counts[r] > 0, loaded - busy[r], np.inf).min(axis=1)
-            work[r] += must_load[r] * np.maximum(np.where(np.isfinite(extra), extra, 0.0), 0.0)
+            work[r] += _load_floor(counts[r], np.maximum(loaded - busy[r], 0.0), reuse_max[r])
         # cores that can share the work: every core in full rounds; in a partial last round only the tiles
         # there, each re-cut into at most cores // last pieces (tail_split) of at least 16 rows/columns
         last, pieces = _tail(g, cores)
