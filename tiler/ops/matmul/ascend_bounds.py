@@ -35,7 +35,6 @@ from .ascend_tile import (
 )
 from .problem import Matmul
 
-REUSE_EXACT = 1 << 62  # tile grids up to this size get the exact weight-reuse maximum in bound()
 # rows of (tiling, L2 hit pair) bounded per call when bound() takes its smallest over several hit pairs (its work
 # arrays: a few KB a row)
 BOUND_ROWS = 1 << 14
@@ -386,32 +385,32 @@ class AscendBounds:
 
     def _reuse_max(self, p: Matmul, chip, c: dict, schedules: dict, g: dict, hits) -> np.ndarray:
         """The most tiles on which weight residency saves a B-panel load (their core just ran the same panel), per
-        row: one walk setting's own reuse when `hits` carries it, else the exact maximum over the walks (and the
-        block split) on small grids and the trivial bound beyond."""
+        row: one walk setting's own reuse when `hits` carries it, else the exact maximum over the allowed walks and
+        the block split."""
         cores = chip.cores
         res = c["weight_resident"] == 1
         reuse_max = np.zeros(len(c["base_m"]))
         if hits is not None and len(hits) > 2:  # one walk setting's own reuse (serial_b_reuse)
             reuse_max = np.asarray(hits[2], dtype=np.float64)
         elif res.any():
-            # exact maximum for grids up to REUSE_EXACT tiles; beyond, the trivial bound (every tile but the
-            # first user of each panel reuses it) keeps the bound valid without walking huge grids
-            reuse_max = g["tiles"] - g["gn"] * g["splits"] * p.batch
-            small = np.flatnonzero(res & (g["tiles"] <= REUSE_EXACT))
-            if small.size:
-                first, inv = group_rows([g[k][small] for k in ("gm", "gn", "splits")])
+            # the exact maximum over the allowed walks (max_b_reuse: on the walk for small grids, in closed form
+            # beyond) and the block split, once per distinct grid
+            rows = np.flatnonzero(res)
+            first, inv = group_rows([g[k][rows] for k in ("gm", "gn", "splits")])
+            gm, gn, sk = (g[k][rows][first].astype(np.int64) for k in ("gm", "gn", "splits"))
+            best = np.zeros(first.size, dtype=np.int64)
+            if self._split_allowed(schedules, 0):
                 walks = tuple(
                     tuple(schedules[k]) for k in ("swizzle_offset", "swizzle_direction", "serpentine")
                 )
                 best = np.array(
                     [
                         max_b_reuse(int(a), int(b), int(s), p.batch, cores, *walks)
-                        for a, b, s in zip(*(g[k][small][first] for k in ("gm", "gn", "splits")), strict=True)
+                        for a, b, s in zip(gm, gn, sk, strict=True)
                     ]
                 )
-                if self._block_allowed(schedules):  # the block split reuses all but each block column's first
-                    gm, gn, sk = (g[k][small][first].astype(np.int64) for k in ("gm", "gn", "splits"))
-                    um = block_grid(gm, gn, sk, cores)[0]
-                    best = np.maximum(best, p.batch * sk * gn * (gm - um))
-                reuse_max[small] = best[inv]
+            if self._block_allowed(schedules):  # the block split reuses all but each block column's first
+                um = block_grid(gm, gn, sk, cores)[0]
+                best = np.maximum(best, p.batch * sk * gn * (gm - um))
+            reuse_max[rows] = best[inv]
         return reuse_max
