@@ -393,8 +393,8 @@ class AscendBounds:
         if hits is not None and len(hits) > 2:  # one walk setting's own reuse (serial_b_reuse)
             reuse_max = np.asarray(hits[2], dtype=np.float64)
         elif res.any():
-            # the exact maximum over the allowed walks (max_b_reuse: on the walk for small grids, in closed form
-            # beyond) and the block split, once per distinct grid
+            # the exact maximum over the allowed walks (one core: serial_b_reuse; several: max_b_reuse, on the
+            # walk for small grids, in closed form beyond) and the block split, once per distinct grid
             rows = np.flatnonzero(res)
             first, inv = group_rows([g[k][rows] for k in ("gm", "gn", "splits")])
             gm, gn, sk = (g[k][rows][first].astype(np.int64) for k in ("gm", "gn", "splits"))
@@ -403,12 +403,17 @@ class AscendBounds:
                 walks = tuple(
                     tuple(schedules[k]) for k in ("swizzle_offset", "swizzle_direction", "serpentine")
                 )
-                best = np.array(
-                    [
-                        max_b_reuse(int(a), int(b), int(s), p.batch, cores, *walks)
-                        for a, b, s in zip(gm, gn, sk, strict=True)
-                    ]
-                )
+                if (
+                    cores == 1
+                ):  # a core's previous tile is the walk's previous one: in closed form, every row at once
+                    best = serial_b_reuse(gm, gn, *walks).max(axis=0) * sk * p.batch
+                else:
+                    best = np.array(
+                        [
+                            max_b_reuse(int(a), int(b), int(s), p.batch, cores, *walks)
+                            for a, b, s in zip(gm, gn, sk, strict=True)
+                        ]
+                    )
             if self._block_allowed(schedules):  # the block split reuses all but each block column's first
                 um = block_grid(gm, gn, sk, cores)[0]
                 best = np.maximum(best, p.batch * sk * gn * (gm - um))
