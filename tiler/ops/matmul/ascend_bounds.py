@@ -11,6 +11,7 @@ from ...model.common import (
     segment_efficiency,
 )
 from ...model.schedule import (
+    b_reuse_ceiling,
     block_grid,
     front_rows,
     max_b_reuse,
@@ -35,6 +36,7 @@ from .ascend_tile import (
 )
 from .problem import Matmul
 
+REUSE_EXACT = 2048  # tile grids up to this size (several cores) get the exact weight-reuse maximum in bound()
 # rows of (tiling, L2 hit pair) bounded per call when bound() takes its smallest over several hit pairs (its work
 # arrays: a few KB a row)
 BOUND_ROWS = 1 << 14
@@ -385,16 +387,17 @@ class AscendBounds:
 
     def _reuse_max(self, p: Matmul, chip, c: dict, schedules: dict, g: dict, hits) -> np.ndarray:
         """The most tiles on which weight residency saves a B-panel load (their core just ran the same panel), per
-        row: one walk setting's own reuse when `hits` carries it, else the exact maximum over the allowed walks and
-        the block split."""
+        row: one walk setting's own reuse when `hits` carries it, else the most over the allowed walks (exact, or a
+        closed-form ceiling on large grids of several cores) and the block split."""
         cores = chip.cores
         res = c["weight_resident"] == 1
         reuse_max = np.zeros(len(c["base_m"]))
         if hits is not None and len(hits) > 2:  # one walk setting's own reuse (serial_b_reuse)
             reuse_max = np.asarray(hits[2], dtype=np.float64)
         elif res.any():
-            # the exact maximum over the allowed walks (one core: serial_b_reuse; several: max_b_reuse, on the
-            # walk for small grids, in closed form beyond) and the block split, once per distinct grid
+            # the most over the allowed walks (one core: serial_b_reuse, exact; several: max_b_reuse, exact, on
+            # grids up to REUSE_EXACT tiles, b_reuse_ceiling's closed-form ceiling beyond) and the block split,
+            # once per distinct grid
             rows = np.flatnonzero(res)
             first, inv = group_rows([g[k][rows] for k in ("gm", "gn", "splits")])
             gm, gn, sk = (g[k][rows][first].astype(np.int64) for k in ("gm", "gn", "splits"))
@@ -403,17 +406,14 @@ class AscendBounds:
                 walks = tuple(
                     tuple(schedules[k]) for k in ("swizzle_offset", "swizzle_direction", "serpentine")
                 )
-                if (
-                    cores == 1
-                ):  # a core's previous tile is the walk's previous one: in closed form, every row at once
+                if cores == 1:  # a core's previous tile is the walk's previous one
                     best = serial_b_reuse(gm, gn, *walks).max(axis=0) * sk * p.batch
                 else:
-                    best = np.array(
-                        [
-                            max_b_reuse(int(a), int(b), int(s), p.batch, cores, *walks)
-                            for a, b, s in zip(gm, gn, sk, strict=True)
-                        ]
-                    )
+                    best = b_reuse_ceiling(gm, gn, cores, *walks).max(axis=0) * sk * p.batch
+                    small = np.flatnonzero(gm * gn * sk * p.batch <= REUSE_EXACT)
+                    best[small] = [
+                        max_b_reuse(int(gm[i]), int(gn[i]), int(sk[i]), p.batch, cores, *walks) for i in small
+                    ]
             if self._block_allowed(schedules):  # the block split reuses all but each block column's first
                 um = block_grid(gm, gn, sk, cores)[0]
                 best = np.maximum(best, p.batch * sk * gn * (gm - um))
