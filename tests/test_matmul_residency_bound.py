@@ -83,3 +83,30 @@ def test_load_floor_puts_reuses_on_the_costliest_types():
     extra = np.array([[1.0, 4.0], [1.0, 4.0], [1.0, 9.0]])
     out = ascend_bounds._load_floor(counts, extra, np.array([6.0, 0.0, 20.0]))
     assert out.tolist() == [9.0, 30.0, 0.0]
+
+
+def test_b_reuse_ceiling_is_at_or_above_every_walks_count():
+    """schedule.b_reuse_ceiling on random grids and core counts: at or above the walk's own count of tiles whose
+    core's previous tile (cores positions back) has the same column, for every setting; equal in direction 1
+    (exact there) and on one-column grids; and its maximum over the settings at or above max_b_reuse's."""
+    from tiler.model.schedule import b_reuse_ceiling, max_b_reuse, walk_settings, walks
+
+    doms = ((1, 2, 3, 4, 8), (0, 1), (0, 1))
+    settings = walk_settings(*doms)
+    rng = np.random.default_rng(5)
+    exact_somewhere = 0
+    for _ in range(150):
+        gm, gn = (int(x) for x in rng.integers(1, 50, 2))
+        cores = int(rng.choice([2, 4, 8, 20, 24, 30, 32]))
+        _, col = walks(gm, gn, settings)
+        walked = (
+            (col[:, cores:] == col[:, :-cores]).sum(axis=1) if gm * gn > cores else np.zeros(len(settings))
+        )
+        ceiling = b_reuse_ceiling(gm, gn, cores, *doms)[:, 0]
+        assert np.all(ceiling >= walked), (gm, gn, cores)
+        assert np.array_equal(ceiling[settings[:, 1] == 1], walked[settings[:, 1] == 1])
+        if gn == 1:
+            assert np.array_equal(ceiling, walked)
+        assert ceiling.max() >= max_b_reuse(gm, gn, 1, 1, cores, *doms)
+        exact_somewhere += ceiling.max() == walked.max()
+    assert exact_somewhere > 75  # the ceiling is the walks' own maximum on most grids
