@@ -644,6 +644,36 @@ def serial_b_reuse(gm, gn, offsets, directions, snakes) -> np.ndarray:
     return np.where(direction == 0, along, across)
 
 
+def b_reuse_ceiling(gm, gn, cores: int, offsets, directions, snakes) -> np.ndarray:
+    """At least the tiles of one slice whose core's previous tile (position p - cores) has the same tile column,
+    for every walk setting (S, rows; walk_settings' order), in closed form for many grids at once: max_b_reuse's
+    count per slice, or above it (a ceiling, for the bound).
+
+    Direction 1 walks each group of h columns row by row across them: p and p - cores share a column only inside
+    one group (the groups' columns are disjoint) and exactly when cores is a multiple of h, so the count is
+    exact: size - cores per such group. Direction 0 walks each group of h rows column by column: inside a group
+    p and p - cores share a column exactly when cores < h (b (h - cores) a group); a pair across a group boundary
+    (p among the first `cores` positions of its group) is counted as if it always matched. A one-column walk
+    matches everywhere; no slice reuses more than its positions past the first `cores`."""
+    grid = walk_settings(offsets, directions, snakes)
+    offset, direction = grid[:, 0, None], grid[:, 1, None]
+    gm, gn = (np.asarray(x, dtype=np.int64).ravel()[None, :] for x in (gm, gn))
+    a, b = np.where(direction == 0, gm, gn), np.where(direction == 0, gn, gm)
+    off = np.minimum(offset, a)
+    groups = -(-a // off)
+    last = a - (groups - 1) * off
+    full = groups - 1  # groups of `off` rows (columns) before the last
+    across = full * ((cores % off) == 0) * np.maximum(off * b - cores, 0) + (
+        (cores % last) == 0
+    ) * np.maximum(last * b - cores, 0)
+    inside = full * b * np.maximum(off - cores, 0) + b * np.maximum(last - cores, 0)
+    boundary = np.maximum(full - 1, 0) * np.minimum(cores, off * b) + (groups > 1) * np.minimum(
+        cores, last * b
+    )
+    along = inside + boundary
+    return np.minimum(np.where(direction == 0, along, across), np.maximum(a * b - cores, 0))
+
+
 @lru_cache(maxsize=8192)
 def max_b_reuse(
     tm: int,

@@ -11,6 +11,7 @@ from ...model.common import (
     segment_efficiency,
 )
 from ...model.schedule import (
+    b_reuse_ceiling,
     block_grid,
     front_rows,
     max_b_reuse,
@@ -35,7 +36,7 @@ from .ascend_tile import (
 )
 from .problem import Matmul
 
-REUSE_EXACT = 2048  # tile grids up to this size get the exact weight-reuse maximum in bound()
+REUSE_EXACT = 2048  # tile grids up to this size (several cores) get the exact weight-reuse maximum in bound()
 # rows of (tiling, L2 hit pair) bounded per call when bound() takes its smallest over several hit pairs (its work
 # arrays: a few KB a row)
 BOUND_ROWS = 1 << 14
@@ -53,6 +54,21 @@ def _write_floor(p: Matmul, chip, c: dict, active) -> np.ndarray:
     )
     share = _write_share(p, chip, _chip_rates(p, chip), active, c["split_k"] > 1)
     return out_bytes / np.minimum(chip["fixpipe_bytes_per_cycle"] * chip.clock_hz, share)
+
+
+def _load_floor(counts: np.ndarray, extra: np.ndarray, reuse: np.ndarray) -> np.ndarray:
+    """The least time weight residency's B loads add to a row's work: `counts` (n, T) tiles per type, `extra`
+    (n, T) what a B load adds to one tile of each type, at most `reuse` (n,) tiles reusing their panel (no load).
+
+    Every other tile loads. The least total puts the reuses on the tiles whose load costs most (a fractional
+    knapsack: types by falling extra, each filled up to its count until `reuse` runs out): a floor of every
+    schedule's loads, whichever tiles it reuses on, and at least (tiles - reuse) times the cheapest extra."""
+    extra = np.where(counts > 0, extra, 0.0)
+    order = np.argsort(-extra, axis=1, kind="stable")
+    n_t, e_t = np.take_along_axis(counts, order, axis=1), np.take_along_axis(extra, order, axis=1)
+    before = np.cumsum(n_t, axis=1) - n_t  # tiles of the costlier types
+    reused = np.clip(reuse[:, None] - before, 0, n_t)
+    return ((n_t - reused) * e_t).sum(axis=1)
 
 
 class AscendBounds:
@@ -292,7 +308,6 @@ class AscendBounds:
         counts = np.stack(_type_counts(g, p.batch), axis=1)  # (n, 4)
         # residency saves a B load only on tiles whose core just ran the same panel: at most `reuse_max`
         reuse_max = self._reuse_max(p, chip, c, schedules, g, hits)
-        must_load = np.maximum(g["tiles"] - reuse_max, 0)
         # the tile types present (type 0 always: it gives the fill) side by side; with residency also each type
         # with its B panel loaded
         types = np.flatnonzero((counts > 0).any(axis=0) | (np.arange(4) == 0))
@@ -319,8 +334,7 @@ class AscendBounds:
                 False,
                 active[r, None],
             )["busy"]
-            extra = np.where(counts[r] > 0, loaded - busy[r], np.inf).min(axis=1)
-            work[r] += must_load[r] * np.maximum(np.where(np.isfinite(extra), extra, 0.0), 0.0)
+            work[r] += _load_floor(counts[r], np.maximum(loaded - busy[r], 0.0), reuse_max[r])
         # cores that can share the work: every core in full rounds; in a partial last round only the tiles
         # there, each re-cut into at most cores // last pieces (tail_split) of at least 16 rows/columns
         last, pieces = _tail(g, cores)
@@ -373,32 +387,35 @@ class AscendBounds:
 
     def _reuse_max(self, p: Matmul, chip, c: dict, schedules: dict, g: dict, hits) -> np.ndarray:
         """The most tiles on which weight residency saves a B-panel load (their core just ran the same panel), per
-        row: one walk setting's own reuse when `hits` carries it, else the exact maximum over the walks (and the
-        block split) on small grids and the trivial bound beyond."""
+        row: one walk setting's own reuse when `hits` carries it, else the most over the allowed walks (exact, or a
+        closed-form ceiling on large grids of several cores) and the block split."""
         cores = chip.cores
         res = c["weight_resident"] == 1
         reuse_max = np.zeros(len(c["base_m"]))
         if hits is not None and len(hits) > 2:  # one walk setting's own reuse (serial_b_reuse)
             reuse_max = np.asarray(hits[2], dtype=np.float64)
         elif res.any():
-            # exact maximum for grids up to REUSE_EXACT tiles; beyond, the trivial bound (every tile but the
-            # first user of each panel reuses it) keeps the bound valid without walking huge grids
-            reuse_max = g["tiles"] - g["gn"] * g["splits"] * p.batch
-            small = np.flatnonzero(res & (g["tiles"] <= REUSE_EXACT))
-            if small.size:
-                first, inv = group_rows([g[k][small] for k in ("gm", "gn", "splits")])
+            # the most over the allowed walks (one core: serial_b_reuse, exact; several: max_b_reuse, exact, on
+            # grids up to REUSE_EXACT tiles, b_reuse_ceiling's closed-form ceiling beyond) and the block split,
+            # once per distinct grid
+            rows = np.flatnonzero(res)
+            first, inv = group_rows([g[k][rows] for k in ("gm", "gn", "splits")])
+            gm, gn, sk = (g[k][rows][first].astype(np.int64) for k in ("gm", "gn", "splits"))
+            best = np.zeros(first.size, dtype=np.int64)
+            if self._split_allowed(schedules, 0):
                 walks = tuple(
                     tuple(schedules[k]) for k in ("swizzle_offset", "swizzle_direction", "serpentine")
                 )
-                best = np.array(
-                    [
-                        max_b_reuse(int(a), int(b), int(s), p.batch, cores, *walks)
-                        for a, b, s in zip(*(g[k][small][first] for k in ("gm", "gn", "splits")), strict=True)
+                if cores == 1:  # a core's previous tile is the walk's previous one
+                    best = serial_b_reuse(gm, gn, *walks).max(axis=0) * sk * p.batch
+                else:
+                    best = b_reuse_ceiling(gm, gn, cores, *walks).max(axis=0) * sk * p.batch
+                    small = np.flatnonzero(gm * gn * sk * p.batch <= REUSE_EXACT)
+                    best[small] = [
+                        max_b_reuse(int(gm[i]), int(gn[i]), int(sk[i]), p.batch, cores, *walks) for i in small
                     ]
-                )
-                if self._block_allowed(schedules):  # the block split reuses all but each block column's first
-                    gm, gn, sk = (g[k][small][first].astype(np.int64) for k in ("gm", "gn", "splits"))
-                    um = block_grid(gm, gn, sk, cores)[0]
-                    best = np.maximum(best, p.batch * sk * gn * (gm - um))
-                reuse_max[small] = best[inv]
+            if self._block_allowed(schedules):  # the block split reuses all but each block column's first
+                um = block_grid(gm, gn, sk, cores)[0]
+                best = np.maximum(best, p.batch * sk * gn * (gm - um))
+            reuse_max[rows] = best[inv]
         return reuse_max
