@@ -186,6 +186,15 @@ def _b_bytes(p: Matmul, nt, k):
     return nt * (k * p.in_bytes)
 
 
+def _hit_all(first, total, hit):
+    """L2 hit rate of all of an operand's loads: its first pass `first` bytes at `hit`, the re-streams of `total`
+    all hits; 1 where it loads nothing. Where every tile loads (the usual case) the where() and maximum() that
+    guard an empty load are no-ops and are skipped (the same values)."""
+    if np.min(total) >= 1:
+        return (first * hit + (total - first)) / total
+    return np.where(total > 0, (first * hit + (total - first)) / np.maximum(total, 1), 1.0)
+
+
 def _chip_rates(p: Matmul, chip) -> dict:
     f = chip.clock_hz
     return {
@@ -231,15 +240,7 @@ def tile_cost(p: Matmul, chip, c: dict, mt, nt, kc, hit_a, hit_b, b_resident, ac
     # stride and row-segment efficiency along the axis each operand's stored rows run (the layout)
     eff_a, eff_b = _transfer_efficiency(p, chip, c, mt, nt, ka, kb)
     ml = c["multi_load"] == 1
-    if (
-        np.min(a_bytes) >= 1
-    ):  # every tile loads A (the usual case): the where() and maximum() below are no-ops
-        hit_a_all = (a_first * hit_a + (a_bytes - a_first)) / a_bytes
-    else:
-        hit_a_all = np.where(
-            a_bytes > 0, (a_first * hit_a + (a_bytes - a_first)) / np.maximum(a_bytes, 1), 1.0
-        )
-    hit_b_all = np.where(b_bytes > 0, (b_first * hit_b + (b_bytes - b_first)) / np.maximum(b_bytes, 1), 1.0)
+    hit_a_all, hit_b_all = _hit_all(a_first, a_bytes, hit_a), _hit_all(b_first, b_bytes, hit_b)
     bw_a = np.minimum(r["core_gm"], mixed_bandwidth(hit_a_all, l2_share, hbm_share)) * eff_a
     bw_b = np.minimum(r["core_gm"], mixed_bandwidth(hit_b_all, l2_share, hbm_share)) * eff_b
     t_a, t_b = a_bytes / bw_a, b_bytes / bw_b
