@@ -162,13 +162,23 @@ def segment_efficiency(contiguous_bytes, granule: int = 32):
     """Share of a transfer's bytes that are useful when each contiguous row segment is rounded up to whole
     granules and pays about one granule of request overhead (short rows waste bandwidth)."""
     seg = np.maximum(np.asarray(contiguous_bytes, dtype=np.float64), 1.0)
-    return seg / (np.ceil(seg / granule) * granule + granule)
+    # (ceil + 1) * granule: ceil * granule + granule, one pass fewer (whole numbers: the same value exactly), the
+    # passes in place on one fresh temporary
+    d = seg / granule
+    if not isinstance(d, np.ndarray):
+        return seg / ((np.ceil(d) + 1.0) * granule)
+    np.ceil(d, out=d)
+    d += 1.0
+    d *= granule
+    return np.divide(seg, d, out=d)
 
 
 def ceil_div(a, b):
     """ceil(a / b) for non-negative integers held in int or float arrays (float division: exact below 2**53,
     and several times faster than numpy's integer floor division)."""
-    return np.ceil(np.divide(a, b))
+    q = np.divide(a, b)
+    # in place where the quotient is a fresh array: one temporary fewer (the same values)
+    return np.ceil(q, out=q) if isinstance(q, np.ndarray) else np.ceil(q)
 
 
 def round_up(a, b):

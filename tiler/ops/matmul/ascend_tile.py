@@ -127,9 +127,15 @@ def _transfer_efficiency(p: Matmul, chip, c: dict, mt, nt, ka, kb) -> tuple:
         seg_b = np.where(ml, kb, c["base_k"])
     else:
         seg_b = np.minimum(nt, np.where(ml, c["base_n"] * c["step_n"], c["base_n"]))
-    eff_a = _stride_scalar(stride_a, burst, mis) * segment_efficiency(seg_a * b)
-    eff_b = _stride_scalar(stride_b, burst, mis) * segment_efficiency(seg_b * b)
-    return eff_a, (np.ones_like(eff_b) if p.b_nz else eff_b)
+    eff_a = _scaled(_stride_scalar(stride_a, burst, mis), segment_efficiency(seg_a * b))
+    if p.b_nz:
+        return eff_a, np.ones(np.shape(seg_b))
+    return eff_a, _scaled(_stride_scalar(stride_b, burst, mis), segment_efficiency(seg_b * b))
+
+
+def _scaled(s: float, x):
+    """s * x, skipping the pass over x when s is 1 (1.0 * x is x, bit for bit)."""
+    return x if s == 1.0 else s * x
 
 
 def _stride_floor(p: Matmul, chip) -> np.ndarray:
@@ -172,6 +178,23 @@ def _b_elems(p: Matmul, nt, k):
     return round_up(nt, k0) * round_up(k, 16)
 
 
+def _b_bytes(p: Matmul, nt, k):
+    """Bytes of _b_elems: ND's nt * (k * bytes), the per-row factor first (whole numbers: the same value as
+    (nt * k) * bytes, one (columns, rows) product fewer)."""
+    if p.b_nz:
+        return _b_elems(p, nt, k) * p.in_bytes
+    return nt * (k * p.in_bytes)
+
+
+def _hit_all(first, total, hit):
+    """L2 hit rate of all of an operand's loads: its first pass `first` bytes at `hit`, the re-streams of `total`
+    all hits; 1 where it loads nothing. Where every tile loads (the usual case) the where() and maximum() that
+    guard an empty load are no-ops and are skipped (the same values)."""
+    if np.min(total) >= 1:
+        return (first * hit + (total - first)) / total
+    return np.where(total > 0, (first * hit + (total - first)) / np.maximum(total, 1), 1.0)
+
+
 def _chip_rates(p: Matmul, chip) -> dict:
     f = chip.clock_hz
     return {
@@ -207,16 +230,17 @@ def tile_cost(p: Matmul, chip, c: dict, mt, nt, kc, hit_a, hit_b, b_resident, ac
     res_b = (kb >= kc) | wr
     # --- MTE2: GM -> L1. First pass of each panel comes from L2 (hit) or HBM; re-streams are L2 hits.
     pass_a, pass_b = np.where(res_a, 1, nbn), np.where(res_b, 1, nbm)  # passes over the K slice
-    a_first = mt * kc * b
+    # products of whole numbers (sizes, counts, bytes) are exact in float64 far below 2**53, so their order is free:
+    # the per-row factors are multiplied first, on (rows,) rather than (columns, rows)
+    a_first = mt * (kc * b)
     a_bytes = a_first * pass_a
-    b_first = np.where(b_resident, 0.0, _b_elems(p, nt, kc) * b)
+    b_first = np.where(b_resident, 0.0, _b_bytes(p, nt, kc))
     b_bytes = b_first * pass_b
     hbm_share, l2_share = r["hbm"] / active, r["l2"] / active
     # stride and row-segment efficiency along the axis each operand's stored rows run (the layout)
     eff_a, eff_b = _transfer_efficiency(p, chip, c, mt, nt, ka, kb)
     ml = c["multi_load"] == 1
-    hit_a_all = np.where(a_bytes > 0, (a_first * hit_a + (a_bytes - a_first)) / np.maximum(a_bytes, 1), 1.0)
-    hit_b_all = np.where(b_bytes > 0, (b_first * hit_b + (b_bytes - b_first)) / np.maximum(b_bytes, 1), 1.0)
+    hit_a_all, hit_b_all = _hit_all(a_first, a_bytes, hit_a), _hit_all(b_first, b_bytes, hit_b)
     bw_a = np.minimum(r["core_gm"], mixed_bandwidth(hit_a_all, l2_share, hbm_share)) * eff_a
     bw_b = np.minimum(r["core_gm"], mixed_bandwidth(hit_b_all, l2_share, hbm_share)) * eff_b
     t_a, t_b = a_bytes / bw_a, b_bytes / bw_b
@@ -238,14 +262,17 @@ def tile_cost(p: Matmul, chip, c: dict, mt, nt, kc, hit_a, hit_b, b_resident, ac
     m16, n16 = ceil_div(mt, 16), ceil_div(nt, 16)  # fractal rows and columns
     mt16, nt16, kcp = m16 * 16, n16 * 16, round_up(kc, k0)
     one_k = nk == 1
-    a_l0 = mt16 * kcp * b * np.where(one_k & (c["iterate_order"] == 1), 1, nbn)
-    b_l0 = nt16 * kcp * b * np.where(one_k & (c["iterate_order"] == 0), 1, nbm)
+    kcp_b = kcp * b
+    a_l0 = mt16 * kcp_b * np.where(one_k & (c["iterate_order"] == 1), 1, nbn)
+    b_l0 = nt16 * kcp_b * np.where(one_k & (c["iterate_order"] == 0), 1, nbm)
     t_mte1 = (a_l0 / chip["l1_to_l0a_bytes_per_cycle"] + b_l0 / chip["l1_to_l0b_bytes_per_cycle"]) / f
     # --- MAC: one fractal (16 x 16 x C0) per mac_cycle; edge blocks padded to 16; tiny blocks need a PIPE_M barrier
-    mmads = nbm * nbn * nk
+    blocks = nbm * nbn
+    mmads = blocks * nk
     small = (bm // 16) * (bn // 16) < 10
     mn16 = m16 * n16
-    mac_cycles = mn16 * (kcp // k0) * r["mac_cycle"] + np.where(small, mmads * chip["sync_cycles"], 0)
+    # mmads * 0.0 is 0.0 (mmads >= 0): the same values as where(small, mmads * sync, 0), one (columns, rows) pass fewer
+    mac_cycles = mn16 * (kcp // k0) * r["mac_cycle"] + mmads * np.where(small, chip["sync_cycles"], 0.0)
     t_mac = mac_cycles / f
     # --- FIXPIPE: L0C -> GM; split-K writes fp32 partials with atomic adds (read-modify-write: twice the bytes)
     split = c["split_k"] > 1
@@ -259,7 +286,6 @@ def tile_cost(p: Matmul, chip, c: dict, mt, nt, kc, hit_a, hit_b, b_resident, ac
         bm * bn * 4 * 2 <= chip["l0c_bytes"]
     )  # a second L0C buffer lets the write-out overlap the next block
     # --- SCALAR: every instruction is issued by the scalar unit; every loop iteration pays its head and flags
-    blocks = nbm * nbn
     instr = mmads * 3 + xfers + blocks
     loops = mmads + chunks_a + chunks_b
     t_scalar = (instr * chip["scalar_cycles_per_instr"] + loops * chip["scalar_cycles_per_loop"]) / f
@@ -277,7 +303,7 @@ def tile_cost(p: Matmul, chip, c: dict, mt, nt, kc, hit_a, hit_b, b_resident, ac
     nblk = np.maximum(blocks, 1)
     fix_block = t_fix / nblk
     unit_flag = ~l0c_db & (p.dtype != "int8") & has_fixpipe(chip)
-    window = np.where(l0c_db, t_mac / nblk, np.where(unit_flag, t_mac / np.maximum(mmads, 1), 0.0))
+    window = np.where(l0c_db, t_mac / nblk, np.where(unit_flag, t_mac / steps, 0.0))
     overlap = l0c_db | unit_flag
     t_comp = inner + np.where(overlap, nblk * np.maximum(fix_block - window, 0.0), t_fix)
     # MTE2's reads and the fixpipe's write-backs run on the bus's separate read and write channels (S10 gives a read
@@ -287,20 +313,22 @@ def tile_cost(p: Matmul, chip, c: dict, mt, nt, kc, hit_a, hit_b, b_resident, ac
     # the workspace stays in L2; the vector cores' output write shares the HBM when it spills
     if site == "vector":
         hbm_out = np.where(split | _final_fits(p, chip), hbm_out, mt * nt * float(p.out_bytes))
-    t_hbm = (a_first * (1 - hit_a) + b_first * (1 - hit_b) + hbm_out) / hbm_share
+    hbm_read = a_first * (1 - hit_a) + b_first * (1 - hit_b)
+    t_hbm = (hbm_read + hbm_out) / hbm_share
     t_gm = np.maximum(np.maximum(t_mte2, t_fix), t_hbm)
     # The cube starts once A's first L1 chunk and B's first chunk (unless B is resident) have landed: their bytes
     # over the bandwidth plus their transfers' latency. The pipeline's grain is the finer of the two K extents:
     # the compute of that many K steps is what a later load can hide behind. Both grow with K.
     k_first = np.minimum(np.minimum(ka, kb), kc)
     l_chunk = (
-        mt * ka * b / bw_a
-        + np.where(b_resident, 0.0, _b_elems(p, nt, kb) * b / bw_b)
+        mt * (ka * b) / bw_a
+        + np.where(b_resident, 0.0, _b_bytes(p, nt, kb) / bw_b)
         + (per_chunk_a + np.where(b_resident, 0, per_chunk_b)) * r["lat"] / stages
     )
     step_mac = mn16 * (bk / k0) * r["mac_cycle"] / f
+    bk_b = bk * b
     step_mte1 = (
-        mt16 * bk * b / chip["l1_to_l0a_bytes_per_cycle"] + nt16 * bk * b / chip["l1_to_l0b_bytes_per_cycle"]
+        mt16 * bk_b / chip["l1_to_l0a_bytes_per_cycle"] + nt16 * bk_b / chip["l1_to_l0b_bytes_per_cycle"]
     ) / f
     step = np.where(pp, np.maximum(step_mac, step_mte1), step_mac + step_mte1)
     c_chunk = ceil_div(k_first, bk) * step
@@ -332,7 +360,7 @@ def tile_cost(p: Matmul, chip, c: dict, mt, nt, kc, hit_a, hit_b, b_resident, ac
         "fixpipe": t_fix,
         "mte2_bw": t_ab,
         "l2_read": a_bytes + b_bytes,
-        "hbm_read": a_first * (1 - hit_a) + b_first * (1 - hit_b),
+        "hbm_read": hbm_read,
     }
 
 
