@@ -221,9 +221,22 @@ def _journal_rows(db: Path) -> int:
         return 0
 
 
+def _sigint_default() -> None:
+    """Ctrl-C as a terminal delivers it: a suite started in the background (`cmd &` in a script) passes its
+    children SIGINT ignored, and Python then never raises KeyboardInterrupt, whatever tiler does."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _start(args, tmp_path):
     cmd = [sys.executable, "-m", "tiler.sweep", *map(str, args)]
-    return subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        cmd,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=_sigint_default,  # noqa: PLW1509 - the test process starts no threads that fork
+    )
 
 
 def _wait_rows(proc, db: Path, n: int, timeout: float = 120.0) -> int:
