@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import strategies as st
 
 from tiler.hardware import load_chip
 from tiler.operator import get_operator
@@ -84,3 +85,15 @@ def same_estimates(a: dict, b: dict) -> None:
         x, y = np.asarray(a[k]), np.asarray(b[k])
         assert x.dtype == y.dtype and x.shape == y.shape, k
         assert np.array_equal(x, y), k
+
+
+# any JSON value, nested a little: the fuzz properties put it where a file expects one (test_fuzz_files, test_lookup)
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=True)
+    | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    max_leaves=6,
+)

@@ -36,7 +36,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from conftest import FAST
+from conftest import FAST, json_values
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_hostile import outcome
@@ -57,15 +57,6 @@ cell_text = st.one_of(
     st.floats(allow_nan=True, allow_infinity=True).map(repr),
     st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=10),
     st.sampled_from(["", " ", "nan", "inf", "1e400", "9" * 400, "1,2", '"', "fp16", "nt", "-1", "0", "1.5"]),
-)
-json_values = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers(-(2**70), 2**70)
-    | st.floats(allow_nan=True)
-    | st.text(max_size=8),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
-    max_leaves=6,
 )
 toml_values = st.one_of(
     st.integers(-(2**70), 2**70).map(str),

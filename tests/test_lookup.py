@@ -11,7 +11,7 @@ import sys
 from dataclasses import fields
 
 import pytest
-from conftest import FAST
+from conftest import FAST, json_values
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -307,17 +307,6 @@ def test_a_file_over_the_size_limit_is_refused(swept, tmp_path, capsys, monkeypa
     assert "at most" in capsys.readouterr().err
     monkeypatch.setattr(tiler.io, "FILE_BYTES_MAX", size)
     assert len(fast.load(swept)) == 4
-
-
-json_values = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers(-(2**70), 2**70)
-    | st.floats(allow_nan=True)
-    | st.text(max_size=8),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
-    max_leaves=6,
-)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
