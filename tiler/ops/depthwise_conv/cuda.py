@@ -34,7 +34,7 @@ from ...model.common import ceil_div, classify_bound, roofline_us
 from ...operator import Operator, register
 from ..triton_measure import TritonRunner
 from . import views
-from .geometry import VECTOR, scheme_groups, touched_elems, useful_fraction
+from .geometry import VECTOR, input_elems, scheme_groups, useful_fraction
 from .problem import DepthwiseConv
 
 KNOBS = ("scheme", "groups_per_op", "BLOCK_P", "BLOCK_K", "num_warps", "num_stages")
@@ -183,9 +183,7 @@ def prepare(p: DepthwiseConv, chip, c: dict) -> dict[str, np.ndarray]:
     npad = _np16(g)
     zero = np.zeros(scheme.shape)
     # the programs' input windows come through L2 (halo rows are read by neighbouring tiles too)
-    # (NHWC: a pixel's channels are their own segment, its sectors counted by sector_waste)
-    window = g * touched_elems(p, np.minimum(bp, plane), 1 if nhwc else SECTOR_BYTES // p.in_bytes)
-    window = window * p.in_bytes * sector_waste
+    window = g * input_elems(p, np.minimum(bp, plane)) * p.in_bytes * sector_waste
     l2_bytes = programs * window + p.pixels * p.C * p.out_bytes
     return {
         "vec": vec.astype(np.float64),

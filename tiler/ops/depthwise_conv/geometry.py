@@ -1,4 +1,4 @@
-"""Geometry both families' depthwise models share: what a run of output pixels reads (its buffer and its traffic), and the useful-MAC
+"""Geometry both families' depthwise models share: what a run of output pixels reads, and the useful-MAC
 fraction of a packed cube op. Column-in, column-out (numpy arrays broadcast over candidates)."""
 
 from __future__ import annotations
@@ -35,24 +35,6 @@ def input_elems(p: DepthwiseConv, pixels) -> np.ndarray:
     in_rows = np.clip(span, 1, p.H) + np.where(crossing, np.minimum(halo, p.H), 0)  # padding is not read
     planes = np.minimum(ceil_div(pixels, plane) + (pixels % plane != 0), p.N)
     return np.where(pixels >= plane, planes * p.H, np.minimum(in_rows, 2 * p.H)) * p.W
-
-
-def touched_elems(p: DepthwiseConv, pixels, sector_elems: int = 1) -> np.ndarray:
-    """Input elements of one channel that a run of `pixels` consecutive output pixels touches on average, as masked
-    loads fetch them (the bytes L2 sends a program): a run shorter than an output row reads only the columns its
-    pixels and their halo cover, `kh` halo rows of them, and a run that straddles a row boundary (a share
-    (pixels - 1) / out_w of the runs) reads two such pieces, one more halo width in all. A run of a row or more
-    reads whole rows: input_elems, the worst-case alignment the buffers are sized for. `sector_elems`: the elements
-    of one memory sector when a row's columns are contiguous (NCHW): a piece of c columns at a random alignment
-    moves c + sector_elems - 1 of them on average."""
-    pixels = np.asarray(pixels, dtype=np.float64)
-    halo_h = p.dilation * (p.kh - 1) + 1
-    halo_w = p.dilation * (p.kw - 1) + 1
-    short = np.maximum(pixels, 1.0)
-    straddle = np.clip((short - 1.0) / p.out_w, 0.0, 1.0)
-    cols = (short - 1.0) * p.stride + halo_w + straddle * np.maximum(halo_w - p.stride, 0) + sector_elems - 1
-    part = np.minimum(halo_h * (1.0 + straddle), p.H) * np.minimum(cols, p.W)
-    return np.where(pixels < p.out_w, np.minimum(part, input_elems(p, pixels)), input_elems(p, pixels))
 
 
 def k0(p: DepthwiseConv) -> int:
