@@ -86,6 +86,9 @@ FITTABLE = {
 RESCALE_LANES = 1.0
 ROW_LANES = 48.0
 LANES_PER_CYCLE = 128.0  # 4 schedulers x 32 lanes per SM and cycle
+WGMMA_M = (
+    64.0  # rows of one warpgroup MMA instruction (wgmma.m64nNk16): the tensor core's turn between warpgroups
+)
 # prepare() keeps this many (programs, steps) pairs per candidate: the slots on the upper hull of all slots' pairs
 HULL = 8
 # Most programs slot_profile deals one chunk at a time (a causal grid of long sequences and many heads holds
@@ -395,7 +398,7 @@ def _costs(g: dict, chip, e: dict[str, float]) -> dict[str, np.ndarray]:
     z = (
         e["fa_step_cycles"]
         + spill
-        + (e["fa_sync_cycles"] + qk / wg) * (wg - 1.0)
+        + (e["fa_sync_cycles"] + qk / wg * np.minimum(1.0, WGMMA_M * wg / g["rows"])) * (wg - 1.0)
         + np.where(in_flight < 1.0, latency + load, 0.0)
     )
     compute = _mva_levels(wg, occ, [mma / wg, alu / wg], z, e["fa_phase_cv2"])
