@@ -1,6 +1,7 @@
 """How well the flash-attention model picks tilings on H200 shapes it was not fitted on.
 
     python -m bench.fa_fidelity [--fit cal|profile]
+    python -m bench.fa_fidelity --residuals    # the shipped model's bias by warps and rows per warpgroup
 
 Fits the `fa_` constants on the six shapes of bench/data/h200_fa_cal.csv (`tiler.calibrate`, the same code as
 `tiler calibrate`), then scores the ten held-out shapes of bench/data/h200_fa_measured.csv (the project's kernel,
@@ -52,10 +53,47 @@ def fixed_best(cal: pd.DataFrame) -> tuple:
     return tuple(int(v) for v in g.iloc[:, 1].idxmax())
 
 
+RESIDUAL_TABLES = {  # every H200 attention table with tilings: (file, the kernel's ORDER when the file has none)
+    "fit (cal)": ("h200_fa_cal.csv", None),
+    "held out": ("h200_fa_measured.csv", None),
+    "wide tilings": ("h200_fa_wide_a.csv", None),
+    "user kernel": ("user_autotune_attention_configs.csv", 0),
+}
+
+
+def residuals() -> None:
+    """Per table, log(measured / predicted) of every tiling less its shape's median, by num_warps and the query rows
+    each warpgroup owns (BLOCK_M / warpgroups): where the shipped model is biased, class by class."""
+    chip = load_chip("h200")
+    model = get_operator("flash_attention", "cuda")
+    for name, (file, order) in RESIDUAL_TABLES.items():
+        df = pd.read_csv(DATA / file)
+        df = df[(df.impl == "triton") & df.ms.notna()].copy()
+        if order is not None:
+            df["ORDER"] = order
+        data = load_measurements(chip, "flash_attention", df)
+        pred = model.timing(data.prepared, chip, model.constants(chip))["time_us"]
+        t = data.table.reset_index(drop=True)
+        r = pd.Series(np.log(data.seconds * 1e6 / pred))
+        t["residual"] = r - r.groupby(data.shape_of).transform("median")
+        t["rows_per_warpgroup"] = t.BLOCK_M / np.maximum(t.num_warps / 4, 1)
+        by = t.groupby(["num_warps", "rows_per_warpgroup"]).residual.agg(["median", "count"])
+        print(f"{name} ({file}, {len(t)} tilings): median log(measured/predicted) less the shape's median")
+        print(by.round(3).T.to_string())
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--fit", choices=["cal", "profile"], default="cal")
+    ap.add_argument(
+        "--residuals",
+        action="store_true",
+        help="only the shipped profile's residuals by warps and rows per warpgroup, on every measured table",
+    )
     args = ap.parse_args()
+    if args.residuals:
+        residuals()
+        return
     t0 = time.perf_counter()
     cal = pd.read_csv(DATA / "h200_fa_cal.csv")
     held = pd.read_csv(DATA / "h200_fa_measured.csv")
