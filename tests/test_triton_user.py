@@ -389,6 +389,38 @@ def test_pruner_keeps_a_different_set_for_a_different_shape():
     assert small != large
 
 
+def test_pruner_prefers_configs_already_compiled_for_the_specialisation_within_the_models_error():
+    """A second launch of the same specialisation (M, N, K all multiples of 16): past the model's best, a config
+    kept for the first launch (Triton compiled it then) is kept before an uncompiled one predicted less than
+    COMPILE_TOLERANCE faster. The model's best is always kept; every config that comes in for a fresh pruner's
+    choice was compiled and is predicted within the tolerance of the one it displaced; a launch of another
+    specialisation (N = 1000) gets a fresh pruner's answer."""
+    configs = configs_of(tt.load_user_space(TUTORIAL).configs())
+
+    def pruner():
+        return tt.pruner("matmul", CHIP, space=TUTORIAL, top_k=4)["early_config_prune"]
+
+    def kept_ids(prune, shape):
+        return [id(c) for c in prune(configs, args_of(*shape))]
+
+    first, second, other = (1024, 4096, 4096), (2048, 7168, 8192), (512, 1000, 2048)
+    fresh = kept_ids(pruner(), second)
+    warm = pruner()
+    compiled = set(kept_ids(warm, first))
+    got = kept_ids(warm, second)
+    assert got[0] == fresh[0]  # the model's best
+    assert len(set(got) & compiled) > len(set(fresh) & compiled)  # this pair does swap some in
+    times = {
+        id(r.config): r.predicted_us
+        for r in tt.rank_configs(configs, "matmul", CHIP, "M=2048,N=7168,K=8192", TUTORIAL)
+    }
+    displaced = [c for c in fresh if c not in got]
+    for c in set(got) - set(fresh):
+        assert c in compiled
+        assert times[c] * (1 - tt.prune.COMPILE_TOLERANCE) <= max(times[d] for d in displaced)
+    assert kept_ids(warm, other) == kept_ids(pruner(), other)  # N % 16 != 0: nothing compiled for it
+
+
 def test_pruner_caches_per_shape_and_dtype(monkeypatch):
     """Autotune calls early_config_prune once per key; a repeated key is answered from the cache (no ranking),
     a new shape or dtype is ranked once."""

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import numbers
 import warnings
+from dataclasses import replace
 
 from ..errors import TilerError
 from .load import _implicit, load_user_space
@@ -10,6 +12,13 @@ from .ranking import _as_dict, _launch_params, _order, _ranked_configs
 from .user_space import FAMILY, LAUNCH, UserSpace
 
 # ---------------------------------------------------------------------------------------------------- pruner
+
+# Configs whose predicted times differ by less than this share the model cannot tell apart: its median
+# |log(predicted / measured)| on the H200 GEMMs held out of every fit is 0.104 (python -m bench.fidelity, held-out
+# shapes), on the flash-attention ones about 0.1 (docs/model_cuda.md). Among such configs the pruner keeps one that
+# Triton has already compiled for the launch's specialisation (it costs no compile), never in place of the
+# model's best.
+COMPILE_TOLERANCE = 0.10
 
 
 def pruner(op: str, chip, space=None, top_k: int = 4, diverse: bool = True, dtype: str | None = None) -> dict:
@@ -19,7 +28,10 @@ def pruner(op: str, chip, space=None, top_k: int = 4, diverse: bool = True, dtyp
       kwargs, through the space's `shape` map; the dtype given, else the space's, else the first tensor's), the
       configs ranked by the model (rank_configs), and the `top_k` best kept (diverse: the best of each distinct tile
       shape first, as tiler.search.result.diverse_order orders them; else plain). The kept configs are the objects
-      given. Computed once per distinct problem and config list (autotune calls it once per key).
+      given. Computed once per distinct problem and config list (autotune calls it once per key). Past the model's
+      best, a config the pruner kept before for a launch of the same specialisation (`specialisation`: Triton
+      compiled it then) counts COMPILE_TOLERANCE faster than predicted: within the model's error it is kept before
+      one Triton would have to compile, which shortens the autotune by that compile.
     - `perf_model(**kwargs)`: the model's predicted time of one config in milliseconds (what do_bench reports);
       infeasible: inf; 0.0 for a launch the model cannot price (then Triton keeps its first top_k, in order). Triton calls it, with `top_k`, after early_config_prune: the early prune has already kept
       top_k, so it changes nothing here, but a user may pass only perf_model and top_k.
@@ -54,6 +66,7 @@ def pruner(op: str, chip, space=None, top_k: int = 4, diverse: bool = True, dtyp
     cache: dict = {}
     times: dict = {}
     spaces: dict = {}
+    compiled: dict = {}  # specialisation -> the configs kept for it so far (Triton compiled them)
 
     def early_config_prune(configs, named_args, **kwargs):
         configs = list(configs)
@@ -66,10 +79,13 @@ def pruner(op: str, chip, space=None, top_k: int = 4, diverse: bool = True, dtyp
         problem = _problem_for(us, args, dtype, chip)
         if problem is None:
             return configs
-        key = (problem.key(), tuple(tuple(sorted((k, repr(v)) for k, v in d.items())) for d in dicts))
+        names = [tuple(sorted((k, repr(v)) for k, v in d.items())) for d in dicts]
+        key = (problem.key(), tuple(names))
         if key not in cache:
             ranked = _ranked_configs(problem, chip, us, configs, dicts)
-            keep = [r.index for r in _order(us, ranked, diverse)[:top_k]]
+            done = compiled.setdefault(specialisation(args), set())
+            keep = _keep(us, ranked, diverse, top_k, [n in done for n in names])
+            done.update(names[i] for i in keep)
             if not keep:
                 warnings.warn(
                     f"tiler.triton: no config is feasible for {problem.label()} on {chip.id} by the model; "
@@ -99,6 +115,43 @@ def pruner(op: str, chip, space=None, top_k: int = 4, diverse: bool = True, dtyp
     early_config_prune.cache = cache
     perf_model.cache = times
     return {"early_config_prune": early_config_prune, "perf_model": perf_model, "top_k": top_k}
+
+
+def _keep(us: UserSpace, ranked: list, diverse: bool, top_k: int, is_compiled: list[bool]) -> list[int]:
+    """Indices of the configs to keep: the model's best, then the order (plain or diverse) with the configs already
+    compiled counted COMPILE_TOLERANCE faster than predicted."""
+    good = [r for r in ranked if r.feasible]
+    if not good:
+        return []
+    best = min(good, key=lambda r: r.predicted_us)
+    scaled = sorted(
+        (
+            replace(r, predicted_us=r.predicted_us * (1.0 - COMPILE_TOLERANCE)) if is_compiled[r.index] else r
+            for r in good
+        ),
+        key=lambda r: r.predicted_us,
+    )
+    rest = [r.index for r in _order(us, scaled, diverse) if r.index != best.index]
+    return [best.index, *rest[: top_k - 1]]
+
+
+def specialisation(args: dict) -> tuple:
+    """What makes Triton compile a kernel again for a config it has compiled: per argument of the launch, an
+    integer's divisibility by 16 and whether it is 1 (Triton's integer specialisation), a tensor's dtype and
+    16-byte alignment, any other value itself (constexprs such as a head size or a mask flag; a float's value,
+    which Triton does not specialise on, only splits the record finer). Launches with equal keys reuse each
+    other's compiled configs."""
+    out = []
+    for name in sorted(args):
+        v = args[name]
+        if isinstance(v, numbers.Integral) and not isinstance(v, bool):
+            out.append((name, int(v) % 16 == 0, int(v) == 1))
+        elif getattr(v, "dtype", None) is not None:  # a tensor
+            ptr = getattr(v, "data_ptr", None)
+            out.append((name, str(v.dtype), ptr() % 16 == 0 if callable(ptr) else None))
+        else:
+            out.append((name, repr(v)))
+    return tuple(out)
 
 
 def _space_for(spaces: dict, us0: UserSpace | None, op: str, dicts) -> UserSpace:
