@@ -139,8 +139,8 @@ def specialisation(args: dict) -> tuple:
     """What makes Triton compile a kernel again for a config it has compiled: per argument of the launch, an
     integer's divisibility by 16 and whether it is 1 (Triton's integer specialisation), a tensor's dtype and
     16-byte alignment, any other value itself (constexprs such as a head size or a mask flag; a float's value,
-    which Triton does not specialise on, only splits the record finer). Launches with equal keys reuse each
-    other's compiled configs."""
+    which Triton does not specialise on, only splits the record finer) but functions (Triton passes the launch's
+    grid among the keyword arguments). Launches with equal keys reuse each other's compiled configs."""
     out = []
     for name in sorted(args):
         v = args[name]
@@ -149,7 +149,7 @@ def specialisation(args: dict) -> tuple:
         elif getattr(v, "dtype", None) is not None:  # a tensor
             ptr = getattr(v, "data_ptr", None)
             out.append((name, str(v.dtype), ptr() % 16 == 0 if callable(ptr) else None))
-        else:
+        elif not callable(v):  # a launch's grid function is not the kernel's: a new object every call
             out.append((name, repr(v)))
     return tuple(out)
 
