@@ -400,8 +400,11 @@ def test_pruner_prefers_configs_already_compiled_for_the_specialisation_within_t
     def pruner():
         return tt.pruner("matmul", CHIP, space=TUTORIAL, top_k=4)["early_config_prune"]
 
-    def kept_ids(prune, shape):  # as Triton calls it: the launch's grid, a new function each call, in kwargs
-        return [id(c) for c in prune(configs, args_of(*shape), grid=lambda meta: (1,), warmup=False)]
+    grids = []  # as Triton calls it: the launch's grid, a new function each call, in kwargs (kept alive)
+
+    def kept_ids(prune, shape):
+        grids.append(lambda meta: (1,))
+        return [id(c) for c in prune(configs, args_of(*shape), grid=grids[-1], warmup=False)]
 
     first, second, other = (1024, 4096, 4096), (2048, 7168, 8192), (512, 1000, 2048)
     fresh = kept_ids(pruner(), second)
