@@ -53,6 +53,14 @@ def restrict(space, domains):
     return replace(space, knobs=knobs)
 
 
+def read_only(cand: dict) -> dict:
+    """`cand` with every column made read-only: candidates a module's tests share (built once) raise where a model
+    would write into them, so sharing them cannot carry one test's writes into the next."""
+    for col in cand.values():
+        col.flags.writeable = False
+    return cand
+
+
 def mm(M, N, K, dtype="fp16", batch=1):
     return parse_problem("matmul", {"M": M, "N": N, "K": K, "batch": batch}, dtype)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import CATLASS_DEFAULT
+from conftest import CATLASS_DEFAULT, read_only
 
 from tiler.cli import main
 from tiler.errors import ProblemError, TilerError
@@ -236,10 +236,10 @@ def test_segment_ceiling_is_the_best_segment_of_any_shorter_row():
     assert np.array_equal(A._segment_ceiling(x[x % 32 == 0]), seg[x % 32 == 0])
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("layout", ["nt", "tn", "tt"])
-def test_ascend_search_equals_brute_force_on_a_small_space_for_every_layout(b3, layout):
-    """The pruning (bounds, prefix floors, twins) stays exact under another layout and NZ."""
+@pytest.fixture(scope="module")
+def small_space():
+    """A small Ascend space and every point of it (4.7 M rows: built once for the module, not once per problem;
+    read-only: the model reads candidates, never writes them)."""
     from dataclasses import replace
 
     base = load_space("matmul", "ascend")
@@ -247,9 +247,16 @@ def test_ascend_search_equals_brute_force_on_a_small_space_for_every_layout(b3, 
              "step_kb": [1, 2], "swizzle_offset": [1, 3], "split_k": [1, 4]}  # fmt: skip
     knobs = {k: replace(kn, values=tuple(small[k])) if k in small else kn for k, kn in base.knobs.items()}
     space = replace(base, knobs=knobs)
+    return space, read_only(space.product(space.names))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("layout", ["nt", "tn", "tt"])
+def test_ascend_search_equals_brute_force_on_a_small_space_for_every_layout(b3, small_space, layout):
+    """The pruning (bounds, prefix floors, twins) stays exact under another layout and NZ."""
+    space, cand = small_space
     model = get_operator("matmul", "ascend")
     for p in (mm(1000, 300, 4096, layout), mm(256, 520, 1000, layout, "nz")):
-        cand = space.product(space.names)
         ok = np.logical_and.reduce(list(model.feasible(p, b3, cand).values()))
         best = float(model.estimate(p, b3, take(cand, ok))["time_us"].min())
         res = search(p, b3, space)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import mm, restrict
+from conftest import mm, read_only, restrict
 
 from tiler.errors import InfeasibleError, SpaceError
 from tiler.operator import get_operator
@@ -22,21 +22,29 @@ SMALL = {
 }
 
 
-def _brute_force(problem, chip, space):
+def _brute_force(problem, chip, space, cand):
+    """The best time over every feasible point of `cand` (every point of `space`), and how many are feasible."""
     model = get_operator(space.op, space.family)
-    cand = space.product(space.names)
     ok = np.logical_and.reduce(list(model.feasible(problem, chip, cand).values()))
     cand = take(cand, ok)
     est = model.estimate(problem, chip, cand)
     return float(est["time_us"].min()), len(cand["base_m"])
 
 
-@pytest.mark.parametrize("shape", [(256, 512, 1024), (1000, 300, 4096), (64, 64, 65536), (2048, 2048, 512)])
-def test_exhaustive_equals_brute_force(b3, ascend_space, shape):
-    """Same optimum as scoring every point of a small space one by one (the pruning is exact)."""
+@pytest.fixture(scope="module")
+def small_space(ascend_space):
+    """The SMALL space and every point of it (4.7 M rows: built once for the module's brute-force tests, not once
+    per shape; read-only: the model reads candidates, never writes them)."""
     space = restrict(ascend_space, SMALL)
+    return space, read_only(space.product(space.names))
+
+
+@pytest.mark.parametrize("shape", [(256, 512, 1024), (1000, 300, 4096), (64, 64, 65536), (2048, 2048, 512)])
+def test_exhaustive_equals_brute_force(b3, small_space, shape):
+    """Same optimum as scoring every point of a small space one by one (the pruning is exact)."""
+    space, every = small_space
     p = mm(*shape)
-    best, n = _brute_force(p, b3, space)
+    best, n = _brute_force(p, b3, space, every)
     res = search(p, b3, space)
     assert res.proven_optimal
     assert res.row(0)["time_us"] == pytest.approx(best, rel=1e-9)

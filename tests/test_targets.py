@@ -151,9 +151,13 @@ def row_problems(problem, chip, space, model, cands, est) -> list[str]:
 
 
 def export_problems(problem, chip, space, target: str, cands, est, i: int) -> list[str]:
-    """Everything wrong with the `target` export of candidate i: its view missing, a rule or the view's schema
-    broken (Target.broken), or a finding of `tiler check` (check_document, which validates the document first).
-    Empty: the target and `tiler check` accept it. One line for the candidate."""
+    """Everything wrong with the `target` export of candidate i: its view missing, the document or the view's
+    schema broken, or a finding of `tiler check` (check_document). Empty: the target and `tiler check` accept it.
+    One line for the candidate.
+
+    check_document covers all of Target.broken (so the view is not also run through it here): it matches the
+    view against the same target's schema (export.validate, raising TilerError) and runs the same Target.check
+    on it (a finding per broken rule), then checks the view against the tiling it says it is the view of."""
     tiling = space.decode(cands, i)
     doc = tiling_document(
         problem, chip, tiling, _row(est, i), target=target, cand=take(cands, slice(i, i + 1))
@@ -161,11 +165,11 @@ def export_problems(problem, chip, space, target: str, cands, est, i: int) -> li
     if set(doc["targets"]) != {target}:
         bad = [f"the {target} export carries views {sorted(doc['targets'])}"]
     else:
-        view = doc["targets"][target]
-        bad = get_operator("matmul", chip.family, target).TARGETS[target].broken(view, chip, problem)
-        checked, findings = check_document(doc)
-        if checked != 1:
-            bad.append(f"tiler check checked {checked} views")
+        try:
+            checked, findings = check_document(doc)
+        except TilerError as exc:  # the document or its view does not match its schema
+            checked, findings = 1, [f"refused: {exc}"]
+        bad = [f"tiler check checked {checked} views"] if checked != 1 else []
         bad += [f"tiler check: {f}" for f in findings]
     return [f"{chip.id} {problem} {tiling}: {'; '.join(bad)}"] if bad else []
 

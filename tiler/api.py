@@ -563,42 +563,16 @@ def shapes(
     return frame
 
 
-def calibrate(
-    op: str,
-    chip,
-    measurements,
-    folds: int = 4,
-    seed: int = 0,
-    fit_shapes: list[str] | None = None,
-    params: list[str] | None = None,
-    manifest: str | os.PathLike | None = None,
-    rounds: int | None = None,
-    starts: list[dict] | None = None,
-    note: str = "",
-    data_name: str | None = None,
-    hardware_dir: str | os.PathLike | None = None,
-):
-    """`tiler calibrate` without writing the profile (tiler.calibrate.write_profile writes `.chip`).
-
-    measurements: a DataFrame or a CSV path: tiler's table, or an msprof op_summary (with `manifest`, or a
-    `tiling` column). Rows that give their tilings are fitted at them (tiler.calibrate.calibrate: a
-    CalibrationResult). Rows that give only a problem and a total time (a library's kernels: a table with no knob
-    column, an op_summary with neither manifest nor tiling column) are fitted from totals
-    (tiler.calibrate_totals: the model's best tiling stands in for the library's, `rounds` of search <-> fit; a
-    TotalsResult; `starts`: its starting points, tiler.calibrate_totals). Either result's `.summary()` says what was fitted and its held-out error; `.notes` lists the
-    profiler rows that were not used."""
+def _read_measurements(op: str, chip, measurements, manifest) -> tuple[Any, list, list[str]]:
+    """calibrate's rows (as given, or read from a CSV path: tiler's table or an msprof op_summary), the rows the
+    reader set aside (file line, why) and the notes on them. An op_summary without a manifest or a tiling column
+    is read as totals (every row's problem from its Input Shapes, an empty tiling each)."""
     from . import msprof
-    from .calibrate import calibrate as fit
     from .calibrate import unused_line
-    from .calibrate_totals import ROUNDS, calibrate_totals, has_tilings
     from .errors import TilerError
     from .rank import read_candidates
 
-    chip = _chip(chip, hardware_dir)
     notes: list[str] = []
-    name = data_name or (
-        Path(measurements).name if isinstance(measurements, str | os.PathLike) else "measurements"
-    )
     unused: list = []  # op_summary rows that are not measurements of `op`: (file line, why)
     if isinstance(measurements, str | os.PathLike):
         raw = msprof.read_table(measurements)
@@ -626,6 +600,42 @@ def calibrate(
             data = read_candidates(measurements, "--measurements")
     else:
         data = measurements
+    return data, unused, notes
+
+
+def calibrate(
+    op: str,
+    chip,
+    measurements,
+    folds: int = 4,
+    seed: int = 0,
+    fit_shapes: list[str] | None = None,
+    params: list[str] | None = None,
+    manifest: str | os.PathLike | None = None,
+    rounds: int | None = None,
+    starts: list[dict] | None = None,
+    note: str = "",
+    data_name: str | None = None,
+    hardware_dir: str | os.PathLike | None = None,
+):
+    """`tiler calibrate` without writing the profile (tiler.calibrate.write_profile writes `.chip`).
+
+    measurements: a DataFrame or a CSV path: tiler's table, or an msprof op_summary (with `manifest`, or a
+    `tiling` column). Rows that give their tilings are fitted at them (tiler.calibrate.calibrate: a
+    CalibrationResult). Rows that give only a problem and a total time (a library's kernels: a table with no knob
+    column, an op_summary with neither manifest nor tiling column) are fitted from totals
+    (tiler.calibrate_totals: the model's best tiling stands in for the library's, `rounds` of search <-> fit; a
+    TotalsResult; `starts`: its starting points, tiler.calibrate_totals). Either result's `.summary()` says what was fitted and its held-out error; `.notes` lists the
+    profiler rows that were not used."""
+    from .calibrate import calibrate as fit
+    from .calibrate_totals import ROUNDS, calibrate_totals, has_tilings
+    from .errors import TilerError
+
+    chip = _chip(chip, hardware_dir)
+    name = data_name or (
+        Path(measurements).name if isinstance(measurements, str | os.PathLike) else "measurements"
+    )
+    data, unused, notes = _read_measurements(op, chip, measurements, manifest)
     source = measurements if isinstance(measurements, str | os.PathLike) else None
     with _InFile("--measurements", source):  # a row's or column's error names the file
         if not has_tilings(op, chip.family, data):

@@ -438,6 +438,89 @@ def _folds(shapes: list[str], k: int, seed: int) -> list[list[str]]:
     return [[shapes[i] for i in order[j::k]] for j in range(k)]
 
 
+def _cross_validate(
+    model,
+    chip: Chip,
+    data: Measured,
+    start: dict,
+    names: list[str],
+    folds: int,
+    seed: int,
+    prior_sigma: float,
+) -> tuple[pd.DataFrame, dict[str, list[Agreement]], list[tuple[dict, dict]]]:
+    """The k-fold by shape (no fold when `folds` < 2 or one shape): per held-out shape one row of its ranking
+    quality before and after the fit without it, the agreement of each, and per fold the pipes' errors."""
+    rows = []
+    agree: dict[str, list[Agreement]] = {"before": [], "after": []}
+    pipe_folds: list[
+        tuple[dict, dict]
+    ] = []  # per fold: held-out median |log ratio| per pipe, before and after
+    if folds and folds > 1 and len(data.shapes) >= 2:
+        for j, held in enumerate(_folds(data.shapes, folds, seed)):
+            train = data.take([s for s in data.shapes if s not in held])
+            test = data.take(held)
+            e = _fit(model, chip, train, start, names, prior_sigma=prior_sigma)
+            before, after = _predict(model, chip, test, start), _predict(model, chip, test, e)
+            if test.pipes:
+                pipe_folds.append((pipe_errors(model, chip, test, start), pipe_errors(model, chip, test, e)))
+            for i, s in enumerate(test.shapes):
+                m = test.shape_of == i
+                q = shape_quality(after[m], test.seconds[m])
+                q0 = shape_quality(before[m], test.seconds[m])
+                agree["before"].append(agreement(before[m], test.seconds[m]))
+                agree["after"].append(agreement(after[m], test.seconds[m]))
+                rows.append(
+                    {
+                        "fold": j,
+                        "shape": s,
+                        "measured_rows": int(m.sum()),
+                        "err_before": q0["err"],
+                        "err_after": q["err"],
+                        "top1_before": q0["top1"],
+                        "top1": q["top1"],
+                        "top4": q["top4"],
+                        "spearman_before": q0["spearman"],
+                        "spearman": q["spearman"],
+                    }
+                )
+    return pd.DataFrame(rows), agree, pipe_folds
+
+
+def _cv_metrics(fold_df: pd.DataFrame, pipe_folds: list[tuple[dict, dict]]) -> dict[str, float]:
+    """The k-fold's summary figures (medians and geometric means over the held-out shapes; per pipe, the median
+    over the folds); empty without a k-fold."""
+    if not len(fold_df):
+        return {}
+    metrics = {
+        "cv_error_before": float(fold_df.err_before.median()),
+        "cv_error_after": float(fold_df.err_after.median()),
+        "cv_spearman": float(fold_df.spearman.mean()),
+        "cv_spearman_before": float(fold_df.spearman_before.mean()),
+        "cv_top1_geomean": float(np.exp(np.log(fold_df.top1).mean())),
+        "cv_top1_min": float(fold_df.top1.min()),
+        "cv_top1_before": float(np.exp(np.log(fold_df.top1_before).mean())),
+        "cv_top4_geomean": float(np.exp(np.log(fold_df.top4).mean())),
+    }
+    for name_ in sorted({k for _, after_ in pipe_folds for k in after_}):
+        metrics[f"cv_pipe_{name_}_before"] = float(np.median([b[name_] for b, a in pipe_folds if name_ in a]))
+        metrics[f"cv_pipe_{name_}_after"] = float(np.median([a[name_] for b, a in pipe_folds if name_ in a]))
+    return metrics
+
+
+def _beyond(model, chip: Chip, outside: Measured | None, start: dict, fitted: dict) -> dict[str, Agreement]:
+    """The agreement of the model before and after the fit with the shapes never fitted (`fit_shapes` left them
+    out); empty when there are none."""
+    beyond: dict[str, Agreement] = {}
+    if outside is not None and len(outside.shapes):
+        for when, e in (("before", start), ("after", fitted)):
+            p_ = _predict(model, chip, outside, e)
+            beyond[when] = combine(
+                [agreement(p_[outside.shape_of == i], outside.seconds[outside.shape_of == i])
+                 for i in range(len(outside.shapes))]
+            )  # fmt: skip
+    return beyond
+
+
 def calibrate(
     chip: Chip,
     op: str,
@@ -486,40 +569,7 @@ def calibrate(
     else:
         outside = None
     start = model.constants(chip)
-    rows = []
-    agree: dict[str, list[Agreement]] = {"before": [], "after": []}
-    pipe_folds: list[
-        tuple[dict, dict]
-    ] = []  # per fold: held-out median |log ratio| per pipe, before and after
-    if folds and folds > 1 and len(data.shapes) >= 2:
-        for j, held in enumerate(_folds(data.shapes, folds, seed)):
-            train = data.take([s for s in data.shapes if s not in held])
-            test = data.take(held)
-            e = _fit(model, chip, train, start, names, prior_sigma=prior_sigma)
-            before, after = _predict(model, chip, test, start), _predict(model, chip, test, e)
-            if test.pipes:
-                pipe_folds.append((pipe_errors(model, chip, test, start), pipe_errors(model, chip, test, e)))
-            for i, s in enumerate(test.shapes):
-                m = test.shape_of == i
-                q = shape_quality(after[m], test.seconds[m])
-                q0 = shape_quality(before[m], test.seconds[m])
-                agree["before"].append(agreement(before[m], test.seconds[m]))
-                agree["after"].append(agreement(after[m], test.seconds[m]))
-                rows.append(
-                    {
-                        "fold": j,
-                        "shape": s,
-                        "measured_rows": int(m.sum()),
-                        "err_before": q0["err"],
-                        "err_after": q["err"],
-                        "top1_before": q0["top1"],
-                        "top1": q["top1"],
-                        "top4": q["top4"],
-                        "spearman_before": q0["spearman"],
-                        "spearman": q["spearman"],
-                    }
-                )
-    fold_df = pd.DataFrame(rows)
+    fold_df, agree, pipe_folds = _cross_validate(model, chip, data, start, names, folds, seed, prior_sigma)
     fitted = _fit(model, chip, data, start, names, prior_sigma=prior_sigma)
     pred = _predict(model, chip, data, fitted)
     date = date or _dt.date.today().isoformat()
@@ -529,33 +579,8 @@ def calibrate(
     source = f"fitted by tiler calibrate {basis}"
     values = {k: float(f"{fitted[k]:.5g}") for k in names}
     choices = model.choices(chip, data, fitted)
-    metrics = {}
-    if len(fold_df):
-        metrics = {
-            "cv_error_before": float(fold_df.err_before.median()),
-            "cv_error_after": float(fold_df.err_after.median()),
-            "cv_spearman": float(fold_df.spearman.mean()),
-            "cv_spearman_before": float(fold_df.spearman_before.mean()),
-            "cv_top1_geomean": float(np.exp(np.log(fold_df.top1).mean())),
-            "cv_top1_min": float(fold_df.top1.min()),
-            "cv_top1_before": float(np.exp(np.log(fold_df.top1_before).mean())),
-            "cv_top4_geomean": float(np.exp(np.log(fold_df.top4).mean())),
-        }
-        for name_ in sorted({k for _, after_ in pipe_folds for k in after_}):
-            metrics[f"cv_pipe_{name_}_before"] = float(
-                np.median([b[name_] for b, a in pipe_folds if name_ in a])
-            )
-            metrics[f"cv_pipe_{name_}_after"] = float(
-                np.median([a[name_] for b, a in pipe_folds if name_ in a])
-            )
-    beyond: dict[str, Agreement] = {}
-    if outside is not None and len(outside.shapes):
-        for when, e in (("before", start), ("after", fitted)):
-            p_ = _predict(model, chip, outside, e)
-            beyond[when] = combine(
-                [agreement(p_[outside.shape_of == i], outside.seconds[outside.shape_of == i])
-                 for i in range(len(outside.shapes))]
-            )  # fmt: skip
+    metrics = _cv_metrics(fold_df, pipe_folds)
+    beyond = _beyond(model, chip, outside, start, fitted)
     choice_source = f"chosen by tiler calibrate: the value measured fastest {basis}"
     fitted_chip = chip.with_values(values, tag="fitted", source=source).with_values(
         {c.key: c.value for c in choices}, tag="fitted", source=choice_source

@@ -199,23 +199,7 @@ def ingest(
     from .operator import problem_class
     from .problem import parse_problem
 
-    if not len(df):
-        raise TilerError(f"{source}: no rows")
-    if NAME not in df.columns:
-        foreign = [str(c) for c in df.columns if not str(c).isascii()]
-        hint = (
-            f"; its header has {', '.join(repr(c) for c in foreign[:4])}: tiler reads msprof's English column names"
-            if foreign
-            else " (an msprof op_summary or kernel_details CSV)"
-        )
-        raise TilerError(f"{source}: missing column {NAME!r}{hint}")
-    duration = next((c for c in DURATION if c in df.columns), None)
-    if duration is None:
-        raise TilerError(f"{source}: missing column {DURATION[0]!r} (or torch_npu's {DURATION[1]!r})")
-    if manifest is None and "tiling" not in df.columns:
-        raise TilerError(
-            f"{source}: no manifest (--manifest) and no 'tiling' column: rows cannot be matched to tilings"
-        )
+    duration = _duration_column(df, source, manifest)
     cls = problem_class(op)
     reserved = {*cls.FIELDS, *cls.OPTIONAL, *RESERVED}
     pipe_cols = [c for c in PIPE_COLUMNS if c in df.columns]
@@ -264,15 +248,7 @@ def ingest(
             where_tiling = _where(source, line, "tiling")
             where_problem = _where(source, line, "Input Shapes")
         tiling = parse_tiling(tiling_text, where_tiling, reserved)
-        if knobs is not None and not any(k in native for k in tiling):  # a target's names: read by to_knobs
-            lacking = [k for k in knobs if not any(n in tiling for n in knobs[k])]
-            if lacking:
-                raise TilerError(f"{where_tiling}: the tiling has no {', '.join(map(repr, lacking))}")
-            for k, labels in words.items():
-                v = next((tiling[n] for n in (k, *knobs.get(k, ())) if n in tiling), None)
-                if isinstance(v, str) and v not in labels:
-                    allowed = f"one of {', '.join(labels)}" if labels else "an integer"
-                    raise TilerError(f"{where_tiling}: knob {k!r} must be {allowed}, got {v[:24]!r}")
+        _check_knob_names(tiling, knobs, native, words, where_tiling)
         try:
             problem = parse_problem(op, fields, dtype, strict=False)
         except TilerError as exc:
@@ -291,13 +267,56 @@ def ingest(
         reasons = sorted({why for _, why in unmatched})
         raise TilerError(f"{source}: no row is a {op} kernel tiler knows: {'; '.join(reasons)}")
     table = pd.DataFrame(out)
+    _check_every_row_gives(table, knobs, source)
+    return Ingested(table, unmatched)
+
+
+def _duration_column(df: pd.DataFrame, source: str, manifest: pd.DataFrame | None) -> str:
+    """The op_summary's duration column; a TilerError naming `source` for an empty table, a missing column, or a
+    table with neither a manifest nor a tiling column to match rows to tilings."""
+    if not len(df):
+        raise TilerError(f"{source}: no rows")
+    if NAME not in df.columns:
+        foreign = [str(c) for c in df.columns if not str(c).isascii()]
+        hint = (
+            f"; its header has {', '.join(repr(c) for c in foreign[:4])}: tiler reads msprof's English column names"
+            if foreign
+            else " (an msprof op_summary or kernel_details CSV)"
+        )
+        raise TilerError(f"{source}: missing column {NAME!r}{hint}")
+    duration = next((c for c in DURATION if c in df.columns), None)
+    if duration is None:
+        raise TilerError(f"{source}: missing column {DURATION[0]!r} (or torch_npu's {DURATION[1]!r})")
+    if manifest is None and "tiling" not in df.columns:
+        raise TilerError(
+            f"{source}: no manifest (--manifest) and no 'tiling' column: rows cannot be matched to tilings"
+        )
+    return duration
+
+
+def _check_knob_names(tiling: dict, knobs, native, words, where_tiling: str) -> None:
+    """A tiling in the operator's own names (not a target's, which to_knobs reads) gives every knob, under its name
+    or an alias, and a label among the knob's labels; else a TilerError naming the line."""
+    if knobs is None or any(k in native for k in tiling):  # a target's names: read by to_knobs
+        return
+    lacking = [k for k in knobs if not any(n in tiling for n in knobs[k])]
+    if lacking:
+        raise TilerError(f"{where_tiling}: the tiling has no {', '.join(map(repr, lacking))}")
+    for k, labels in words.items():
+        v = next((tiling[n] for n in (k, *knobs.get(k, ())) if n in tiling), None)
+        if isinstance(v, str) and v not in labels:
+            allowed = f"one of {', '.join(labels)}" if labels else "an integer"
+            raise TilerError(f"{where_tiling}: knob {k!r} must be {allowed}, got {v[:24]!r}")
+
+
+def _check_every_row_gives(table: pd.DataFrame, knobs, source: str) -> None:
+    """A knob some rows give and others do not: a TilerError naming the first row without it."""
     given = [c for c in table.columns if knobs is not None and any(c in names for names in knobs.values())]
-    for c in given:  # a knob some rows give and others do not: name the first row without it
+    for c in given:
         if table[c].isna().any():
             line = int(table["line"][table[c].isna()].iloc[0])
             where = _where(source, line, "tiling")
             raise TilerError(f"{where}: the tiling has no {c!r}, which other rows give")
-    return Ingested(table, unmatched)
 
 
 def _knob_names(op: str, family: str | None):

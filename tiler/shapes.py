@@ -437,6 +437,44 @@ def _expert_tokens(cfg: ModelConfig, tokens: int) -> int:
     return max(1, -(-tokens * cfg.num_experts_per_tok // cfg.num_experts))
 
 
+def _pass_items(
+    cfg: ModelConfig, linears: bool, t: int, tp: int, heads: int, kv: int, batch: int, context: int
+) -> list[tuple[str, dict, int]]:
+    """(name, problem fields, count) of each kernel of one pass of `t` tokens: every linear (`linears`: op
+    matmul, layout nt), else the prefill and the decode attention."""
+    if linears:
+        expert_m = _expert_tokens(cfg, t) if cfg.moe_layers else t
+        items = [
+            (
+                lin.name,
+                dict(
+                    M=expert_m if lin.routed else t,
+                    N=lin.out_features,
+                    K=lin.in_features,
+                    layout="nt",
+                ),
+                lin.per_layer * lin.layers,
+            )
+            for lin in _linears(cfg, t, tp)
+        ]
+    else:
+        common = dict(heads=heads, kv_heads=kv, D=cfg.head_dim)
+        seq = t // batch
+        items = [
+            (
+                "layers.attention.prefill",
+                dict(B=batch, S1=seq, S2=seq, causal=1, **common),
+                cfg.num_hidden_layers,
+            ),
+            (
+                "layers.attention.decode",
+                dict(B=t, S1=1, S2=context, causal=0, **common),
+                cfg.num_hidden_layers,
+            ),
+        ]
+    return items
+
+
 def model_shapes(
     config: ModelConfig | Mapping[str, Any] | str | os.PathLike,
     op: str,
@@ -488,36 +526,7 @@ def model_shapes(
 
     merged: dict[tuple[int, str], dict[str, Any]] = {}
     for t in token_counts:
-        if op == matmul:
-            expert_m = _expert_tokens(cfg, t) if cfg.moe_layers else t
-            items = [
-                (
-                    lin.name,
-                    dict(
-                        M=expert_m if lin.routed else t,
-                        N=lin.out_features,
-                        K=lin.in_features,
-                        layout="nt",
-                    ),
-                    lin.per_layer * lin.layers,
-                )
-                for lin in _linears(cfg, t, tp)
-            ]
-        else:
-            common = dict(heads=heads, kv_heads=kv, D=cfg.head_dim)
-            seq = t // batch
-            items = [
-                (
-                    "layers.attention.prefill",
-                    dict(B=batch, S1=seq, S2=seq, causal=1, **common),
-                    cfg.num_hidden_layers,
-                ),
-                (
-                    "layers.attention.decode",
-                    dict(B=t, S1=1, S2=context, causal=0, **common),
-                    cfg.num_hidden_layers,
-                ),
-            ]
+        items = _pass_items(cfg, op == matmul, t, tp, heads, kv, batch, context)
         for name, fields_, count in items:
             try:
                 problem = parse_problem(op, fields_, dtype=dtype or "fp16")

@@ -117,10 +117,9 @@ def _shared(same: dict, tiling: dict) -> dict:
     return same.setdefault(("tiling", *tiling.items()), tiling)
 
 
-def read_sweep(path: Path, hardware_dir=None) -> Report:
-    from ..model.common import pipes as family_pipes
-    from ..model.common import pipes_of_row
-
+def _sweep_table(path: Path):
+    """The sweep output's table (CSV or Parquet); a TilerError naming RESULT when it cannot be read or lacks a
+    column every sweep output has."""
     if path.suffix.lower() == ".parquet":
         import io
 
@@ -144,6 +143,14 @@ def read_sweep(path: Path, hardware_dir=None) -> Report:
             f"RESULT: {path}: not a sweep output (no {', '.join(need)} column); give a `tiler sweep` table "
             "or a `tiler search/explain --format json` document"
         )
+    return df
+
+
+def read_sweep(path: Path, hardware_dir=None) -> Report:
+    from ..model.common import pipes as family_pipes
+    from ..model.common import pipes_of_row
+
+    df = _sweep_table(path)
     has_runnable = "runnable" in df.columns
     target_cols = _target_columns(list(df.columns))
     chips: dict = {}

@@ -16,6 +16,7 @@ import shlex
 import signal
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 from ..errors import TilerError
@@ -76,6 +77,14 @@ def _text(data: bytearray) -> str:
     return bytes(data[-TAIL_BYTES:]).decode("utf-8", errors="replace").replace("\x00", "")
 
 
+def _join_all(threads, seconds: float) -> None:
+    """Join `threads` within `seconds` in all (not `seconds` each: two pipes a leftover grandchild holds would
+    otherwise make tiler wait twice DRAIN_S)."""
+    deadline = time.monotonic() + seconds
+    for t in threads:
+        t.join(timeout=max(0.0, deadline - time.monotonic()))
+
+
 def _run(cmd: str, timeout: float) -> tuple[int, str, str]:
     """Run `cmd` in its own process group; (returncode, stdout tail, stderr tail); MeasureError on timeout.
 
@@ -105,12 +114,10 @@ def _run(cmd: str, timeout: float) -> tuple[int, str, str]:
             _kill_group(proc)
             proc.wait()
             raise MeasureError(f"measurement timed out after {timeout:g} s") from None
-        for r in readers:
-            r.join(timeout=DRAIN_S)
+        _join_all(readers, DRAIN_S)  # one grace period for both pipes, not one after the other
         if any(r.is_alive() for r in readers):
             _kill_group(proc)  # something the command left behind still holds its output: stop it
-            for r in readers:
-                r.join(timeout=DRAIN_S)
+            _join_all(readers, DRAIN_S)
     finally:
         if proc.poll() is None:
             _kill_group(proc)

@@ -221,6 +221,30 @@ def _branch_and_bound(problem, chip, model, table: Candidates, domains: dict, sc
     return bounded
 
 
+def _expand_in_bound_order(prefixes: Candidates, floor: np.ndarray, solve, incumbent, names) -> list[str]:
+    """exhaustive's walk over first-level prefixes in increasing bound (`floor`): `solve` a first batch to find an
+    incumbent, then only the prefixes whose floor is at most `incumbent()`; the note on those cut (`names`: the
+    first level's knobs), if any."""
+    order = np.argsort(floor, kind="stable")
+    n = order.size
+    batch = min(n, max(PREFIX_SEED, n // 50))  # the first batch: enough prefixes for a good incumbent
+    rest = order
+    while rest.size:
+        solve(take(prefixes, rest[:batch]))
+        rest = rest[batch:]
+        # rest is in bound order: the prefixes whose floor is at most the incumbent come first (one whose
+        # floor equals it may hold an exact tie that the tie preference ranks first)
+        batch = min(PREFIX_BATCH, int(np.searchsorted(floor[rest], incumbent(), side="right")))
+        if batch == 0:
+            break
+    if not rest.size:
+        return []
+    return [
+        f"{rest.size} of {n} first-level prefixes ({', '.join(names)}) were cut "
+        "by their bound before enumeration; the feasible count covers the others"
+    ]
+
+
 def exhaustive(problem: Problem, chip, space: Space, top: int = 5) -> SearchResult:
     """Proven-optimal search: level-wise enumeration, dominance, then branch and bound on the lower bound.
 
@@ -288,23 +312,7 @@ def exhaustive(problem: Problem, chip, space: Space, top: int = 5) -> SearchResu
     floor = model.prefix_bound(problem, chip, prefixes, domains) if length(prefixes) else None
     if floor is not None:
         rejected = first_rejected
-        order = np.argsort(floor, kind="stable")
-        n = order.size
-        batch = min(n, max(PREFIX_SEED, n // 50))  # the first batch: enough prefixes for a good incumbent
-        rest = order
-        while rest.size:
-            solve(take(prefixes, rest[:batch]))
-            rest = rest[batch:]
-            # rest is in bound order: the prefixes whose floor is at most the incumbent come first (one whose
-            # floor equals it may hold an exact tie that the tie preference ranks first)
-            batch = min(PREFIX_BATCH, int(np.searchsorted(floor[rest], incumbent(), side="right")))
-            if batch == 0:
-                break
-        if rest.size:
-            notes.append(
-                f"{rest.size} of {n} first-level prefixes ({', '.join(levels[0])}) were cut "
-                "by their bound before enumeration; the feasible count covers the others"
-            )
+        notes += _expand_in_bound_order(prefixes, floor, solve, incumbent, levels[0])
     else:
         solve(None)
     if not best_e:

@@ -222,6 +222,78 @@ def _count_over(alpha, beta, n, limit):
     return np.where(up, n - first_up, np.where(down, last_down, out))
 
 
+def _setting_hit_rates(tm, tn, splits, batch, a_panel, b_panel, l2_bytes, offsets, directions, snakes):
+    """serial_hit_ceiling's closed form for rows that are walked: the (A, B) hit rates of every walk setting
+    (walk_settings' order) on every row, (S, rows) each; the rows are 1-D int64 (tm, tn, splits, batch) and
+    float64 (a_panel, b_panel) arrays of whole bytes."""
+    per = tm * tn
+    step = a_panel + b_panel
+    # every setting at once: (S, 1) settings against (rows,) columns
+    grid = walk_settings(offsets, directions, snakes)
+    offset, direction, snake = (grid[:, i, None] for i in range(3))
+    d0 = direction == 0
+    # the simulated grid (_prefix): whole, whole slices, whole groups, or cut along its long side
+    a_all, b_all = np.where(d0, tm, tn), np.where(d0, tn, tm)
+    off_all = np.minimum(offset, a_all)
+    need = -(-SIM_TILES // b_all)
+    rows = np.minimum(a_all, -(-need // off_all) * off_all)
+    cut_walk = rows * b_all > SIM_MAX
+    cut = np.maximum(1, SIM_TILES // (2 * off_all))
+    small = per * splits * batch <= SIM_TILES
+    slices = per <= SIM_TILES
+    whole_grid = small | slices
+    a = np.where(whole_grid, a_all, np.where(cut_walk, np.minimum(a_all, 2 * off_all), rows))
+    b = np.where(whole_grid, b_all, np.where(cut_walk, cut, b_all))
+    outer = np.where(
+        small, splits * batch, np.where(slices, np.maximum(1, SIM_TILES // np.maximum(per, 1)), 1)
+    )
+    share = np.where(whole_grid | ~cut_walk, 1.0, cut / b_all)
+    t_m, t_n = np.where(d0, a, b), np.where(d0, b, a)
+    # the walk columns' panels (B for direction 0) are compared with L2 * share, the walk rows' with L2
+    off = np.minimum(offset, a)
+    groups = -(-a // off)
+    h_last = a - (groups - 1) * off
+    loads = t_m * t_n * outer
+
+    def largest_gap(cap):
+        """The largest whole gap (rounds) whose bytes fit: gap * step <= cap."""
+        t = np.floor(cap / step).astype(np.int64)
+        t = np.where((t + 1) * step <= cap, t + 1, t)
+        return np.where(t * step > cap, t - 1, t)
+
+    lim_row = largest_gap(np.float64(l2_bytes))
+    lim_col = largest_gap(l2_bytes * share)
+    miss_row = (groups - 1) * off * (b - 1) * (off > lim_row) + h_last * (b - 1) * (h_last > lim_row)
+    miss_col = b * (a - groups) * (1 > lim_col)
+    inner = np.maximum(groups - 2, 0)
+    two = groups >= 2
+    last_par = (groups - 2) % 2
+    sn = snake == 1
+    # group boundaries into a group of h' rows, gap = alpha + beta*y for walk column y:
+    # plain: off*b + y*h' - y*off - off + 1; serpentine from an even group (the next reversed):
+    # off*b + (b-1-y)*h' - y*off - off + 1; from an odd group: off*b + y*h' - (b-1-y)*off - off + 1
+    for h_next, is_last in ((off, False), (h_last, True)):
+        plain_n = np.where(two, 1 if is_last else inner, 0)
+        plain = plain_n * _count_over(off * b - off + 1, h_next - off, b, lim_col)
+        serp = 0
+        for par in (0, 1):
+            if is_last:
+                count = np.where(two & (last_par == par), 1, 0)
+            else:
+                count = np.where(two, (inner + 1 - par) // 2, 0)
+            if par == 0:
+                alpha, beta = off * b + (b - 1) * h_next - off + 1, -(h_next + off)
+            else:
+                alpha, beta = off * b - (b - 1) * off - off + 1, h_next + off
+            serp = serp + count * _count_over(alpha, beta, b, lim_col)
+        miss_col = miss_col + np.where(sn, serp, plain)
+    first_row, first_col = np.where(d0, t_m, t_n) * outer, np.where(d0, t_n, t_m) * outer
+    hit_row = 1.0 - (first_row + miss_row * outer).astype(np.float64) / loads
+    hit_col = 1.0 - (first_col + miss_col * outer).astype(np.float64) / loads
+    all_a, all_b = np.where(d0, hit_row, hit_col), np.where(d0, hit_col, hit_row)
+    return all_a, all_b
+
+
 def serial_hit_ceiling(
     tm,
     tn,
@@ -291,71 +363,9 @@ def serial_hit_ceiling(
         elif not front:
             return out_a[0].reshape(shape), out_b[0].reshape(shape)
         return out_a.reshape(-1, *shape), out_b.reshape(-1, *shape)
-    per = tm * tn
-    step = a_panel + b_panel
-    # every setting at once: (S, 1) settings against (rows,) columns
-    grid = walk_settings(offsets, directions, snakes)
-    offset, direction, snake = (grid[:, i, None] for i in range(3))
-    d0 = direction == 0
-    # the simulated grid (_prefix): whole, whole slices, whole groups, or cut along its long side
-    a_all, b_all = np.where(d0, tm, tn), np.where(d0, tn, tm)
-    off_all = np.minimum(offset, a_all)
-    need = -(-SIM_TILES // b_all)
-    rows = np.minimum(a_all, -(-need // off_all) * off_all)
-    cut_walk = rows * b_all > SIM_MAX
-    cut = np.maximum(1, SIM_TILES // (2 * off_all))
-    small = per * splits * batch <= SIM_TILES
-    slices = per <= SIM_TILES
-    whole_grid = small | slices
-    a = np.where(whole_grid, a_all, np.where(cut_walk, np.minimum(a_all, 2 * off_all), rows))
-    b = np.where(whole_grid, b_all, np.where(cut_walk, cut, b_all))
-    outer = np.where(
-        small, splits * batch, np.where(slices, np.maximum(1, SIM_TILES // np.maximum(per, 1)), 1)
+    all_a, all_b = _setting_hit_rates(
+        tm, tn, splits, batch, a_panel, b_panel, l2_bytes, offsets, directions, snakes
     )
-    share = np.where(whole_grid | ~cut_walk, 1.0, cut / b_all)
-    t_m, t_n = np.where(d0, a, b), np.where(d0, b, a)
-    # the walk columns' panels (B for direction 0) are compared with L2 * share, the walk rows' with L2
-    off = np.minimum(offset, a)
-    groups = -(-a // off)
-    h_last = a - (groups - 1) * off
-    loads = t_m * t_n * outer
-
-    def largest_gap(cap):
-        """The largest whole gap (rounds) whose bytes fit: gap * step <= cap."""
-        t = np.floor(cap / step).astype(np.int64)
-        t = np.where((t + 1) * step <= cap, t + 1, t)
-        return np.where(t * step > cap, t - 1, t)
-
-    lim_row = largest_gap(np.float64(l2_bytes))
-    lim_col = largest_gap(l2_bytes * share)
-    miss_row = (groups - 1) * off * (b - 1) * (off > lim_row) + h_last * (b - 1) * (h_last > lim_row)
-    miss_col = b * (a - groups) * (1 > lim_col)
-    inner = np.maximum(groups - 2, 0)
-    two = groups >= 2
-    last_par = (groups - 2) % 2
-    sn = snake == 1
-    # group boundaries into a group of h' rows, gap = alpha + beta*y for walk column y:
-    # plain: off*b + y*h' - y*off - off + 1; serpentine from an even group (the next reversed):
-    # off*b + (b-1-y)*h' - y*off - off + 1; from an odd group: off*b + y*h' - (b-1-y)*off - off + 1
-    for h_next, is_last in ((off, False), (h_last, True)):
-        plain_n = np.where(two, 1 if is_last else inner, 0)
-        plain = plain_n * _count_over(off * b - off + 1, h_next - off, b, lim_col)
-        serp = 0
-        for par in (0, 1):
-            if is_last:
-                count = np.where(two & (last_par == par), 1, 0)
-            else:
-                count = np.where(two, (inner + 1 - par) // 2, 0)
-            if par == 0:
-                alpha, beta = off * b + (b - 1) * h_next - off + 1, -(h_next + off)
-            else:
-                alpha, beta = off * b - (b - 1) * off - off + 1, h_next + off
-            serp = serp + count * _count_over(alpha, beta, b, lim_col)
-        miss_col = miss_col + np.where(sn, serp, plain)
-    first_row, first_col = np.where(d0, t_m, t_n) * outer, np.where(d0, t_n, t_m) * outer
-    hit_row = 1.0 - (first_row + miss_row * outer).astype(np.float64) / loads
-    hit_col = 1.0 - (first_col + miss_col * outer).astype(np.float64) / loads
-    all_a, all_b = np.where(d0, hit_row, hit_col), np.where(d0, hit_col, hit_row)
     hit_a, hit_b = all_a, all_b  # (settings, rows)
     if every:
         return hit_a.reshape(-1, *shape), hit_b.reshape(-1, *shape)

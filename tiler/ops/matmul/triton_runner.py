@@ -215,10 +215,9 @@ def _grid(M: int, N: int, cfg: dict) -> tuple[int, int]:
     return (tiles, cfg["SPLIT_K"])
 
 
-def _plan(a, b, config, out=None):
-    """Check the operands; return (fn, out): fn() computes out = a @ b (zeroing/cast included)."""
-    torch, triton = _gpu_stack()
-    cfg = check_config(config)
+def _operands(torch, a, b, out):
+    """(M, N, K, out) of out = a @ b: 2-D fp16 or bf16 operands of one dtype on one CUDA device (or in Triton's
+    interpreter), inner dimensions equal, no empty dimension; `out` made when None, else checked."""
     if a.dim() != 2 or b.dim() != 2:
         raise TilerError(f"matmul needs 2-D operands, got {a.dim()}-D and {b.dim()}-D")
     M, K = a.shape
@@ -237,6 +236,14 @@ def _plan(a, b, config, out=None):
         out = torch.empty((M, N), dtype=a.dtype, device=a.device)
     elif tuple(out.shape) != (M, N) or out.dtype != a.dtype or out.device != a.device:
         raise TilerError(f"out must be a {M}x{N} {a.dtype} tensor on {a.device}")
+    return M, N, K, out
+
+
+def _plan(a, b, config, out=None):
+    """Check the operands; return (fn, out): fn() computes out = a @ b (zeroing/cast included)."""
+    torch, triton = _gpu_stack()
+    cfg = check_config(config)
+    M, N, K, out = _operands(torch, a, b, out)
     grid = _grid(M, N, cfg)
     kw = _kernel_kwargs(cfg)
     kernel = _gemm_tile_kernel[grid]

@@ -56,6 +56,31 @@ def prefix_bound(p: Matmul, chip, c: dict, domains: dict) -> np.ndarray:
     return np.minimum.reduce([_prefix_floor(p, chip, c, domains, tma, per) for tma, per in variants])
 
 
+def _occupancy_ceiling(p: Matmul, chip, ibm, ibn, ibk, st_min: int, w_dom: list, tma: bool) -> np.ndarray:
+    """_prefix_floor's most resident programs per SM of any completion of each row (at least 1): shared memory
+    with the fewest stages (`st_min`), threads with the fewest warps, registers with the best of the warp counts
+    (`w_dom`, sorted)."""
+    b = p.in_bytes
+    # shared memory as allocated (smem_allocated) with the fewest stages: at least one buffer per operand, and
+    # st_min - 1 for one on the asynchronous path (mma.sync allocates one buffer fewer than wgmma)
+    len_a, len_b = contiguous_lengths(p)
+    buf_min = max(st_min - 1, 1)
+    a_buf = 1 if not tma and _vector_elems(len_a, p.a_transposed or p.K % 16 == 0, b, chip) == 1 else buf_min
+    b_buf = (
+        1 if not tma and _vector_elems(len_b, not p.b_transposed or p.K % 16 == 0, b, chip) == 1 else buf_min
+    )
+    smem = (ibm * ibk * a_buf + ibk * ibn * b_buf) * b + _SMEM_RESERVED
+    occ_ub = np.minimum(int(chip["smem_bytes_per_sm"]) // np.maximum(smem, 1), int(chip["max_blocks_per_sm"]))
+    occ_ub = np.minimum(occ_ub, int(chip["max_threads_per_sm"]) // (32 * w_dom[0]))
+    by_regs = np.zeros_like(occ_ub)
+    for w in w_dom:
+        cap = _reg_cap(chip, np.int64(w))
+        alloc = np.minimum(ibm * ibn / (32 * w) + _BASE_REGS, cap)  # regs >= accumulator + base
+        by_regs = np.maximum(by_regs, np.floor(int(chip["regs_per_sm"]) / np.maximum(alloc * 32 * w, 1)))
+    occ_ub = np.maximum(np.minimum(occ_ub, by_regs.astype(np.int64)), 1)
+    return occ_ub
+
+
 def _prefix_floor(p: Matmul, chip, c: dict, domains: dict, tma: bool, persistent: bool) -> np.ndarray:
     """prefix_bound's floor for one kind of template: TMA loads or pointer loads, persistent grid or not."""
     e = efficiency(chip)
@@ -79,23 +104,7 @@ def _prefix_floor(p: Matmul, chip, c: dict, domains: dict, tma: bool, persistent
     hi = (programs - (n_sm - 1) * sms).astype(np.float64)
     # the most resident programs of any completion
     st_min, w_dom = min(domains["num_stages"]), sorted(domains["num_warps"])
-    # shared memory as allocated (smem_allocated) with the fewest stages: at least one buffer per operand, and
-    # st_min - 1 for one on the asynchronous path (mma.sync allocates one buffer fewer than wgmma)
-    len_a, len_b = contiguous_lengths(p)
-    buf_min = max(st_min - 1, 1)
-    a_buf = 1 if not tma and _vector_elems(len_a, p.a_transposed or p.K % 16 == 0, b, chip) == 1 else buf_min
-    b_buf = (
-        1 if not tma and _vector_elems(len_b, not p.b_transposed or p.K % 16 == 0, b, chip) == 1 else buf_min
-    )
-    smem = (ibm * ibk * a_buf + ibk * ibn * b_buf) * b + _SMEM_RESERVED
-    occ_ub = np.minimum(int(chip["smem_bytes_per_sm"]) // np.maximum(smem, 1), int(chip["max_blocks_per_sm"]))
-    occ_ub = np.minimum(occ_ub, int(chip["max_threads_per_sm"]) // (32 * w_dom[0]))
-    by_regs = np.zeros_like(occ_ub)
-    for w in w_dom:
-        cap = _reg_cap(chip, np.int64(w))
-        alloc = np.minimum(ibm * ibn / (32 * w) + _BASE_REGS, cap)  # regs >= accumulator + base
-        by_regs = np.maximum(by_regs, np.floor(int(chip["regs_per_sm"]) / np.maximum(alloc * 32 * w, 1)))
-    occ_ub = np.maximum(np.minimum(occ_ub, by_regs.astype(np.int64)), 1)
+    occ_ub = _occupancy_ceiling(p, chip, ibm, ibn, ibk, st_min, w_dom, tma)
     if persistent:  # one program per SM
         occ_ub = np.ones_like(occ_ub)
     rounds = ceil_div(n_sm, occ_ub).astype(np.float64)

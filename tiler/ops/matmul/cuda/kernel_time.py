@@ -209,6 +209,26 @@ def _smax(terms, pw):
     return safe * np.power(sum(np.power(t / safe, pw) for t in terms), 1.0 / pw)
 
 
+def _row_rate(seg, r0: float):
+    """HBM's rate for rows of `seg` bytes relative to whole 128-B lines: each request carries a fixed cost worth
+    `r0` bytes of transfer (dram_request_bytes), so (seg / (seg + r0)) / (128 / (128 + r0)), at most 1."""
+    return np.minimum(1.0, seg / (seg + r0) * (128.0 + r0) / 128.0)
+
+
+def _epilogue(g: dict, e: dict, f: float, lat: float, sm_bw: float, hbm_bw: float, k, act):
+    """The tile store (or fp32 atomics) of `k` programs on one SM, `act` SMs storing at once (timing's)."""
+    elems = g["bm"] * g["bn"] * k
+    st_bw = np.minimum(sm_bw, hbm_bw / act)
+    t_store = np.where(
+        g["unal_c"] > 0, elems / (e["unaligned_elems_per_cycle"] * f), elems * g["out_bytes"] / st_bw
+    )
+    atomic_rate = (
+        np.where(g["unal_c"] > 0, e["unaligned_atomic_gelems_per_s"], e["atomic_gelems_per_s"]) * 1e9
+    )
+    t_atomic = elems * act / atomic_rate
+    return np.where(g["sk"] > 1, t_atomic, t_store) + lat
+
+
 def timing(g: dict, chip, e: dict[str, float]) -> dict[str, np.ndarray]:
     """The estimate record from prepared columns `g` and the efficiency constants `e` (see DEFAULTS)."""
     f = chip.clock_hz
@@ -242,11 +262,7 @@ def timing(g: dict, chip, e: dict[str, float]) -> dict[str, np.ndarray]:
     # `dram_request_bytes` of transfer; relative to a whole 128-B line (the rate hbm_efficiency describes), a row
     # of s bytes runs at (s / (s + r)) / (128 / (128 + r)), and at full rate from 128 B on
     r0 = e["dram_request_bytes"]
-
-    def row_rate(seg):
-        return np.minimum(1.0, seg / (seg + r0) * (128.0 + r0) / 128.0)
-
-    ra, rb, rc = row_rate(g["a_seg"]), row_rate(g["b_seg"]), row_rate(g["c_seg"])
+    ra, rb, rc = _row_rate(g["a_seg"], r0), _row_rate(g["b_seg"], r0), _row_rate(g["c_seg"], r0)
     # a K step's HBM bytes, each operand's weighted by its row rate, per byte requested
     miss = (g["a_miss_step"] / ra + g["b_miss_step"] / rb) / (g["a_step"] + g["b_step"])
 
@@ -272,22 +288,10 @@ def timing(g: dict, chip, e: dict[str, float]) -> dict[str, np.ndarray]:
         terms = [np.maximum(k * t_mma, chain), k * t_mte1, k * t_x, k * t_unal1, t_lat]
         return _smax(terms, pw), k * t_mma, k * t_mte1, k * (t_x + t_unal1), ovh + 0 * k
 
-    def epilogue(k, act):
-        """The tile store (or fp32 atomics) of `k` programs on one SM, `act` SMs storing at once."""
-        elems = g["bm"] * g["bn"] * k
-        st_bw = np.minimum(sm_bw, hbm_bw / act)
-        t_store = np.where(
-            g["unal_c"] > 0, elems / (e["unaligned_elems_per_cycle"] * f), elems * g["out_bytes"] / st_bw
-        )
-        atomic_rate = (
-            np.where(g["unal_c"] > 0, e["unaligned_atomic_gelems_per_s"], e["atomic_gelems_per_s"]) * 1e9
-        )
-        t_atomic = elems * act / atomic_rate
-        return np.where(g["sk"] > 1, t_atomic, t_store) + lat
-
     s_full, mac_f, mte1_f, mte2_f, sc_f = step(g["k_full"], g["act_full"])
     s_last, mac_l, mte1_l, mte2_l, sc_l = step(g["k_last"], g["act_last"])
-    epi_f, epi_l = epilogue(g["k_full"], g["act_full"]), epilogue(g["k_last"], g["act_last"])
+    epi_f = _epilogue(g, e, f, lat, sm_bw, hbm_bw, g["k_full"], g["act_full"])
+    epi_l = _epilogue(g, e, f, lat, sm_bw, hbm_bw, g["k_last"], g["act_last"])
     fill = lat + prog_ovh
     # a persistent program starts once; each later tile of it costs the tile's setup, its loads already in flight
     persist = g["persistent"] > 0

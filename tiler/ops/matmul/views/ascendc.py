@@ -435,6 +435,95 @@ def _ascendc_split(p: Problem, single_k: int, base_k: int | None) -> int:
     return hits[0]
 
 
+def _ascendc_problem_fields(f: dict, num: dict, p: Problem) -> None:
+    """ascendc_native's checks of the fields the problem decides: M, N, Ka, Kb, no bias, and MatmulType's A and B
+    (element type, format, transposition) as the problem's dtype, layout and B format give them."""
+    for name, want in (("M", p.M), ("N", p.N), ("Ka", p.K), ("Kb", p.K)):
+        if name in num and num[name] != want:
+            raise TilerError(f"ascendc: {name} = {num[name]} but the problem's is {want}")
+    if num.get("isBias"):
+        raise TilerError("ascendc: isBias = 1: tiler's matmul has no bias")
+    a, b, bf = _layout(p)
+    types = f.get("MatmulType", {})
+    if not isinstance(types, dict):
+        raise TilerError(f"ascendc: MatmulType must be an object of A, B, C, got {types!r}")
+    elem = CPP_ELEMENT[p.dtype]
+    _check_operand(
+        "ascendc", "MatmulType.A", types.get("A", {}), {"type": elem, "format": "ND", "isTrans": a == "t"}
+    )
+    _check_operand(
+        "ascendc",
+        "MatmulType.B",
+        types.get("B", {}),
+        {"type": elem, "format": "NZ" if bf == "nz" else "ND", "isTrans": b == "t"},
+    )
+
+
+def _ascendc_l1_buffers(num: dict, knobs: dict) -> None:
+    """ascendc_native's L1 knobs: l1_stages from depthA1 / (stepM*stepKa), and weight_resident (with step_kb) from
+    depthB1 / (stepN*stepKb) against it; set in `knobs`."""
+    single_k = num.get("singleCoreK")
+
+    def buffers(depth: str, step: str, step_k: str) -> int | None:
+        """depth / (step * step_k), AscendC's db of that operand's L1 (1 or 2), when all three are given."""
+        if not all(k in num for k in (depth, step, step_k)):
+            return None
+        per = _native_int("ascendc", step, num[step], 1) * _native_int("ascendc", step_k, num[step_k], 1)
+        if num[depth] % per or num[depth] // per not in (1, 2):
+            raise TilerError(
+                f"ascendc: {depth} = {num[depth]} is not {step}*{step_k} = {per} times 1 or 2 "
+                "(its L1 buffers)"
+            )
+        return num[depth] // per
+
+    db_a = buffers("depthA1", "stepM", "stepKa")
+    db_b = buffers("depthB1", "stepN", "stepKb")
+    if db_a is not None:
+        knobs["l1_stages"] = db_a
+    if db_a is not None and db_b is not None and db_a != db_b:
+        whole_k = single_k is not None and "baseK" in num and num["stepKb"] * num["baseK"] >= single_k
+        if not (db_b == 1 and db_a == 2 and whole_k):
+            raise TilerError(
+                f"ascendc: depthA1/(stepM*stepKa) = {db_a} but depthB1/(stepN*stepKb) = {db_b}: "
+                "tiler's l1_stages "
+                "counts both operands' L1 buffers (B single-buffered only as a panel whole along singleCoreK)"
+            )
+        knobs["weight_resident"] = 1
+    else:
+        if db_a is not None and db_b is not None:
+            knobs["weight_resident"] = 0
+        if "stepKb" in num:
+            knobs["step_kb"] = _native_int("ascendc", "stepKb", num["stepKb"], 1)
+
+
+def _ascendc_cores(f: dict, num: dict, p: Problem, knobs: dict) -> None:
+    """ascendc_native's split_k from singleCoreK (checked against enableMultiCoreSplitK), and usedCoreNum and
+    block_dim against the per-core split."""
+    single_k = num.get("singleCoreK")
+    if single_k is not None:
+        if not 0 < single_k <= p.K:
+            raise TilerError(f"ascendc: singleCoreK = {single_k} must be in 1..Ka = {p.K}")
+        knobs["split_k"] = _ascendc_split(p, single_k, num.get("baseK"))
+        split_on = f.get("enableMultiCoreSplitK")
+        if split_on is not None and bool(split_on) != (single_k < p.K):
+            raise TilerError(
+                f"ascendc: enableMultiCoreSplitK = {str(bool(split_on)).lower()} "
+                f"but singleCoreK = {single_k} "
+                f"{'<' if single_k < p.K else '='} Ka = {p.K}"
+            )
+    if all(k in num for k in ("usedCoreNum", "singleCoreM", "singleCoreN", "singleCoreK")):
+        if min(num["singleCoreM"], num["singleCoreN"]) < 1:
+            raise TilerError("ascendc: singleCoreM and singleCoreN must be at least 1")
+        blocks = -(-p.M // num["singleCoreM"]) * -(-p.N // num["singleCoreN"]) * -(-p.K // num["singleCoreK"])
+        if num["usedCoreNum"] != blocks:
+            raise TilerError(
+                f"ascendc: usedCoreNum = {num['usedCoreNum']} but singleCoreM/N/K cut the problem "
+                f"into {blocks} blocks"
+            )
+    if "block_dim" in num and "usedCoreNum" in num and num["block_dim"] != num["usedCoreNum"]:
+        raise TilerError(f"ascendc: block_dim = {num['block_dim']} but usedCoreNum = {num['usedCoreNum']}")
+
+
 def ascendc_native(fields: dict, p: Problem) -> dict:
     """Ascend matmul knobs from a TCubeTiling (and the MatmulConfig and MatmulType beside it) in AscendC's
     names (ASCENDC_NATIVE_NAMES: the struct's fields flat, or the exported view): tcube_view read
@@ -456,25 +545,7 @@ def ascendc_native(fields: dict, p: Problem) -> dict:
     if "block_dim" in f:
         num["block_dim"] = _native_int("ascendc", "block_dim", f["block_dim"], 1)
     knobs = _pinned(ASCENDC_DOMAINS)
-    for name, want in (("M", p.M), ("N", p.N), ("Ka", p.K), ("Kb", p.K)):
-        if name in num and num[name] != want:
-            raise TilerError(f"ascendc: {name} = {num[name]} but the problem's is {want}")
-    if num.get("isBias"):
-        raise TilerError("ascendc: isBias = 1: tiler's matmul has no bias")
-    a, b, bf = _layout(p)
-    types = f.get("MatmulType", {})
-    if not isinstance(types, dict):
-        raise TilerError(f"ascendc: MatmulType must be an object of A, B, C, got {types!r}")
-    elem = CPP_ELEMENT[p.dtype]
-    _check_operand(
-        "ascendc", "MatmulType.A", types.get("A", {}), {"type": elem, "format": "ND", "isTrans": a == "t"}
-    )
-    _check_operand(
-        "ascendc",
-        "MatmulType.B",
-        types.get("B", {}),
-        {"type": elem, "format": "NZ" if bf == "nz" else "ND", "isTrans": b == "t"},
-    )
+    _ascendc_problem_fields(f, num, p)
 
     for tiler_name, name in (
         ("base_m", "baseM"),
@@ -488,37 +559,7 @@ def ascendc_native(fields: dict, p: Problem) -> dict:
         if name in num:
             knobs[tiler_name] = _native_int("ascendc", name, num[name], 1)
 
-    def buffers(depth: str, step: str, step_k: str) -> int | None:
-        """depth / (step * step_k), AscendC's db of that operand's L1 (1 or 2), when all three are given."""
-        if not all(k in num for k in (depth, step, step_k)):
-            return None
-        per = _native_int("ascendc", step, num[step], 1) * _native_int("ascendc", step_k, num[step_k], 1)
-        if num[depth] % per or num[depth] // per not in (1, 2):
-            raise TilerError(
-                f"ascendc: {depth} = {num[depth]} is not {step}*{step_k} = {per} times 1 or 2 "
-                "(its L1 buffers)"
-            )
-        return num[depth] // per
-
-    db_a = buffers("depthA1", "stepM", "stepKa")
-    db_b = buffers("depthB1", "stepN", "stepKb")
-    if db_a is not None:
-        knobs["l1_stages"] = db_a
-    single_k = num.get("singleCoreK")
-    if db_a is not None and db_b is not None and db_a != db_b:
-        whole_k = single_k is not None and "baseK" in num and num["stepKb"] * num["baseK"] >= single_k
-        if not (db_b == 1 and db_a == 2 and whole_k):
-            raise TilerError(
-                f"ascendc: depthA1/(stepM*stepKa) = {db_a} but depthB1/(stepN*stepKb) = {db_b}: "
-                "tiler's l1_stages "
-                "counts both operands' L1 buffers (B single-buffered only as a panel whole along singleCoreK)"
-            )
-        knobs["weight_resident"] = 1
-    else:
-        if db_a is not None and db_b is not None:
-            knobs["weight_resident"] = 0
-        if "stepKb" in num:
-            knobs["step_kb"] = _native_int("ascendc", "stepKb", num["stepKb"], 1)
+    _ascendc_l1_buffers(num, knobs)
 
     l0 = {k: num[k] for k in ("dbL0A", "dbL0B") if k in num}
     if len(set(l0.values())) > 1:
@@ -552,28 +593,7 @@ def ascendc_native(fields: dict, p: Problem) -> dict:
             )
         knobs["preload"] = int(pre > 0)
 
-    if single_k is not None:
-        if not 0 < single_k <= p.K:
-            raise TilerError(f"ascendc: singleCoreK = {single_k} must be in 1..Ka = {p.K}")
-        knobs["split_k"] = _ascendc_split(p, single_k, num.get("baseK"))
-        split_on = f.get("enableMultiCoreSplitK")
-        if split_on is not None and bool(split_on) != (single_k < p.K):
-            raise TilerError(
-                f"ascendc: enableMultiCoreSplitK = {str(bool(split_on)).lower()} "
-                f"but singleCoreK = {single_k} "
-                f"{'<' if single_k < p.K else '='} Ka = {p.K}"
-            )
-    if all(k in num for k in ("usedCoreNum", "singleCoreM", "singleCoreN", "singleCoreK")):
-        if min(num["singleCoreM"], num["singleCoreN"]) < 1:
-            raise TilerError("ascendc: singleCoreM and singleCoreN must be at least 1")
-        blocks = -(-p.M // num["singleCoreM"]) * -(-p.N // num["singleCoreN"]) * -(-p.K // num["singleCoreK"])
-        if num["usedCoreNum"] != blocks:
-            raise TilerError(
-                f"ascendc: usedCoreNum = {num['usedCoreNum']} but singleCoreM/N/K cut the problem "
-                f"into {blocks} blocks"
-            )
-    if "block_dim" in num and "usedCoreNum" in num and num["block_dim"] != num["usedCoreNum"]:
-        raise TilerError(f"ascendc: block_dim = {num['block_dim']} but usedCoreNum = {num['usedCoreNum']}")
+    _ascendc_cores(f, num, p, knobs)
     return knobs
 
 

@@ -472,6 +472,41 @@ def _catlass_shape(name: str, value) -> list[int]:
     return [_native_int("catlass", f"{name}[{i}]", x, 1) for i, x in enumerate(value)]
 
 
+def _catlass_stages(f: dict, knobs: dict) -> None:
+    """catlass_native's pipeline knobs (l1_stages, preload, l0_pingpong) from DispatchPolicy and the *_STAGES
+    fields (the ping-pong policy fixes them); set in `knobs`."""
+    policy = f.get("DispatchPolicy")
+    if policy is not None and policy not in _CATLASS_POLICIES:
+        raise TilerError(
+            f"catlass: DispatchPolicy must be one of {', '.join(_CATLASS_POLICIES)}, got {policy!r}"
+        )
+    stages = {
+        k: _native_int("catlass", k, f[k], 1) for k in ("L1_STAGES", "L0A_STAGES", "L0B_STAGES") if k in f
+    }
+    if "PRELOAD_STAGES" in f:
+        stages["PRELOAD_STAGES"] = _native_int("catlass", "PRELOAD_STAGES", f["PRELOAD_STAGES"])
+    if policy == "MmadAtlasA2Pingpong":  # two L1 and L0 stages, nothing preloaded
+        fixed = {"L1_STAGES": 2, "L0A_STAGES": 2, "L0B_STAGES": 2, "PRELOAD_STAGES": 0}
+        for k, v in stages.items():
+            if v != fixed[k]:
+                raise TilerError(f"catlass: {k} = {v} contradicts MmadAtlasA2Pingpong ({fixed[k]})")
+        stages = fixed
+    if "L0A_STAGES" in stages and "L0B_STAGES" in stages and stages["L0A_STAGES"] != stages["L0B_STAGES"]:
+        raise TilerError(
+            f"catlass: L0A_STAGES = {stages['L0A_STAGES']} and L0B_STAGES = {stages['L0B_STAGES']} differ "
+            "(tiler's l0_pingpong double-buffers both or neither)"
+        )
+    if "L1_STAGES" in stages:
+        knobs["l1_stages"] = stages["L1_STAGES"]
+    if "PRELOAD_STAGES" in stages:
+        knobs["preload"] = stages["PRELOAD_STAGES"]
+    l0_stages = stages.get("L0A_STAGES", stages.get("L0B_STAGES"))
+    if l0_stages is not None:
+        if l0_stages not in (1, 2):
+            raise TilerError(f"catlass: L0A_STAGES and L0B_STAGES must be 1 or 2, got {l0_stages}")
+        knobs["l0_pingpong"] = l0_stages - 1
+
+
 def catlass_native(fields: dict, p: Problem) -> dict:
     """Ascend matmul knobs from a CATLASS config in CATLASS's names (CATLASS_NATIVE_NAMES, flat or as the
     exported view nests them): catlass_view read backwards. L0TileShape gives base_m, base_n, base_k and
@@ -521,36 +556,7 @@ def catlass_native(fields: dict, p: Problem) -> dict:
     if l0:
         knobs["base_k"] = l0[2]
 
-    policy = f.get("DispatchPolicy")
-    if policy is not None and policy not in _CATLASS_POLICIES:
-        raise TilerError(
-            f"catlass: DispatchPolicy must be one of {', '.join(_CATLASS_POLICIES)}, got {policy!r}"
-        )
-    stages = {
-        k: _native_int("catlass", k, f[k], 1) for k in ("L1_STAGES", "L0A_STAGES", "L0B_STAGES") if k in f
-    }
-    if "PRELOAD_STAGES" in f:
-        stages["PRELOAD_STAGES"] = _native_int("catlass", "PRELOAD_STAGES", f["PRELOAD_STAGES"])
-    if policy == "MmadAtlasA2Pingpong":  # two L1 and L0 stages, nothing preloaded
-        fixed = {"L1_STAGES": 2, "L0A_STAGES": 2, "L0B_STAGES": 2, "PRELOAD_STAGES": 0}
-        for k, v in stages.items():
-            if v != fixed[k]:
-                raise TilerError(f"catlass: {k} = {v} contradicts MmadAtlasA2Pingpong ({fixed[k]})")
-        stages = fixed
-    if "L0A_STAGES" in stages and "L0B_STAGES" in stages and stages["L0A_STAGES"] != stages["L0B_STAGES"]:
-        raise TilerError(
-            f"catlass: L0A_STAGES = {stages['L0A_STAGES']} and L0B_STAGES = {stages['L0B_STAGES']} differ "
-            "(tiler's l0_pingpong double-buffers both or neither)"
-        )
-    if "L1_STAGES" in stages:
-        knobs["l1_stages"] = stages["L1_STAGES"]
-    if "PRELOAD_STAGES" in stages:
-        knobs["preload"] = stages["PRELOAD_STAGES"]
-    l0_stages = stages.get("L0A_STAGES", stages.get("L0B_STAGES"))
-    if l0_stages is not None:
-        if l0_stages not in (1, 2):
-            raise TilerError(f"catlass: L0A_STAGES and L0B_STAGES must be 1 or 2, got {l0_stages}")
-        knobs["l0_pingpong"] = l0_stages - 1
+    _catlass_stages(f, knobs)
 
     splits = {k: _native_int("catlass", k, f[k], 1) for k in ("splitkFactor", "split_k") if k in f}
     if len(set(splits.values())) > 1:
