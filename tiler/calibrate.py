@@ -338,12 +338,15 @@ def _fit(
     names: list[str],
     iters: int = 40,
     prior_sigma: float = PRIOR_SIGMA,
+    boxes: dict | None = None,
 ) -> dict:
     """Levenberg-Marquardt on log(pred/measured) over log-constants, soft-L1 reweighted, clipped to the
-    operator's FITTABLE boxes. With a finite `prior_sigma` each constant has a log-normal prior around its start
-    (sigma in log units) and each shape's rows weigh together as one observation; inf: neither (every row alike)."""
-    lo = np.log([model.FITTABLE[k][0] for k in names])
-    hi = np.log([model.FITTABLE[k][1] for k in names])
+    operator's FITTABLE boxes (or `boxes`, narrower ones). With a finite `prior_sigma` each constant has a log-normal
+    prior around its start (sigma in log units) and each shape's rows weigh together as one observation; inf:
+    neither (every row alike)."""
+    box = boxes or model.FITTABLE
+    lo = np.log([box[k][0] for k in names])
+    hi = np.log([box[k][1] for k in names])
     u = np.clip(np.log([start[k] for k in names]), lo, hi)
     y = np.log(data.seconds)
     # rows near their shape's best matter most (that is where the choice is made): weight by closeness

@@ -59,6 +59,9 @@ class TotalsResult:
     starts: list[dict] = field(
         default_factory=list
     )  # the fit's starting points (values put into the profile's)
+    floors: dict[str, tuple[float, str]] = field(
+        default_factory=dict
+    )  # box floors the totals proved (floors)
 
     def summary(self) -> str:
         """What was fitted, on what stand-in, and how the held-out rows compare with the model's optimum."""
@@ -79,6 +82,10 @@ class TotalsResult:
                 f"{s['cv_geomean']:.3f}, {s['cv_in_band']:.0%} of rows in [{lo}, {hi}], median |log ratio| "
                 f"{s['cv_error']:.3f} (uncalibrated {s['error_before']:.3f})"
             )
+        lines += [
+            f"  {k} >= {v:.4g}: the floor {label}'s measured total proves (the operator's totals_floors)"
+            for k, (v, label) in self.floors.items()
+        ]
         lines += [
             f"  {k} = {v:.4g} (was {self.start[k]:.4g}){' moved' if abs(math.log(v / self.start[k])) > 0.01 else ''}"
             for k, v in self.values.items()
@@ -137,10 +144,35 @@ def _optimum(op: str, chip: Chip, problems: list[Problem]) -> tuple[list[dict], 
     return tilings, np.array(times), bounds
 
 
+def floors(model, chip: Chip, problems, best_s, names) -> dict[str, tuple[float, str]]:
+    """The lower limits the measured totals prove on fitted constants (the operator's `totals_floors`, e.g. no
+    kernel runs its MMADs faster than the cube's peak at the fitted efficiency allows): per constant the highest
+    floor any problem's fastest total gives, above the operator's box floor, and that problem's label."""
+    out: dict[str, tuple[float, str]] = {}
+    proof = getattr(model, "totals_floors", None)
+    if proof is None:
+        return out
+    for p, s in zip(problems, best_s, strict=True):
+        for k, v in proof(p, chip, float(s)).items():
+            lo, hi = model.FITTABLE[k]
+            v = min(v, hi)
+            if k in names and v > max(lo, out.get(k, (lo, ""))[0]):
+                out[k] = (v, p.label())
+    return out
+
+
+def _boxes(model, chip: Chip, problems, best_s, names) -> dict:
+    """The fit's boxes: the operator's FITTABLE with each floor raised to what these problems' totals prove."""
+    raised = floors(model, chip, problems, best_s, names)
+    return {k: (raised[k][0], model.FITTABLE[k][1]) if k in raised else model.FITTABLE[k] for k in names}
+
+
 def _fit_rounds(model, chip: Chip, op: str, problems, best_s, names, start, rounds: int) -> tuple[dict, int]:
     """Search <-> fit until the constants stop moving (or `rounds`): the optimum under the constants stands in for
-    the library's tiling, and the constants are fitted to the measured totals at those tilings."""
-    e = dict(start)
+    the library's tiling, and the constants are fitted to the measured totals at those tilings, inside the boxes
+    the totals leave (_boxes)."""
+    boxes = _boxes(model, chip, problems, best_s, names)
+    e = dict(start, **{k: min(max(start[k], boxes[k][0]), boxes[k][1]) for k in names})
     for done in range(1, rounds + 1):  # noqa: B007 (the rounds run are returned)
         tuned = chip.with_values({k: e[k] for k in names})
         tilings, _, _ = _optimum(op, tuned, problems)
@@ -150,7 +182,9 @@ def _fit_rounds(model, chip: Chip, op: str, problems, best_s, names, start, roun
                 for p, t, s in zip(problems, tilings, best_s, strict=True)
             ]
         )
-        new = _fit(model, chip, load_measurements(chip, op, table), e, names, prior_sigma=math.inf)
+        new = _fit(
+            model, chip, load_measurements(chip, op, table), e, names, prior_sigma=math.inf, boxes=boxes
+        )
         moved = max(abs(math.log(new[k] / e[k])) for k in names)
         e = new
         if moved < 1e-3:
@@ -280,4 +314,5 @@ def calibrate_totals(
         time.perf_counter() - t0,
         [p.label() for p in problems],
         starts=list(starts),
+        floors=floors(model, chip, problems, best_s, names),
     )

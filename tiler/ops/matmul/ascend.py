@@ -186,6 +186,12 @@ class MatmulAscend(AscendBounds, Operator):
     # chip-generic efficiencies and fixed costs; a single pipe's rate needs that pipe's measured time
     FIT_FROM_TOTALS = FIT_FROM_TOTALS
 
+    def totals_floors(self, p: Matmul, chip, seconds: float) -> dict[str, float]:
+        """What one measured total proves about the constants (tiler.calibrate_totals raises the fit's box floors
+        to it): the kernel's MMADs alone take flops / (peak x mac_efficiency) whatever its tiling (padding only
+        adds MACs) and the measured time includes them, so mac_efficiency >= flops / (peak x measured)."""
+        return {"mac_efficiency": p.flops / (chip.peak_tflops(p.dtype) * 1e12 * seconds)}
+
     def prepare(self, p: Matmul, chip, c: dict) -> dict[str, np.ndarray]:
         """The model is re-run whole per fit step (it is fast on a few hundred rows): keep the knob columns and
         the problem of every row."""
