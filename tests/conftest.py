@@ -86,6 +86,31 @@ def torch():
     return torch
 
 
+def ascend_floors_hold(p, chip, seed: int) -> None:
+    """On 120 random feasible tile rows of the Ascend matmul search (each with every schedule): every estimate is at
+    least its roofline, the search's floors (quick_bound, bound, prefix_bound) never exceed the best estimate of
+    their row, and the fast estimate is the reference bit for bit."""
+    from tiler.search import enumerate_feasible
+    from tiler.space import product, take
+
+    space = load_space("matmul", "ascend")
+    model = get_operator("matmul", "ascend")
+    table, _, _ = enumerate_feasible(p, chip, space, model)
+    rng = np.random.default_rng(seed)
+    rows = take(table, rng.choice(len(table["base_m"]), size=min(120, len(table["base_m"])), replace=False))
+    every = product(rows, space.product(list(model.SCHEDULE_KNOBS)))
+    est = model.estimate(p, chip, every)
+    best_t = est["time_us"].reshape(len(rows["base_m"]), -1).min(axis=1)
+    assert np.all(est["time_us"] >= est["roofline_us"] * (1 - 1e-9))
+    quick = model.quick_bound(p, chip, rows)
+    assert np.all(quick <= best_t * (1 + 1e-9))
+    assert np.all(model.bound(p, chip, rows) <= best_t * (1 + 1e-9))
+    prefix = {k: rows[k] for k in model.LEVELS[0]}
+    assert np.all(model.prefix_bound(p, chip, prefix, space.domains()) <= quick * (1 + 1e-9))
+    some = take(every, slice(0, 400))
+    same_estimates(model.estimate(p, chip, some), model.estimate_reference(p, chip, some))
+
+
 def same_estimates(a: dict, b: dict) -> None:
     """Two estimate records are equal bit for bit: the same columns, dtypes, shapes and values."""
     assert a.keys() == b.keys()

@@ -4,16 +4,12 @@ so (a measurement condition the fit from totals sets; no shipped profile has it)
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
-from conftest import same_estimates
+from conftest import ascend_floors_hold
 
 import tiler
 from tiler.hardware import load_chip
-from tiler.operator import get_operator
 from tiler.problem import parse_problem
-from tiler.search import enumerate_feasible
-from tiler.space import load_space, product, take
 
 CHIP = "ascend910b2"
 
@@ -70,20 +66,4 @@ def test_bounds_and_roofline_stay_below_warm_estimates(fields, dtype, chip_id):
     """The search's floors (quick_bound, bound, prefix_bound) and the roofline never exceed a warm estimate: the
     roofline drops the inputs' HBM bytes, and the floors see the same all-hit tile costs; the fast estimate equals
     the reference."""
-    chip = _warm(chip_id)
-    space = load_space("matmul", "ascend")
-    model = get_operator("matmul", "ascend")
-    p = parse_problem("matmul", fields, dtype)
-    table, _, _ = enumerate_feasible(p, chip, space, model)
-    rng = np.random.default_rng(11)
-    rows = take(table, rng.choice(len(table["base_m"]), size=min(120, len(table["base_m"])), replace=False))
-    est = model.estimate(p, chip, product(rows, space.product(list(model.SCHEDULE_KNOBS))))
-    best_t = est["time_us"].reshape(len(rows["base_m"]), -1).min(axis=1)
-    assert np.all(est["time_us"] >= est["roofline_us"] * (1 - 1e-9))
-    quick = model.quick_bound(p, chip, rows)
-    assert np.all(quick <= best_t * (1 + 1e-9))
-    assert np.all(model.bound(p, chip, rows) <= best_t * (1 + 1e-9))
-    prefix = {k: rows[k] for k in model.LEVELS[0]}
-    assert np.all(model.prefix_bound(p, chip, prefix, space.domains()) <= quick * (1 + 1e-9))
-    some = take(product(rows, space.product(list(model.SCHEDULE_KNOBS))), slice(0, 400))
-    same_estimates(model.estimate(p, chip, some), model.estimate_reference(p, chip, some))
+    ascend_floors_hold(parse_problem("matmul", fields, dtype), _warm(chip_id), seed=11)

@@ -6,17 +6,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import same_estimates
+from conftest import ascend_floors_hold
 
 import tiler
 from tiler.cli import main
 from tiler.errors import ProblemError
 from tiler.hardware import load_chip
-from tiler.operator import get_operator
 from tiler.ops.matmul.ascend import WARM_START
 from tiler.problem import parse_problem
-from tiler.search import enumerate_feasible
-from tiler.space import load_space, product, take
 
 CHIP = "ascend910b2"
 
@@ -181,24 +178,7 @@ def test_int4_b_halves_the_weight_bytes_from_hbm_but_adds_a_vector_pass():
 def test_bounds_and_roofline_stay_below_quantised_estimates(fields, chip_id):
     """The search's floors (quick_bound, bound, prefix_bound) and the roofline never exceed a quantised estimate:
     the dequant terms only add time, and int4's L2-resident B is within the floors' best bandwidth."""
-    chip = load_chip(chip_id)
-    space = load_space("matmul", "ascend")
-    model = get_operator("matmul", "ascend")
-    p = parse_problem("matmul", fields, "int8")
-    table, _, _ = enumerate_feasible(p, chip, space, model)
-    rng = np.random.default_rng(7)
-    rows = take(table, rng.choice(len(table["base_m"]), size=min(120, len(table["base_m"])), replace=False))
-    est = model.estimate(p, chip, product(rows, space.product(list(model.SCHEDULE_KNOBS))))
-    exact = est["time_us"].reshape(len(rows["base_m"]), -1)
-    best_t = exact.min(axis=1)
-    assert np.all(est["time_us"] >= est["roofline_us"] * (1 - 1e-9))
-    quick = model.quick_bound(p, chip, rows)
-    assert np.all(quick <= best_t * (1 + 1e-9))
-    assert np.all(model.bound(p, chip, rows) <= best_t * (1 + 1e-9))
-    prefix = {k: rows[k] for k in model.LEVELS[0]}
-    assert np.all(model.prefix_bound(p, chip, prefix, space.domains()) <= quick * (1 + 1e-9))
-    some = take(product(rows, space.product(list(model.SCHEDULE_KNOBS))), slice(0, 400))
-    same_estimates(model.estimate(p, chip, some), model.estimate_reference(p, chip, some))
+    ascend_floors_hold(parse_problem("matmul", fields, "int8"), load_chip(chip_id), seed=7)
 
 
 def test_exports_promise_no_quant_kernel():
