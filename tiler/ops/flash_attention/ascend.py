@@ -493,26 +493,34 @@ class FlashAttentionAscend(Operator):
         make = np.einsum("nt,nt->n", w.cols["interval"], w.total) / chip.cores + w.fill
         return (np.maximum(make + w.combine, w.hbm_floor) * 1e6 + w.head) * BOUND_SAFETY
 
+    def _deal(self, p: FlashAttention, chip, c: dict, w) -> tuple[np.ndarray, ...]:
+        """Each candidate's tasks dealt to the cores both ways (plain and balanced, `schedule` once per grid): the
+        per-core busy times of both (n, cores), the task counts of the split the candidate runs (n, cores, NTYPES)
+        and the work columns of its busiest core (n, NTYPES)."""
+        cost = w.cols["interval"]
+        bs1, bs2, ks = _i(c, "block_s1"), _i(c, "block_s2"), _i(c, "kv_split")
+        split = _i(c, "core_split")
+        groups = [schedule(p, chip.cores, int(bs1[i]), int(bs2[i]), int(ks[i])) for i in w.first]
+        sched_plain = np.stack([s["plain"] for s in groups])
+        sched_bal = np.stack([s["balanced"] for s in groups])
+        per_plain = np.einsum("nt,nkt->nk", cost, sched_plain[w.gi])
+        per_bal = np.einsum("nt,nkt->nk", cost, sched_bal[w.gi])
+        per = np.where((split == BALANCED)[:, None], per_bal, per_plain)
+        crit_core = per.argmax(axis=1)
+        counts = np.where((split == BALANCED)[:, None, None], sched_bal[w.gi], sched_plain[w.gi])
+        crit = counts[np.arange(w.n), crit_core]  # (n, NTYPES) work columns of the busiest core
+        return per_plain, per_bal, counts, crit
+
     def estimate(self, p: FlashAttention, chip, c: dict) -> dict[str, np.ndarray]:
         """The estimate record plus, for the critical core, cube/vector/transfer/sync time, the exchange bytes,
         the makespan and balance of both core splits, the combine phase and the buffers a block fills."""
         w = self._costs(p, chip, c)
-        n, g, gi, tasks, cols, fill = w.n, w.g, w.gi, w.tasks, w.cols, w.fill
-        cost = cols["interval"]
-        bs1, bs2, ks = _i(c, "block_s1"), _i(c, "block_s2"), _i(c, "kv_split")
+        n, g, tasks, cols, fill = w.n, w.g, w.tasks, w.cols, w.fill
         split = _i(c, "core_split")
         cores = chip.cores
-        groups = [schedule(p, cores, int(bs1[i]), int(bs2[i]), int(ks[i])) for i in w.first]
-        sched_plain = np.stack([s["plain"] for s in groups])
-        sched_bal = np.stack([s["balanced"] for s in groups])
-        per_plain = np.einsum("nt,nkt->nk", cost, sched_plain[gi])
-        per_bal = np.einsum("nt,nkt->nk", cost, sched_bal[gi])
+        per_plain, per_bal, counts, crit = self._deal(p, chip, c, w)
         make_plain = per_plain.max(axis=1) + fill
         make_bal = per_bal.max(axis=1) + fill
-        per = np.where((split == BALANCED)[:, None], per_bal, per_plain)
-        crit_core = per.argmax(axis=1)
-        counts = np.where((split == BALANCED)[:, None, None], sched_bal[gi], sched_plain[gi])
-        crit = counts[np.arange(n), crit_core]  # (n, NTYPES) work columns of the busiest core
         make = np.where(split == BALANCED, make_bal, make_plain)
         combine, exchange, partial_bytes, hbm_floor, used, head = (
             w.combine,
