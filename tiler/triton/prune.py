@@ -15,9 +15,8 @@ from .user_space import FAMILY, LAUNCH, UserSpace
 
 # Configs whose predicted times differ by less than this share the model cannot tell apart: its median
 # |log(predicted / measured)| on the H200 GEMMs held out of every fit is 0.104 (python -m bench.fidelity, held-out
-# shapes), on the flash-attention ones about 0.1 (docs/model_cuda.md). Among such configs the pruner keeps one that
-# Triton has already compiled for the launch's specialisation (it costs no compile), never in place of the
-# model's best.
+# shapes). Among such configs the pruner keeps one that Triton has already compiled for the launch's
+# specialisation (it costs no compile), never in place of the model's best.
 COMPILE_TOLERANCE = 0.10
 
 

@@ -86,9 +86,8 @@ FITTABLE = {
 RESCALE_LANES = 1.0
 ROW_LANES = 48.0
 LANES_PER_CYCLE = 128.0  # 4 schedulers x 32 lanes per SM and cycle
-WGMMA_M = (
-    64.0  # rows of one warpgroup MMA instruction (wgmma.m64nNk16): the tensor core's turn between warpgroups
-)
+# rows of one warpgroup MMA instruction (wgmma.m64nNk16): the tensor core's turn between warpgroups
+WGMMA_M = 64.0
 # prepare() keeps this many (programs, steps) pairs per candidate: the slots on the upper hull of all slots' pairs
 HULL = 8
 # Most programs slot_profile deals one chunk at a time (a causal grid of long sequences and many heads holds
