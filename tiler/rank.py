@@ -235,6 +235,16 @@ def _empty(v) -> bool:
     return v is None or (isinstance(v, float) and v != v) or (isinstance(v, str) and not v.strip())
 
 
+def outside_domain(knob, num: np.ndarray) -> np.ndarray:
+    """Per value (float64 codes), whether it lies outside the knob's domain: not a whole number, or neither one of
+    its values nor (an open knob) in (0, OPEN_MAX]."""
+    whole = num == np.round(num)
+    inside = np.isin(num, np.asarray(knob.values, dtype=np.float64)) | (
+        knob.open & (num > 0) & (num <= OPEN_MAX)
+    )
+    return ~(whole & inside)
+
+
 def parse_knobs(
     df: pd.DataFrame, space: Space, what: str = "candidates"
 ) -> tuple[dict[str, np.ndarray], np.ndarray, list[str]]:
@@ -276,11 +286,7 @@ def parse_knobs(
                 + (f" or one of {', '.join(knob.labels)}" if knob.labels else "")
                 + f", got {shown}"
             )
-        whole = num == np.round(num)
-        inside = np.isin(num, np.asarray(knob.values, dtype=np.float64)) | (
-            knob.open & (num > 0) & (num <= OPEN_MAX)
-        )
-        out = ~(whole & inside)
+        out = outside_domain(knob, num)
         first = out & ok
         why[first] = [f"domain: {k} must be one of {knob.allowed()}, got {t}" for t in text.to_numpy()[first]]
         ok &= ~out
@@ -288,6 +294,50 @@ def parse_knobs(
         cols[k] = np.where(out, knob.values[0], num).astype(np.int64)
     why = list(why)
     return cols, ok, why
+
+
+@dataclass(frozen=True)
+class Scored:
+    """What the model says of a set of candidate columns: per row whether it is feasible (`ok`), else the rule and
+    its text that reject it; for the feasible rows, in their given order, the estimate's columns, the rank (1 =
+    predicted fastest, ties share it) and `order`, their positions best first (rank, then the model's tie
+    preference, then the order given)."""
+
+    ok: np.ndarray
+    rule: np.ndarray
+    reason: np.ndarray
+    estimate: dict
+    rank: np.ndarray
+    order: np.ndarray
+
+
+def score_columns(problem: Problem, chip, model, cands: dict[str, np.ndarray], ok, why) -> Scored:
+    """The ranking of candidate columns, on numpy columns alone: the rows `ok` marks (those `why` does not already
+    reject, with the domain's reason) through the operator's capacity rules, then one vectorised estimate of the
+    feasible ones. What rank_candidates runs on a table, and what tiler.triton's pruner runs on a launch's configs
+    (no table: a prune is on the launch's critical path)."""
+    ok = np.array(ok, dtype=bool)
+    rule = np.array(["domain" if w else "" for w in why], dtype=object)
+    reason = np.array(why, dtype=object)
+    if ok.size:
+        for r, m in model.masks(problem, chip, cands).items():
+            new = ok & ~m
+            rule[new] = r
+            reason[new] = model.RULE_TEXT.get(r, r)
+            ok &= m
+    good = {k: v[ok] for k, v in cands.items()}
+    n = int(ok.sum())
+    if not n:
+        empty = np.zeros(0, dtype=np.int64)
+        return Scored(ok, rule, reason, {"time_us": np.zeros(0)}, empty, empty)
+    est = model.estimate(problem, chip, good)
+    t = np.asarray(est["time_us"], dtype=np.float64)
+    rank = np.searchsorted(np.sort(t), t, side="left").astype(np.int64) + 1  # pandas' rank(method="min")
+    # exact ties: the order the model prefers first (search.top_distinct), then the order given
+    prefer = tie_preference(model, problem, chip, good)
+    tie = np.zeros(n, dtype=np.int8) if prefer is None else np.asarray(prefer)
+    order = np.lexsort((np.arange(n), tie, rank))
+    return Scored(ok, rule, reason, est, rank, order)
 
 
 def rank_candidates(
@@ -322,16 +372,9 @@ def rank_candidates(
     else:  # partial rows, or rows in a target's names: completed with the model's best choice
         sel = complete_rows(problem, chip, space, sel)
     cands, ok, why = parse_knobs(sel, space, "--candidates")
-    rule = np.array(["domain" if w else "" for w in why], dtype=object)
-    reason = np.array(why, dtype=object)
-    if len(sel):
-        masks = model.masks(problem, chip, cands)
-        for r, m in masks.items():
-            new = ok & ~m
-            rule[new] = r
-            reason[new] = model.RULE_TEXT.get(r, r)
-            ok &= m
-    rejected = sel[~ok].assign(rule=rule[~ok], reason=reason[~ok])
+    scored = score_columns(problem, chip, model, cands, ok, why)
+    ok = scored.ok
+    rejected = sel[~ok].assign(rule=scored.rule[~ok], reason=scored.reason[~ok])
     good = sel[ok].copy()
     # knob columns as integers (read as floats when other rows, cuBLAS, left them empty), labels kept as labels
     for k, col in space.spelled(sel.columns).items():
@@ -343,16 +386,13 @@ def rank_candidates(
         else:
             good[col] = cands[k][ok]
     if len(good):
-        est = model.estimate(problem, chip, {k: v[ok] for k, v in cands.items()})
+        est = scored.estimate
         good["predicted_us"] = est["time_us"]
         for k in ("bound", "waves", "cores_used", "l2_hit_rate"):
             if k in est:
                 good[k] = est[k]
-        good["rank"] = good["predicted_us"].rank(method="min").astype(np.int64)
-        # exact ties: the order the model prefers first (search.top_distinct), then the input order
-        prefer = tie_preference(model, problem, chip, {k: v[ok] for k, v in cands.items()})
-        tie = np.zeros(len(good), dtype=np.int8) if prefer is None else prefer
-        good = good.assign(_tie=tie).sort_values(["rank", "_tie", "row"], kind="stable").drop(columns="_tie")
+        good["rank"] = scored.rank
+        good = good.iloc[scored.order]
     else:
         good["predicted_us"] = pd.Series(dtype=float)
         good["rank"] = pd.Series(dtype=np.int64)

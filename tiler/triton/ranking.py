@@ -107,6 +107,30 @@ def _rank_table(problem, chip, us: UserSpace, cols: dict[str, np.ndarray], what:
     return rank_candidates(problem, chip, pd.DataFrame(knobs), us.model_space)
 
 
+def _score(problem, chip, us: UserSpace, cols: dict[str, np.ndarray], what: str = ""):
+    """tiler.rank.score_columns of configs given as param columns (their model knob columns through the key map
+    and defaults; `what` starts the line of a value outside a knob's domain, UserSpace.knob_columns): the
+    numpy core of `tiler rank`, without its table (the pruner runs once per autotune key, inside the launch)."""
+    from ..rank import outside_domain, score_columns
+
+    space = us.model_space
+    knobs = us.knob_columns(cols, what)
+    n = len(next(iter(knobs.values()))) if knobs else 0
+    ok = np.ones(n, dtype=bool)
+    why = [""] * n
+    for (
+        k,
+        col,
+    ) in knobs.items():  # the codes knob_columns parsed are in the domain; checked as tiler rank does
+        out = outside_domain(space.knobs[k], col.astype(np.float64)) & ok
+        for i in np.flatnonzero(out):
+            why[i] = f"domain: {k} must be one of {space.knobs[k].allowed()}, got {col[i]}"
+        ok &= ~out
+    model = us.operator
+    model.admit(problem, chip)
+    return knobs, score_columns(problem, chip, model, knobs, ok, why)
+
+
 def _problem(op, chip, shape, us: UserSpace, dtype):
     """(chip, problem) of a call: the chip loaded and of the cuda family, the shape merged with the space's fixed
     problem fields (the shape wins), the dtype given, else the space's."""
@@ -150,23 +174,27 @@ def rank_configs(configs, op: str, chip, shape, space=None, dtype: str | None = 
 
 
 def _ranked_configs(problem, chip, us: UserSpace, configs, dicts) -> list[RankedConfig]:
-    cols = _columns_of(us, dicts)
-    ranked, rejected = _rank_table(problem, chip, us, cols, "configs")
+    knobs, scored = _score(problem, chip, us, _columns_of(us, dicts), "configs")
     space = us.model_space
+    labels = {k: [space.knobs[k].label(v) for v in col.tolist()] for k, col in knobs.items()}
 
-    def config(rec: dict, *scored) -> RankedConfig:
-        i = int(rec["row"]) - 1
-        return RankedConfig(
-            i, configs[i], dicts[i], {k: space.knobs[k].label(rec[k]) for k in space.names}, *scored
-        )
+    def config(i: int, *scored_) -> RankedConfig:
+        return RankedConfig(i, configs[i], dicts[i], {k: labels[k][i] for k in space.names}, *scored_)
 
+    feasible = np.flatnonzero(scored.ok)
+    bound = scored.estimate.get("bound")
     out = [
-        config(rec, float(rec["predicted_us"]), int(rec["rank"]), str(rec.get("bound", "")))
-        for rec in ranked.to_dict("records")
+        config(
+            int(feasible[j]),
+            float(scored.estimate["time_us"][j]),
+            int(scored.rank[j]),
+            str(bound[j]) if bound is not None else "",
+        )
+        for j in scored.order.tolist()
     ]
     out += [
-        config(rec, float("inf"), None, "", f"{rec['rule']}: {rec['reason']}")
-        for rec in rejected.to_dict("records")
+        config(int(i), float("inf"), None, "", f"{scored.rule[i]}: {scored.reason[i]}")
+        for i in np.flatnonzero(~scored.ok).tolist()
     ]
     return out
 
