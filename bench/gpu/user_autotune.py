@@ -566,6 +566,18 @@ def report(data: Path, kernel: str = "gemm") -> int:
         f"compiled {int(s['compiled_full'].sum())} / {int(s['compiled_pruned'].sum())} variants; "
         f"the model {s['model_s'].sum():.2f} s in all"
     )
+    h2h_path = data / names["h2h"]
+    if (
+        h2h_path.exists()
+    ):  # the two autotunes' own picks, re-timed side by side (no best-of-many-single-timings bias)
+        med = pd.read_csv(h2h_path).groupby(["shape", "config"])["ms"].median()
+        picks = [
+            med[(r.shape, r.full_pick)] / med[(r.shape, r.pruned_pick)] for r in s.itertuples(index=False)
+        ]
+        print(
+            f"the two autotunes' picks re-timed head-to-head (full pick / pruned pick): geomean {_geomean(picks):.4f}, "
+            f"min {min(picks):.3f}, >= 0.95 on {sum(p >= 0.95 for p in picks)}/{len(picks)}"
+        )
     print(
         f"{vendor} time / Triton time (> 1: Triton faster), geomean: full best {gm['full_vs_vendor']:.3f}, "
         f"pruned pick {gm['pruned_vs_vendor']:.3f} (head-to-head {gm['full_vs_vendor_h2h']:.3f}, "
