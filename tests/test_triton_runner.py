@@ -148,6 +148,11 @@ TEMPLATE_CASES = [
     (1024, 520, 264, "tn", "fp16", cfg(ORDER=2, GROUP_M=1, BLOCK_N=128)),
     (136, 4104, 512, "tt", "fp16", cfg(SPLIT_K=3)),
     (3000, 5000, 2000, "nn", "fp16", cfg(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, num_warps=8, SPLIT_K=2)),
+    # rows TMA cannot describe: A (K = 1001), B (N = 999), both, each layout: staged into 16-byte rows first
+    (1000, 999, 1001, "nn", "fp16", cfg(ORDER=1, GROUP_M=8)),
+    (333, 777, 2050, "nt", "bf16", cfg(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, num_warps=8)),
+    (1023, 520, 263, "tn", "fp16", cfg(ORDER=2, GROUP_M=1, BLOCK_N=128)),
+    (17, 4100, 513, "tt", "bf16", cfg(SPLIT_K=3)),
 ]
 
 
@@ -156,7 +161,8 @@ TEMPLATE_CASES = [
 @pytest.mark.parametrize("M,N,K,layout,dtype,config", TEMPLATE_CASES)
 def test_tma_templates_match_torch(torch, template, M, N, K, layout, dtype, config):
     """Every TMA template (tma, persistent, persistent_ws) computes the product for every layout, edges and
-    split-K included, writing every element of a poisoned output."""
+    split-K included, writing every element of a poisoned output; operands whose rows are not 16-byte multiples
+    are staged, and the staging must not change the operands given."""
     dt = {"fp16": torch.float16, "bf16": torch.bfloat16}[dtype]
     g = torch.Generator(device="cuda")
     g.manual_seed(M + N + K + template)
@@ -166,6 +172,7 @@ def test_tma_templates_match_torch(torch, template, M, N, K, layout, dtype, conf
         with pytest.raises(SpaceError, match="needs SPLIT_K 1"):
             tm.matmul(a, b, dict(config, TEMPLATE=template), out=out)
         return
+    a0, b0 = a.clone(), b.clone()
     try:
         c = tm.matmul(a, b, dict(config, TEMPLATE=template), out=out)
     except TilerError as exc:
@@ -175,6 +182,7 @@ def test_tma_templates_match_torch(torch, template, M, N, K, layout, dtype, conf
     ref = torch.matmul(a.float(), b.float())
     assert torch.isfinite(c).all()
     assert (torch.linalg.vector_norm(c.float() - ref) / torch.linalg.vector_norm(ref)).item() < 1e-2
+    assert torch.equal(a, a0) and torch.equal(b, b0)
 
 
 @pytest.mark.gpu

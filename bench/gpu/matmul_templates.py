@@ -131,14 +131,17 @@ SPLIT_K_WS = (
 )
 
 
-def _tasks(plan_rows) -> list[tuple]:
-    """(M, N, K, config with TEMPLATE, source, group): the plan rows under the templates TEMPLATES_OF gives them,
-    where the shape can run them (tma_ok)."""
+def _tasks(plan_rows, staged_only: bool = False) -> list[tuple]:
+    """(M, N, K, config with TEMPLATE, source, group): the plan rows under the templates TEMPLATES_OF gives them
+    (a TMA template stages the operands whose rows TMA cannot describe: triton_tma.staged_operands). staged_only:
+    only the shapes with such an operand."""
     from tiler.ops.matmul.triton_tma import tma_ok
 
     out = []
     for r in plan_rows:
         M, N, K = int(r["M"]), int(r["N"]), int(r["K"])
+        if staged_only and tma_ok(M, N, K, "nn", 2):
+            continue
         cfg = {k: int(r[k]) for k in KNOBS}
         if r.get("TEMPLATE", "") != "":  # a picks plan: each row under its own template
             out.append((M, N, K, {**cfg, "TEMPLATE": int(r["TEMPLATE"])}, r["source"], r["group"]))
@@ -150,8 +153,6 @@ def _tasks(plan_rows) -> list[tuple]:
         if r["source"] == "tutorial" and tiling == WS_TILING:
             templates.append(3)
         for t in templates:
-            if t and not tma_ok(M, N, K, "nn", 2):
-                continue
             if t == 3 and cfg["SPLIT_K"] != SPLIT_K_WS:
                 continue
             out.append((M, N, K, {**cfg, "TEMPLATE": t}, r["source"], r["group"]))
@@ -191,7 +192,15 @@ def _once(p, cfg) -> None:
     torch.cuda.synchronize()
 
 
-def run(out: Path, jobs: int, budget_s: float, part: str, compile_s: float, plan_path: Path = PLAN) -> int:
+def run(
+    out: Path,
+    jobs: int,
+    budget_s: float,
+    part: str,
+    compile_s: float,
+    plan_path: Path = PLAN,
+    staged_only: bool = False,
+) -> int:
     import concurrent.futures as cf
     import multiprocessing as mp
 
@@ -202,7 +211,7 @@ def run(out: Path, jobs: int, budget_s: float, part: str, compile_s: float, plan
 
     t0 = time.perf_counter()
     with open(plan_path) as f:
-        tasks = _tasks(list(csv.DictReader(f)))
+        tasks = _tasks(list(csv.DictReader(f)), staged_only)
     tasks.sort(key=lambda t: (t[0], t[1], t[2]))
     k, n = (int(x) for x in part.split("/"))  # this call's share of the shapes: k of n
     shapes = list(dict.fromkeys(t[:3] for t in tasks))
@@ -386,6 +395,7 @@ def main(argv=None) -> int:
     r.add_argument("--compile-s", type=float, default=240.0, help="compile pool deadline, from start")
     r.add_argument("--part", default="1/1", help="k/n: time the k-th of n interleaved shares of the shapes")
     r.add_argument("--plan", type=Path, default=PLAN)
+    r.add_argument("--staged-only", action="store_true", help="only shapes with an operand TMA stages")
     sub.add_parser("report").add_argument(
         "csv", type=Path, nargs="?", default=DATA / "h200_matmul_templates.csv"
     )
@@ -398,7 +408,7 @@ def main(argv=None) -> int:
     if a.cmd == "plan":
         return plan(a.out)
     if a.cmd == "run":
-        return run(a.out, a.jobs, a.budget_s, a.part, a.compile_s, a.plan)
+        return run(a.out, a.jobs, a.budget_s, a.part, a.compile_s, a.plan, a.staged_only)
     if a.cmd == "fit":
         return fit()
     if a.cmd == "picks-plan":

@@ -6,7 +6,11 @@
 * 1 ``tma``: one program per tile (and K slice); A and B tiles are loaded through TMA tensor descriptors built on
   the host. The copy engine computes the addresses, fills out-of-bounds rows and the K tail with zeros (no
   masks, no wrap-around), and needs only each operand's row stride to be a multiple of 16 bytes (`tma_ok`), where
-  the pointer kernel's 16-byte vectors need Triton to *prove* the stride a multiple of 16 elements.
+  the pointer kernel's 16-byte vectors need Triton to *prove* the stride a multiple of 16 elements. An operand
+  whose row stride is not (K = 3333 in fp16: rows 6666 bytes apart), or whose data does not start on 16 bytes, is
+  staged: copied, before the kernel and inside the timed call, into a buffer whose rows are padded to 16 bytes
+  (`staged_operands`). The copy reads and writes the operand once; the pointer kernel instead loads such an
+  operand one element at a time on the synchronous path, on every K step of every tile that reads it.
 * 2 ``persistent``: the `tma` loads in a persistent grid: one program per SM walks the (tile, K slice) work items
   with a stride of the grid size, so there is one launch wave and the next tile's loads start while the last
   tile's epilogue runs (`tl.range(..., flatten=True)`).
@@ -25,12 +29,18 @@ TEMPLATES = ("pointer", "tma", "persistent", "persistent_ws")
 TMA_ALIGN_BYTES = 16  # cuTensorMapEncodeTiled: every global stride but the innermost a multiple of 16 bytes
 
 
-def tma_ok(M: int, N: int, K: int, layout: str, elem_bytes: int) -> bool:
-    """Whether TMA descriptors can describe A and B of this problem as stored (`layout`, tiler's nn/nt/tn/tt): the
-    row stride of each stored operand (A `n`: K, `t`: M; B `n`: N, `t`: K elements) a multiple of 16 bytes."""
+def staged_operands(M: int, N: int, K: int, layout: str, elem_bytes: int) -> tuple[str, ...]:
+    """The operands ("A", "B") a TMA template copies into 16-byte-pitched rows first: those whose stored row
+    stride (`layout`, tiler's nn/nt/tn/tt; A `n`: K, `t`: M; B `n`: N, `t`: K elements) is not a multiple of 16
+    bytes, which no TMA descriptor can describe."""
     row_a = M if layout[0] == "t" else K
     row_b = K if layout[1] == "t" else N
-    return (row_a * elem_bytes) % TMA_ALIGN_BYTES == 0 and (row_b * elem_bytes) % TMA_ALIGN_BYTES == 0
+    return tuple(name for name, row in (("A", row_a), ("B", row_b)) if (row * elem_bytes) % TMA_ALIGN_BYTES)
+
+
+def tma_ok(M: int, N: int, K: int, layout: str, elem_bytes: int) -> bool:
+    """Whether TMA descriptors can describe A and B of this problem as stored, with nothing staged."""
+    return not staged_operands(M, N, K, layout, elem_bytes)
 
 
 try:  # guarded: the module must import on machines without the GPU stack
@@ -125,6 +135,22 @@ else:
     _gemm_tma_kernel = _tile_of = None
 
 
+def _staged(x):
+    """(tensor, copy): `x` (2-D, stride 1 along its columns) itself and None when TMA can describe it (16-byte row
+    stride and start); else a view of a new buffer whose rows are padded to 16 bytes, and copy() that fills it
+    from `x` (the kernel's call runs it first, so the time measured includes it)."""
+    import torch
+
+    size = x.element_size()
+    aligned = (x.stride(0) * size) % TMA_ALIGN_BYTES == 0 and x.data_ptr() % TMA_ALIGN_BYTES == 0
+    if x.stride(1) == 1 and aligned:
+        return x, None
+    rows, cols = x.shape
+    pitch = -(-cols * size // TMA_ALIGN_BYTES) * TMA_ALIGN_BYTES // size
+    view = torch.empty((rows, pitch), dtype=x.dtype, device=x.device)[:, :cols]
+    return view, lambda: view.copy_(x)
+
+
 def _descriptor(t, block_rows: int, block_cols: int):
     """A host TMA descriptor over the stored 2-D tensor `t` (stride 1 along its columns), block rows x cols."""
     from triton.tools.tensor_descriptor import TensorDescriptor
@@ -139,16 +165,19 @@ def programs(M: int, N: int, cfg: dict, sms: int) -> int:
 
 
 def launcher(a, b, c, cfg: dict, sms: int):
-    """fn() that runs the TMA kernel of `cfg` (TEMPLATE 1..3) writing (or adding into) `c`; TilerError-free:
-    the caller checked the operands. A `t` operand is described as stored (its transpose) and transposed in the
-    kernel."""
+    """fn() that runs the TMA kernel of `cfg` (TEMPLATE 1..3) writing (or adding into) `c`, after staging the
+    operands TMA cannot describe (`_staged`); TilerError-free: the caller checked the operands. A `t` operand is
+    described as stored (its transpose) and transposed in the kernel."""
     M, K = a.shape
     N = b.shape[1]
     a_t = a.stride(0) == 1 and a.stride(1) != 1
     b_t = b.stride(0) == 1 and b.stride(1) != 1
     bm, bn, bk = cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"]
-    a_desc = _descriptor(a.T, bk, bm) if a_t else _descriptor(a, bm, bk)
-    b_desc = _descriptor(b.T, bn, bk) if b_t else _descriptor(b, bk, bn)
+    a_src, copy_a = _staged(a.T if a_t else a)
+    b_src, copy_b = _staged(b.T if b_t else b)
+    copies = [cp for cp in (copy_a, copy_b) if cp is not None]
+    a_desc = _descriptor(a_src, bk, bm) if a_t else _descriptor(a_src, bm, bk)
+    b_desc = _descriptor(b_src, bn, bk) if b_t else _descriptor(b_src, bk, bn)
     template = cfg["TEMPLATE"]
     grid = (programs(M, N, cfg, sms),)
     kw = {
@@ -169,6 +198,8 @@ def launcher(a, b, c, cfg: dict, sms: int):
     kernel = _gemm_tma_kernel[grid]
 
     def fn():
+        for copy in copies:
+            copy()
         kernel(a_desc, b_desc, c, M, N, K, c.stride(0), c.stride(1), grid[0], **kw)
 
     return fn

@@ -246,7 +246,12 @@ class MatmulCuda(TritonRunner, Operator):
                 "16-B alignment: loads are 1 element wide and synchronous (no cp.async pipelining); "
                 "pad the leading dimension to a multiple of 16"
                 + (
-                    "; or TEMPLATE tma (TMA loads need only 16-byte rows, which these are)"
+                    "; or TEMPLATE tma (TMA loads need only 16-byte rows"
+                    + (
+                        ", which these are)"
+                        if tma_ok(p)
+                        else "; these rows are staged into padded ones first)"
+                    )
                     if tma_runs(p, chip)
                     else ""
                 )

@@ -46,8 +46,8 @@ RULE_TEXT = {
     "(the accumulator itself would spill to local memory)",
     "occupancy": "at least one block fits an SM (shared memory + 1 KB reserved, registers, threads)",
     "dtype": "the chip's tensor cores support the dtype (macs_per_cycle_<dtype> > 0)",
-    "tma": "TEMPLATE tma/persistent: a chip with TMA (Hopper: mma_version 3) and each operand's row stride a multiple "
-    "of 16 bytes (cuTensorMapEncodeTiled)",
+    "tma": "TEMPLATE tma/persistent: a chip with TMA (Hopper: mma_version 3); an operand whose row stride is not a "
+    "multiple of 16 bytes (cuTensorMapEncodeTiled) is staged into padded rows first",
 }
 
 # The [efficiency] constants the model reads, with the value used when a profile lacks them (uncalibrated).
@@ -69,7 +69,7 @@ DEFAULTS = {
     # the same adds where the output's rows are not provably 16-B aligned (N not a multiple of 16: Triton cannot
     # vectorise them, one scalar atomic per element); a guess of a quarter of the aligned rate until fitted
     "unaligned_atomic_gelems_per_s": 37.5,
-    "extra_kernel_us": 2.0,  # each extra kernel of split-K (zero fill, cast) beyond its memory time
+    "extra_kernel_us": 2.0,  # each extra kernel (split-K's zero fill and cast, a TMA staging copy) beyond its bytes
     "unaligned_elems_per_cycle": 4.0,  # elements per SM cycle of synchronous scalar loads (rows not 16-B aligned)
     "spill_cycles_per_reg": 60.0,  # cycles per K step per register a thread spills to local memory
     # fixed cost of one DRAM request, in bytes of transfer time: a tile row shorter than a 128-B line reaches HBM

@@ -13,7 +13,16 @@ from ....model.common import (
 from ..problem import Matmul
 from .constants import KNOBS, ORDER_KNOBS, PERSISTENT, TMA, efficiency
 from .hits import _panel_hit_rates
-from .resources import _i, _layout, _reg_cap, _template, _vector_elems, contiguous_lengths, resident
+from .resources import (
+    _i,
+    _layout,
+    _reg_cap,
+    _template,
+    _vector_elems,
+    contiguous_lengths,
+    resident,
+    staged_bytes,
+)
 
 _SHARE_MIN = 1024  # rows from which estimate() looks for rows that differ only in launch orders of equal hits
 _SHARE_MAX = 0.7  # ... and scores only one of each when the distinct rows are at most this share of the table
@@ -81,6 +90,7 @@ def prepare(p: Matmul, chip, c: dict, l2_hits: bool = True) -> dict[str, np.ndar
     # TMA loads: full-width bulk copies whatever Triton can prove (the `tma` rule: 16-B rows)
     tma = tpl >= TMA
     persistent = tpl == PERSISTENT
+    stage_b, stage_n = staged_bytes(p)  # operands a TMA template copies into 16-byte rows first
     occ_eff = resident(occ, c)
     # --- the SM-level schedule: programs per SM, rounds of `occ`, the explicit tail round
     n_sm = ceil_div(programs, sms)
@@ -120,6 +130,8 @@ def prepare(p: Matmul, chip, c: dict, l2_hits: bool = True) -> dict[str, np.ndar
         "unal_b": np.where(tma, 0.0, float(vec_b == 1)),
         "tma": tma.astype(np.float64),
         "persistent": persistent.astype(np.float64),
+        "stage_bytes": np.where(tma, stage_b, 0.0),
+        "stage_copies": np.where(tma, stage_n, 0.0),
         "unal_c": np.full(n, float(vec_c == 1)),
         "out_bytes": np.full(n, float(ob)),
         "regs": f(regs),
@@ -308,8 +320,10 @@ def timing(g: dict, chip, e: dict[str, float]) -> dict[str, np.ndarray]:
         g["mn"] * 4 / hbm_bw + g["mn"] * (4 + g["out_bytes"]) / hbm_bw + 2 * e["extra_kernel_us"] * 1e-6,
         0.0,
     )
+    # a TMA template's staged operands: each copy kernel reads and writes its operand once, before the GEMM
+    stage = g["stage_bytes"] / hbm_bw + g["stage_copies"] * e["extra_kernel_us"] * 1e-6
     launch = float(chip["launch_us"])
-    time_us = (body + extra) * 1e6 + launch
+    time_us = (body + extra + stage) * 1e6 + launch
     # the GPU's pipes (common.PIPES_OF["cuda"]): tensor cores, CUDA-core math (split-K's extra kernels), issue
     # overhead, shared -> registers, global -> shared, epilogue stores / atomics
     pipes = {
@@ -321,7 +335,7 @@ def timing(g: dict, chip, e: dict[str, float]) -> dict[str, np.ndarray]:
         )
         * 1e6,
         "smem": (r_full * steps * mte1_f + steps * mte1_l) * 1e6,
-        "load": (r_full * steps * mte2_f + steps * mte2_l) * 1e6,
+        "load": (r_full * steps * mte2_f + steps * mte2_l + stage) * 1e6,
         "store": (r_full * (epi_f - lat) + epi_l - lat) * 1e6,
     }
     bound = classify_bound({k: pipes[k] for k in ("tensor", "load", "smem", "store", "issue")}, body * 1e6)

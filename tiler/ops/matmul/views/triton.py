@@ -49,7 +49,7 @@ def triton_view(p: Problem, chip, t: dict, row: dict) -> dict:
 
 def check_triton(v: dict, chip, p: Problem) -> list[str]:
     """What Triton and the GPU check at compile and launch time, from the view alone."""
-    from ..triton_tma import TEMPLATES, tma_ok
+    from ..triton_tma import TEMPLATES
 
     kw, bad = v["kwargs"], []
     for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K"):
@@ -70,10 +70,6 @@ def check_triton(v: dict, chip, p: Problem) -> list[str]:
             f"TEMPLATE = {template}: one of {', '.join(f'{i} ({n})' for i, n in enumerate(TEMPLATES))}"
         )
         return bad
-    if template and not tma_ok(p.M, p.N, p.K, p.layout, p.in_bytes):
-        bad.append(
-            f"TEMPLATE {template} ({TEMPLATES[template]}): TMA needs each operand's row stride a multiple of 16 B"
-        )
     if template and float(chip.get("mma_version", 3.0)) < 3:
         bad.append(
             f"TEMPLATE {template} ({TEMPLATES[template]}): TMA needs a Hopper GPU (compute capability 9.0)"
