@@ -277,6 +277,32 @@ def _measured_rows():
     return df
 
 
+STAGED_DATA = (
+    "h200_matmul_templates_staged_only.csv"  # the templates run on the 11 shapes TMA stages (session 19)
+)
+
+
+def fit_staged() -> int:
+    """stage_gelems_per_s, the staging copy's rate, from the TMA rows of the staged-only templates run: fitted on
+    its `measured` shapes, its `new` shapes held out; then the staged rows of the picks run (other tilings, the model
+    before this fit chose them) as a second check."""
+    import pandas as pd
+
+    from tiler.calibrate import calibrate
+    from tiler.hardware import load_chip
+
+    df = pd.read_csv(DATA / STAGED_DATA)
+    df = df[(df.source != "cublas") & df.ms.notna() & df.TEMPLATE.isin([1, 2])].copy()
+    df["impl"] = "triton"
+    for k in (*KNOBS, "TEMPLATE"):
+        df[k] = df[k].astype(int)
+    shapes = [f"{m}x{n}x{k}" for (m, n, k), g in df.groupby(["M", "N", "K"]) if g.group.iloc[0] == "measured"]
+    res = calibrate(load_chip("h200"), "matmul", df, folds=0, fit_shapes=shapes, params=["stage_gelems_per_s"],
+                    data_name=f"bench/data/{STAGED_DATA}")  # fmt: skip
+    print(res.summary())
+    return 0
+
+
 def fit() -> int:
     from tiler.calibrate import calibrate
     from tiler.hardware import load_chip
@@ -399,7 +425,9 @@ def main(argv=None) -> int:
     sub.add_parser("report").add_argument(
         "csv", type=Path, nargs="?", default=DATA / "h200_matmul_templates.csv"
     )
-    sub.add_parser("fit")
+    sub.add_parser("fit").add_argument(
+        "--staged", action="store_true", help="fit stage_gelems_per_s (staged shapes)"
+    )
     sub.add_parser("picks-plan").add_argument("--out", type=Path, default=PICKS_PLAN)
     sub.add_parser("picks-report").add_argument(
         "csv", type=Path, nargs="?", default=DATA / "h200_matmul_template_picks.csv"
@@ -409,6 +437,8 @@ def main(argv=None) -> int:
         return plan(a.out)
     if a.cmd == "run":
         return run(a.out, a.jobs, a.budget_s, a.part, a.compile_s, a.plan, a.staged_only)
+    if a.cmd == "fit" and a.staged:
+        return fit_staged()
     if a.cmd == "fit":
         return fit()
     if a.cmd == "picks-plan":

@@ -85,6 +85,10 @@ DEFAULTS = {
     # the persistent template: between two tiles of one program, the index math and accumulator reset; the next
     # tile's first loads were issued during the last one's K loop (flatten), so no load latency (guess until fitted)
     "persistent_tile_cycles": 300.0,
+    # a TMA template's staging copy (an operand whose rows are not 16-byte multiples into padded rows): elements
+    # copied per second (1e9), whole chip; a strided copy of 2-byte elements that cannot be vectorised. The guess:
+    # the HBM rate of a read and a write of 2 bytes each (4.42 TB/s / 4 B); fitted on bench/data (docs/model_cuda.md)
+    "stage_gelems_per_s": 1100.0,
     # the launch order reported when the model predicts several orders of a tiling exactly equal (tie_rank):
     # 0 = row-major, -1 = serpentine, g > 0 = grouped with GROUP_M = g; one for 16-B aligned (cp.async) loads,
     # one for the synchronous path. Chosen from measurements by `tiler calibrate` (choose_tie_orders), not fitted
@@ -111,6 +115,7 @@ FITTABLE = {
     "tma_step_overhead_cycles": (1.0, 5000.0),
     "tma_bytes_per_cycle": (16.0, 2048.0),
     "persistent_tile_cycles": (1.0, 1e5),
+    "stage_gelems_per_s": (10.0, 5000.0),
 }
 _BASE_REGS = (
     24  # per-thread registers besides accumulator, fragments and load addresses (indices, loop, masks)

@@ -21,7 +21,7 @@ from .resources import (
     _vector_elems,
     contiguous_lengths,
     resident,
-    staged_bytes,
+    staged_elems,
 )
 
 _SHARE_MIN = 1024  # rows from which estimate() looks for rows that differ only in launch orders of equal hits
@@ -90,7 +90,7 @@ def prepare(p: Matmul, chip, c: dict, l2_hits: bool = True) -> dict[str, np.ndar
     # TMA loads: full-width bulk copies whatever Triton can prove (the `tma` rule: 16-B rows)
     tma = tpl >= TMA
     persistent = tpl == PERSISTENT
-    stage_b, stage_n = staged_bytes(p)  # operands a TMA template copies into 16-byte rows first
+    stage_e, stage_n = staged_elems(p)  # operands a TMA template copies into 16-byte rows first
     occ_eff = resident(occ, c)
     # --- the SM-level schedule: programs per SM, rounds of `occ`, the explicit tail round
     n_sm = ceil_div(programs, sms)
@@ -130,7 +130,7 @@ def prepare(p: Matmul, chip, c: dict, l2_hits: bool = True) -> dict[str, np.ndar
         "unal_b": np.where(tma, 0.0, float(vec_b == 1)),
         "tma": tma.astype(np.float64),
         "persistent": persistent.astype(np.float64),
-        "stage_bytes": np.where(tma, stage_b, 0.0),
+        "stage_elems": np.where(tma, stage_e, 0.0),
         "stage_copies": np.where(tma, stage_n, 0.0),
         "unal_c": np.full(n, float(vec_c == 1)),
         "out_bytes": np.full(n, float(ob)),
@@ -320,8 +320,11 @@ def timing(g: dict, chip, e: dict[str, float]) -> dict[str, np.ndarray]:
         g["mn"] * 4 / hbm_bw + g["mn"] * (4 + g["out_bytes"]) / hbm_bw + 2 * e["extra_kernel_us"] * 1e-6,
         0.0,
     )
-    # a TMA template's staged operands: each copy kernel reads and writes its operand once, before the GEMM
-    stage = g["stage_bytes"] / hbm_bw + g["stage_copies"] * e["extra_kernel_us"] * 1e-6
+    # a TMA template's staged operands: copy kernels before the GEMM, element by element (rows that are not 16-byte
+    # multiples: no vector loads), at the rate stage_gelems_per_s
+    stage = (
+        g["stage_elems"] / (e["stage_gelems_per_s"] * 1e9) + g["stage_copies"] * e["extra_kernel_us"] * 1e-6
+    )
     launch = float(chip["launch_us"])
     time_us = (body + extra + stage) * 1e6 + launch
     # the GPU's pipes (common.PIPES_OF["cuda"]): tensor cores, CUDA-core math (split-K's extra kernels), issue

@@ -81,20 +81,20 @@ def tma_ok(p: Matmul) -> bool:
     return rows_ok(p.M, p.N, p.K, p.layout, p.in_bytes)
 
 
-def staged_bytes(p: Matmul) -> tuple[float, float]:
-    """(bytes, copies) a TMA template stages before its kernel: each operand whose rows TMA cannot describe is
-    read and written once into 16-byte-pitched rows (triton_tma.staged_operands), one copy kernel each."""
+def staged_elems(p: Matmul) -> tuple[float, float]:
+    """(elements, copies) a TMA template stages before its kernel: each operand whose rows TMA cannot describe is
+    copied element by element into 16-byte-pitched rows (triton_tma.staged_operands), one copy kernel each."""
     from ..triton_tma import staged_operands
 
     staged = staged_operands(p.M, p.N, p.K, p.layout, p.in_bytes)
     size = {"A": p.M * p.K, "B": p.K * p.N}
-    return float(sum(2 * size[x] * p.in_bytes for x in staged)), float(len(staged))
+    return float(sum(size[x] for x in staged)), float(len(staged))
 
 
 def tma_runs(p: Matmul, chip) -> bool:
     """The TMA templates can run this problem on this chip: the chip has the tensor memory accelerator (Hopper,
     compute capability 9.0, which the profile says as mma_version 3: wgmma came with it). Operands whose rows
-    TMA cannot describe are staged first (staged_bytes)."""
+    TMA cannot describe are staged first (staged_elems)."""
     return float(chip.get("mma_version", DEFAULTS["mma_version"])) >= 3
 
 
