@@ -685,7 +685,11 @@ def test_the_pruners_numpy_ranking_is_tiler_ranks(space, shapes):
             assert [r.bound for r in fast if r.feasible] == ranked["bound"].astype(str).tolist()
         bad = [r for r in fast if not r.feasible]
         assert [r.index for r in bad] == (rejected["row"] - 1).tolist()
-        assert [r.reason for r in bad] == [f"{a}: {b}" for a, b in zip(rejected["rule"], rejected["reason"])]
+        assert [r.reason for r in bad] == [
+            f"{a}: {b}" for a, b in zip(rejected["rule"], rejected["reason"], strict=True)
+        ]
         seen["ties"] += len(ranked) - len({r.rank for r in fast if r.feasible})
         seen["rejected"] += len(bad)
-    assert seen["ties"] and (seen["rejected"] or space == TUTORIAL), seen  # the cases the orders could differ on
+    assert seen["ties"] and (seen["rejected"] or space == TUTORIAL), (
+        seen
+    )  # the cases the orders could differ on
