@@ -147,7 +147,9 @@ def _prefix_floor(p: Matmul, chip, c: dict, domains: dict, tma: bool, persistent
     ]
     loop = steps * _smax(terms, pw)
     elems = bm * bn * n_sm
-    store = np.where(unal_c, elems / (e["unaligned_elems_per_cycle"] * f), elems * ob / sm_bw)
+    # a TMA template may store C through a descriptor (16-byte rows): the aligned rate, the floor of either store
+    unal_store = unal_c and not (tma and (p.N * ob) % 16 == 0)
+    store = np.where(unal_store, elems / (e["unaligned_elems_per_cycle"] * f), elems * ob / sm_bw)
     atomic_rate = (e["unaligned_atomic_gelems_per_s"] if unal_c else e["atomic_gelems_per_s"]) * 1e9
     atomic = elems * hi / atomic_rate
     if persistent:  # one start, then each later tile's setup (timing's refill), an epilogue latency per tile

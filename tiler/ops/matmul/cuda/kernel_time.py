@@ -19,6 +19,7 @@ from .resources import (
     _reg_cap,
     _template,
     _vector_elems,
+    c_store_tma,
     contiguous_lengths,
     resident,
     staged_elems,
@@ -132,7 +133,8 @@ def prepare(p: Matmul, chip, c: dict, l2_hits: bool = True) -> dict[str, np.ndar
         "persistent": persistent.astype(np.float64),
         "stage_elems": np.where(tma, stage_e, 0.0),
         "stage_copies": np.where(tma, stage_n, 0.0),
-        "unal_c": np.full(n, float(vec_c == 1)),
+        # C through a TMA descriptor: bulk copies, whatever Triton can prove of the rows
+        "unal_c": np.where(c_store_tma(p, chip, c), 0.0, float(vec_c == 1)),
         "out_bytes": np.full(n, float(ob)),
         "regs": f(regs),
         "acc_regs": f(acc),

@@ -192,6 +192,17 @@ def smem_bytes(p: Matmul, c: dict) -> np.ndarray:
     )
 
 
+def c_store_tma(p: Matmul, chip, c: dict) -> np.ndarray:
+    """Per row, whether a TMA template's epilogue stores C through a descriptor (triton_tma.tma_c_store: C's rows,
+    N elements, 16-byte multiples; no split-K; the C tile fits in shared memory beside the stages)."""
+    from ..triton_tma import TMA_ALIGN_BYTES, tma_c_store
+
+    rows_ok = (p.N * p.out_bytes) % TMA_ALIGN_BYTES == 0
+    bm, bn, bk, st, sk = (_i(c, k) for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_stages", "SPLIT_K"))
+    limit = int(chip["smem_bytes_per_block"])
+    return (_template(c) >= TMA) & tma_c_store(rows_ok, bm, bn, bk, st, sk, p.in_bytes, p.out_bytes, limit)
+
+
 def smem_allocated(p: Matmul, chip, c: dict) -> np.ndarray:
     """Shared memory the compiler allocates for the K loop's operand buffers (what limits residency).
 
@@ -210,8 +221,10 @@ def smem_allocated(p: Matmul, chip, c: dict) -> np.ndarray:
     sync_a = _vector_elems(len_a, p.a_transposed or p.K % 16 == 0, b, chip) == 1
     sync_b = _vector_elems(len_b, not p.b_transposed or p.K % 16 == 0, b, chip) == 1
     pointer = (bm * bk * (1 if sync_a else bufs) + bk * bn * (1 if sync_b else bufs)) * b
-    # TMA templates: both operands through the copy engine into `bufs` buffers each
-    return np.where(_template(c) >= TMA, (bm * bk + bk * bn) * bufs * b, pointer)
+    # TMA templates: both operands through the copy engine into `bufs` buffers each, and the C tile where the
+    # epilogue stores it through a descriptor
+    c_tile = np.where(c_store_tma(p, chip, c), bm * bn * p.out_bytes, 0)
+    return np.where(_template(c) >= TMA, (bm * bk + bk * bn) * bufs * b + c_tile, pointer)
 
 
 def occupancy(p: Matmul, chip, c: dict, regs) -> np.ndarray:
