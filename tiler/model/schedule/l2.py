@@ -472,7 +472,12 @@ def round_hit_front(
 def _touches(tm, tn, outer, slots, settings) -> tuple[tuple, list]:
     """The panel touches of each setting's walk, by round: per kind (A, B) the distinct panels touched in each
     round (S, rounds), and of the touches after an earlier one (a repeat touch), the first-touch count per
-    setting and the cum-footprint indices (hi, lo) and setting of each repeat. Cached; bounded by elements."""
+    setting and the cum-footprint indices (hi, lo) and setting of each repeat. Cached; bounded by elements.
+
+    No sort: a panel's touches along a walk form a chain whose links are known in closed form (_previous_touch),
+    so a touch is its panel's first in its round exactly when the previous touch lies in an earlier round (or
+    there is none: the panel's first touch). The repeats come in walk order, not sorted: _hit_rates only counts
+    them."""
     global _TOUCH_ELEMS
     key = (tm, tn, outer, slots, np.asarray(settings, dtype=np.int64).tobytes())
     hit = _TOUCHES.get(key)
@@ -481,32 +486,27 @@ def _touches(tm, tn, outer, slots, settings) -> tuple[tuple, list]:
     r, c = walks(tm, tn, settings)
     n_set, per = r.shape
     loads = per * outer
-    slice_ = np.repeat(np.arange(outer, dtype=np.int64), per)
-    rnd = np.arange(loads) // slots
-    nr = int(rnd[-1]) + 1
-    # distinct (setting, panel, round) triples, sorted by setting, panel, then round (the walk visits rounds in
-    # order); panels are numbered per slice
+    nr = (loads - 1) // slots + 1
+    # positions of every slice (each walks the same order with its own panels: no touch crosses slices)
+    at = np.arange(loads, dtype=np.int64)
+    p = at % per if outer > 1 else at
+    rnd = at // slots
+    setting = np.arange(n_set, dtype=np.int64)[:, None]
     counts, kinds = [], []
-    for ids, width in (
-        (slice_ * tm + np.tile(r, outer), tm * outer),
-        (slice_ * tn + np.tile(c, outer), tn * outer),
-    ):
-        code = ((np.arange(n_set)[:, None] * width + ids) * nr + rnd).ravel()
-        if n_set * width * nr <= 16 * code.size:  # a flag per possible triple: no sort
-            seen = np.zeros(n_set * width * nr, dtype=bool)
-            seen[code] = True
-            code = np.flatnonzero(seen)
-        else:  # rounds many and panels many (few slots): sort the triples, memory by the loads
-            code = np.unique(code)
-        pid, pr = np.divmod(code, nr)
-        which = pid // width
-        counts.append(np.bincount(which * nr + pr, minlength=n_set * nr).reshape(n_set, nr))
-        same = np.zeros(pr.size, dtype=bool)
-        same[1:] = pid[1:] == pid[:-1]
-        rep = np.flatnonzero(same)
-        base = which[rep] * (nr + 1)
-        first = np.bincount(which[~same], minlength=n_set).astype(np.float64)
-        kinds.append((first, base + pr[rep] + 1, base + pr[rep - 1] + 1, which[rep]))
+    for prev in _previous_touch(tm, tn, r, c, np.asarray(settings, dtype=np.int64)):
+        if outer > 1:
+            prev = np.tile(prev, outer)
+            prev = np.where(prev >= 0, prev + (at - p), -1)
+        has = prev >= 0
+        prev_rnd = np.where(has, prev, 0) // slots
+        new = ~has | (prev_rnd < rnd)  # the panel's first touch in this round
+        rep = new & has  # ... after a touch in an earlier round
+        which = np.broadcast_to(setting, new.shape)
+        counts.append(np.bincount((setting * nr + rnd)[new], minlength=n_set * nr).reshape(n_set, nr))
+        first = np.bincount(which[~has], minlength=n_set).astype(np.float64)
+        who = which[rep]
+        base = who * (nr + 1) + 1  # cum's row of the setting: index 1 + round is the bytes up to that round
+        kinds.append((first, base + np.broadcast_to(rnd, rep.shape)[rep], base + prev_rnd[rep], who))
     size = sum(x.size for k in kinds for x in k) + 2 * n_set * nr
     if _TOUCH_ELEMS + size > _WALK_ELEMS_MAX:
         _TOUCHES.clear()
@@ -514,3 +514,35 @@ def _touches(tm, tn, outer, slots, settings) -> tuple[tuple, list]:
     _TOUCHES[key] = (tuple(counts), kinds)
     _TOUCH_ELEMS += size
     return _TOUCHES[key]
+
+
+def _previous_touch(tm, tn, r, c, settings) -> tuple[np.ndarray, np.ndarray]:
+    """For each walk position (S, tm*tn) of the walks (r, c) of `settings` (offset, direction, serpentine), the
+    position of the previous touch of its A panel (tile row) and of its B panel (tile column), -1 for none.
+
+    In walk space (direction 1 walks the transposed grid) a group of `off` walk rows is walked column by column:
+    a walk row's panel is touched once per walk column of its group, `h` (the group's height) positions apart,
+    and only in that group; a walk column's panel is touched by the walk rows in increasing order (rows inside
+    a group, groups in order, serpentine or not), so its previous touch is the tile one walk row up."""
+    n_set, per = r.shape
+    pos = np.empty(n_set * per, dtype=np.int64)  # the walk position of each tile (row-major tile index)
+    tile = r.astype(np.int64) * tn + c
+    flat = tile + (np.arange(n_set, dtype=np.int64) * per)[:, None]
+    pos[flat.ravel()] = np.tile(np.arange(per, dtype=np.int64), n_set)
+    d1 = settings[:, 1:2] == 1
+    # walk column: the tile one walk row up (row - 1 for direction 0, column - 1 for direction 1)
+    up = np.where(d1, 1, tn)
+    valid = np.where(d1, c > 0, r > 0)
+    up_pos = pos[np.where(valid, flat - up, flat)]
+    col_prev = np.where(valid, up_pos, -1)
+    # walk row: h positions back, inside the group
+    a = np.where(d1, tn, tm)
+    b = np.where(d1, tm, tn)
+    off = np.minimum(settings[:, :1], a)
+    p = np.arange(per, dtype=np.int64)[None, :]
+    group = p // (off * b)
+    height = np.minimum(off, a - group * off)
+    back = p - height
+    row_prev = np.where(back >= group * off * b, back, -1)
+    # A is the walk row's panel for direction 0, the walk column's for direction 1
+    return np.where(d1, col_prev, row_prev), np.where(d1, row_prev, col_prev)
