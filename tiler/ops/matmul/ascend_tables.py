@@ -22,7 +22,7 @@ from ...model.schedule import (
     unpack_codes,
 )
 from .ascend_knobs import KNOBS, SCHEDULE_KNOBS
-from .ascend_tile import tile_cost
+from .ascend_tile import F32_CEILING, _clamp32, tile_cost
 from .problem import Matmul
 
 # ---------------------------------------------------------------- the fast estimate's tables and tile costs
@@ -270,6 +270,8 @@ def _tile_costs(p: Matmul, chip, c: dict, at_c, g: dict, need, pieces, hit_a, hi
         fill0[s] = cost["fill"][:, p0]
         drain0[s] = cost["drain"][:, p0]
         lo = hi
+    if not per.max(initial=0.0) <= F32_CEILING:  # _clamp32's ceiling, as the reference's per-core sums see it
+        np.minimum(per, F32_CEILING, out=per)
     return {"busy": busy, "per": per, "sums": sums, "fill0": fill0, "drain0": drain0}, order
 
 
@@ -283,7 +285,7 @@ def _per_core_table(cost: dict, ui: np.ndarray, gi: np.ndarray, works: _WorkTabl
     slot = works.slot[sid]
     at = np.empty((n, cols.size), dtype=np.float32)
     busy = np.take(cost["busy"], ui, axis=0)
-    busy32 = busy.astype(np.float32)
+    busy32 = _clamp32(busy)
     row_depth = depth[gi]
     for d in np.unique(depth).tolist():
         groups = np.flatnonzero(depth == d)
