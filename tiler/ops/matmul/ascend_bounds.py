@@ -37,10 +37,8 @@ from .ascend_tile import (
 from .problem import Matmul
 
 REUSE_EXACT = 2048  # tile grids up to this size (several cores) get the exact weight-reuse maximum in bound()
-# rows of (tiling, L2 hit pair) bounded per call when bound() takes its smallest over several hit pairs, and
-# rows per tile_cost pass of _bound_split (larger tables are split: each row's bound is its own, so the same
-# values); the work arrays (a few KB a row) then stay near the cache (a 44 k-row table of the 310B1 bounded in
-# pieces: some 15 % less CPU)
+# rows of (tiling, L2 hit pair) bounded per call when bound() takes its smallest over several hit pairs (its work
+# arrays: a few KB a row)
 BOUND_ROWS = 1 << 14
 # full rounds a walk needs before bound() takes its L2 misses from overflowing rounds (round_hit_front, a tile
 # cost per corner pair): fewer, and the ceiling hit rates (it costs more to bound than it saves in scoring)
@@ -290,19 +288,6 @@ class AscendBounds:
         reuse) of each setting (schedule.serial_b_reuse); several tiles a round whose panels overflow L2: the
         corners of schedule.round_hit_front. Every walk is at or below one of them (`hits`: one such pair, or
         triple, per row)."""
-        n = len(c["base_m"])
-        walks_only = hits is None and not block and not self._split_allowed(schedules, 1)
-        if n > BOUND_ROWS and not walks_only:  # in pieces (_bound_walks splits its own)
-            parts = []
-            for lo in range(0, n, BOUND_ROWS):
-                sub = {k: v[lo : lo + BOUND_ROWS] for k, v in c.items()}
-                part = (
-                    None
-                    if hits is None
-                    else tuple(np.broadcast_to(h, (n,))[lo : lo + BOUND_ROWS] for h in hits)
-                )
-                parts.append(self._bound_split(p, chip, sub, schedules, block, part))
-            return np.concatenate(parts)
         g = _geometry(p, c)
         cores = chip.cores
         hit_a = 1.0 - 1.0 / g["gn"]
