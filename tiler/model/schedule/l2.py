@@ -474,10 +474,10 @@ def _touches(tm, tn, outer, slots, settings) -> tuple[tuple, list]:
     round (S, rounds), and of the touches after an earlier one (a repeat touch), the first-touch count per
     setting and the cum-footprint indices (hi, lo) and setting of each repeat. Cached; bounded by elements.
 
-    No sort: a panel's touches along a walk form a chain whose links are known in closed form (_previous_touch),
-    so a touch is its panel's first in its round exactly when the previous touch lies in an earlier round (or
-    there is none: the panel's first touch). The repeats come in walk order, not sorted: _hit_rates only counts
-    them."""
+    Per kind, the distinct (setting, panel, round) triples are flagged in a table of every possible one where that
+    table is small against the walk (_flagged_touches); else (rounds and panels many: few slots on a long walk)
+    each touch's previous touch of its panel is found in closed form (_chained_touches), no sort. The repeats'
+    order differs between the two: _hit_rates only counts them."""
     global _TOUCH_ELEMS
     key = (tm, tn, outer, slots, np.asarray(settings, dtype=np.int64).tobytes())
     hit = _TOUCHES.get(key)
@@ -487,26 +487,16 @@ def _touches(tm, tn, outer, slots, settings) -> tuple[tuple, list]:
     n_set, per = r.shape
     loads = per * outer
     nr = (loads - 1) // slots + 1
-    # positions of every slice (each walks the same order with its own panels: no touch crosses slices)
-    at = np.arange(loads, dtype=np.int64)
-    p = at % per if outer > 1 else at
-    rnd = at // slots
-    setting = np.arange(n_set, dtype=np.int64)[:, None]
-    counts, kinds = [], []
-    for prev in _previous_touch(tm, tn, r, c, np.asarray(settings, dtype=np.int64)):
-        if outer > 1:
-            prev = np.tile(prev, outer)
-            prev = np.where(prev >= 0, prev + (at - p), -1)
-        has = prev >= 0
-        prev_rnd = np.where(has, prev, 0) // slots
-        new = ~has | (prev_rnd < rnd)  # the panel's first touch in this round
-        rep = new & has  # ... after a touch in an earlier round
-        which = np.broadcast_to(setting, new.shape)
-        counts.append(np.bincount((setting * nr + rnd)[new], minlength=n_set * nr).reshape(n_set, nr))
-        first = np.bincount(which[~has], minlength=n_set).astype(np.float64)
-        who = which[rep]
-        base = who * (nr + 1) + 1  # cum's row of the setting: index 1 + round is the bytes up to that round
-        kinds.append((first, base + np.broadcast_to(rnd, rep.shape)[rep], base + prev_rnd[rep], who))
+    counts, kinds, chains = [], [], None
+    for j, (ids, width) in enumerate(((r, tm), (c, tn))):
+        if n_set * width * outer * nr <= 16 * n_set * loads:
+            cnt, kind = _flagged_touches(ids, width, outer, slots, nr)
+        else:
+            if chains is None:
+                chains = _previous_touch(tm, tn, r, c, np.asarray(settings, dtype=np.int64))
+            cnt, kind = _chained_touches(chains[j], outer, slots, nr)
+        counts.append(cnt)
+        kinds.append(kind)
     size = sum(x.size for k in kinds for x in k) + 2 * n_set * nr
     if _TOUCH_ELEMS + size > _WALK_ELEMS_MAX:
         _TOUCHES.clear()
@@ -514,6 +504,53 @@ def _touches(tm, tn, outer, slots, settings) -> tuple[tuple, list]:
     _TOUCHES[key] = (tuple(counts), kinds)
     _TOUCH_ELEMS += size
     return _TOUCHES[key]
+
+
+def _flagged_touches(ids, width: int, outer: int, slots: int, nr: int) -> tuple[np.ndarray, tuple]:
+    """_touches of one panel kind (`ids`: (S, tiles) the panel of each walk position, `width` panels a slice) by
+    a flag per possible (setting, panel, round) triple: the distinct ones in sorted order, no sort."""
+    n_set, per = ids.shape
+    loads = per * outer
+    slice_ = np.repeat(np.arange(outer, dtype=np.int64), per)
+    rnd = np.arange(loads) // slots
+    wide = width * outer  # panels are numbered per slice
+    code = ((np.arange(n_set)[:, None] * wide + (slice_ * width + np.tile(ids, outer))) * nr + rnd).ravel()
+    seen = np.zeros(n_set * wide * nr, dtype=bool)
+    seen[code] = True
+    code = np.flatnonzero(seen)
+    pid, pr = np.divmod(code, nr)
+    which = pid // wide
+    counts = np.bincount(which * nr + pr, minlength=n_set * nr).reshape(n_set, nr)
+    same = np.zeros(pr.size, dtype=bool)
+    same[1:] = pid[1:] == pid[:-1]
+    rep = np.flatnonzero(same)
+    base = which[rep] * (nr + 1)
+    first = np.bincount(which[~same], minlength=n_set).astype(np.float64)
+    return counts, (first, base + pr[rep] + 1, base + pr[rep - 1] + 1, which[rep])
+
+
+def _chained_touches(prev, outer: int, slots: int, nr: int) -> tuple[np.ndarray, tuple]:
+    """_touches of one panel kind from each walk position's previous touch of its panel (`prev`, (S, tiles), -1
+    for none; _previous_touch): a touch is its panel's first in its round exactly when the previous touch lies
+    in an earlier round, a repeat when there is one. The repeats in walk order."""
+    n_set, per = prev.shape
+    loads = per * outer
+    at = np.arange(loads, dtype=np.int64)
+    rnd = at // slots
+    if outer > 1:  # every slice walks the same order with its own panels: no touch crosses slices
+        prev = np.tile(prev, outer)
+        prev = np.where(prev >= 0, prev + (at - at % per), -1)
+    setting = np.arange(n_set, dtype=np.int64)[:, None]
+    has = prev >= 0
+    prev_rnd = np.where(has, prev, 0) // slots
+    new = ~has | (prev_rnd < rnd)  # the panel's first touch in this round
+    rep = new & has  # ... after a touch in an earlier round
+    which = np.broadcast_to(setting, new.shape)
+    counts = np.bincount((setting * nr + rnd)[new], minlength=n_set * nr).reshape(n_set, nr)
+    first = np.bincount(which[~has], minlength=n_set).astype(np.float64)
+    who = which[rep]
+    base = who * (nr + 1) + 1  # cum's row of the setting: index 1 + round is the bytes up to that round
+    return counts, (first, base + np.broadcast_to(rnd, rep.shape)[rep], base + prev_rnd[rep], who)
 
 
 def _previous_touch(tm, tn, r, c, settings) -> tuple[np.ndarray, np.ndarray]:
