@@ -5,6 +5,8 @@ fast path changed (common.classify_bound, schedule.block_grid) against their def
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from conftest import same_estimates
@@ -130,3 +132,22 @@ def test_contenders_keep_every_row_that_can_enter_the_top():
             part = keep[top_distinct(take(c, keep), t[keep], ["a", "b"], top)]
             assert np.array_equal(full, part)
     assert filtered >= 3
+
+
+def test_busiest_core_pick_past_float32_range():
+    """A calibration trial with a rate near 0 (mac_efficiency 1e-46: tile times past float32's 3.4e38 s). The
+    busiest core is picked in float32, where such a time was inf, and inf times a work column the core does not
+    run NaN ("invalid value encountered in matmul", seen in CI): the pick stays free of it, in the fast estimate
+    and the reference alike, and the two stay equal bit for bit."""
+    chip = load_chip("ascend910b2").with_values({"mac_efficiency": 1e-46}, tag="estimated")
+    model = get_operator("matmul", "ascend")
+    space = load_space("matmul", "ascend")
+    p = parse_problem("matmul", dict(M=2048, N=2048, K=2048), "fp16")
+    c = _random_feasible(p, chip, model, space, 3000, seed=0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fast = model.estimate(p, chip, c)
+        ref = model.estimate_reference(p, chip, c)
+    assert not [str(w.message) for w in caught if "invalid value" in str(w.message)]
+    assert np.isfinite(fast["time_us"]).all()
+    same_estimates(fast, ref)

@@ -416,3 +416,53 @@ def test_front_rows_cover_every_setting():
         assert not any(
             any(all(x >= y for x, y in zip(a, k, strict=True)) and a != k for a in allv) for k in kept
         )
+
+
+def touches_by_sorting(tm, tn, outer, slots, settings_):
+    """_touches' result by sorting the (setting, panel, round) triples of the walk (the reference): per kind the
+    distinct panels per round, each setting's first touches, and the repeats as sorted (setting, hi, lo) rows."""
+    r, c = schedule.walks(tm, tn, settings_)
+    n_set, per = r.shape
+    loads = per * outer
+    slice_ = np.repeat(np.arange(outer), per)
+    rnd = np.arange(loads) // slots
+    nr = int(rnd[-1]) + 1
+    out = []
+    for ids, width in (
+        (slice_ * tm + np.tile(r, outer), tm * outer),
+        (slice_ * tn + np.tile(c, outer), tn * outer),
+    ):
+        code = np.unique(((np.arange(n_set)[:, None] * width + ids) * nr + rnd).ravel())
+        pid, pr = np.divmod(code, nr)
+        which = pid // width
+        counts = np.bincount(which * nr + pr, minlength=n_set * nr).reshape(n_set, nr)
+        same = np.zeros(pr.size, dtype=bool)
+        same[1:] = pid[1:] == pid[:-1]
+        rep = np.flatnonzero(same)
+        base = which[rep] * (nr + 1)
+        first = np.bincount(which[~same], minlength=n_set)
+        rows = np.stack([which[rep], base + pr[rep] + 1, base + pr[rep - 1] + 1], axis=1)
+        out.append((counts, first, rows[np.lexsort(rows.T[::-1])]))
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.integers(1, 40),
+    st.integers(1, 40),
+    st.integers(1, 4),
+    st.sampled_from([1, 2, 3, 5, 8, 20, 24, 30]),
+    st.lists(walk, min_size=1, max_size=5),
+)
+def test_touches_equal_sorting_the_walk(tm, tn, outer, slots, walks_):
+    """The L2 simulation's touches from each panel's previous touch in closed form (no sort) equal sorting the
+    walk's (setting, panel, round) triples: the same counts per round, first touches and repeats (as a set)."""
+    settings_ = np.array([(o, d, int(s)) for o, d, s in walks_], dtype=np.int64)
+    schedule.l2._TOUCHES.clear()
+    counts, kinds = schedule.l2._touches(tm, tn, outer, slots, settings_)
+    for cnt, (first, hi, lo, which), (want_cnt, want_first, want_rows) in zip(
+        counts, kinds, touches_by_sorting(tm, tn, outer, slots, settings_), strict=True
+    ):
+        assert np.array_equal(cnt, want_cnt) and np.array_equal(first, want_first)
+        rows = np.stack([which, hi, lo], axis=1)
+        assert np.array_equal(rows[np.lexsort(rows.T[::-1])], want_rows)

@@ -472,7 +472,12 @@ def round_hit_front(
 def _touches(tm, tn, outer, slots, settings) -> tuple[tuple, list]:
     """The panel touches of each setting's walk, by round: per kind (A, B) the distinct panels touched in each
     round (S, rounds), and of the touches after an earlier one (a repeat touch), the first-touch count per
-    setting and the cum-footprint indices (hi, lo) and setting of each repeat. Cached; bounded by elements."""
+    setting and the cum-footprint indices (hi, lo) and setting of each repeat. Cached; bounded by elements.
+
+    Per kind, the distinct (setting, panel, round) triples are flagged in a table of every possible one where that
+    table is small against the walk (_flagged_touches); else (rounds and panels many: few slots on a long walk)
+    each touch's previous touch of its panel is found in closed form (_chained_touches), no sort. The repeats'
+    order differs between the two: _hit_rates only counts them."""
     global _TOUCH_ELEMS
     key = (tm, tn, outer, slots, np.asarray(settings, dtype=np.int64).tobytes())
     hit = _TOUCHES.get(key)
@@ -481,32 +486,17 @@ def _touches(tm, tn, outer, slots, settings) -> tuple[tuple, list]:
     r, c = walks(tm, tn, settings)
     n_set, per = r.shape
     loads = per * outer
-    slice_ = np.repeat(np.arange(outer, dtype=np.int64), per)
-    rnd = np.arange(loads) // slots
-    nr = int(rnd[-1]) + 1
-    # distinct (setting, panel, round) triples, sorted by setting, panel, then round (the walk visits rounds in
-    # order); panels are numbered per slice
-    counts, kinds = [], []
-    for ids, width in (
-        (slice_ * tm + np.tile(r, outer), tm * outer),
-        (slice_ * tn + np.tile(c, outer), tn * outer),
-    ):
-        code = ((np.arange(n_set)[:, None] * width + ids) * nr + rnd).ravel()
-        if n_set * width * nr <= 16 * code.size:  # a flag per possible triple: no sort
-            seen = np.zeros(n_set * width * nr, dtype=bool)
-            seen[code] = True
-            code = np.flatnonzero(seen)
-        else:  # rounds many and panels many (few slots): sort the triples, memory by the loads
-            code = np.unique(code)
-        pid, pr = np.divmod(code, nr)
-        which = pid // width
-        counts.append(np.bincount(which * nr + pr, minlength=n_set * nr).reshape(n_set, nr))
-        same = np.zeros(pr.size, dtype=bool)
-        same[1:] = pid[1:] == pid[:-1]
-        rep = np.flatnonzero(same)
-        base = which[rep] * (nr + 1)
-        first = np.bincount(which[~same], minlength=n_set).astype(np.float64)
-        kinds.append((first, base + pr[rep] + 1, base + pr[rep - 1] + 1, which[rep]))
+    nr = (loads - 1) // slots + 1
+    counts, kinds, chains = [], [], None
+    for j, (ids, width) in enumerate(((r, tm), (c, tn))):
+        if n_set * width * outer * nr <= 16 * n_set * loads:
+            cnt, kind = _flagged_touches(ids, width, outer, slots, nr)
+        else:
+            if chains is None:
+                chains = _previous_touch(tm, tn, r, c, np.asarray(settings, dtype=np.int64))
+            cnt, kind = _chained_touches(chains[j], outer, slots, nr)
+        counts.append(cnt)
+        kinds.append(kind)
     size = sum(x.size for k in kinds for x in k) + 2 * n_set * nr
     if _TOUCH_ELEMS + size > _WALK_ELEMS_MAX:
         _TOUCHES.clear()
@@ -514,3 +504,82 @@ def _touches(tm, tn, outer, slots, settings) -> tuple[tuple, list]:
     _TOUCHES[key] = (tuple(counts), kinds)
     _TOUCH_ELEMS += size
     return _TOUCHES[key]
+
+
+def _flagged_touches(ids, width: int, outer: int, slots: int, nr: int) -> tuple[np.ndarray, tuple]:
+    """_touches of one panel kind (`ids`: (S, tiles) the panel of each walk position, `width` panels a slice) by
+    a flag per possible (setting, panel, round) triple: the distinct ones in sorted order, no sort."""
+    n_set, per = ids.shape
+    loads = per * outer
+    slice_ = np.repeat(np.arange(outer, dtype=np.int64), per)
+    rnd = np.arange(loads) // slots
+    wide = width * outer  # panels are numbered per slice
+    code = ((np.arange(n_set)[:, None] * wide + (slice_ * width + np.tile(ids, outer))) * nr + rnd).ravel()
+    seen = np.zeros(n_set * wide * nr, dtype=bool)
+    seen[code] = True
+    code = np.flatnonzero(seen)
+    pid, pr = np.divmod(code, nr)
+    which = pid // wide
+    counts = np.bincount(which * nr + pr, minlength=n_set * nr).reshape(n_set, nr)
+    same = np.zeros(pr.size, dtype=bool)
+    same[1:] = pid[1:] == pid[:-1]
+    rep = np.flatnonzero(same)
+    base = which[rep] * (nr + 1)
+    first = np.bincount(which[~same], minlength=n_set).astype(np.float64)
+    return counts, (first, base + pr[rep] + 1, base + pr[rep - 1] + 1, which[rep])
+
+
+def _chained_touches(prev, outer: int, slots: int, nr: int) -> tuple[np.ndarray, tuple]:
+    """_touches of one panel kind from each walk position's previous touch of its panel (`prev`, (S, tiles), -1
+    for none; _previous_touch): a touch is its panel's first in its round exactly when the previous touch lies
+    in an earlier round, a repeat when there is one. The repeats in walk order."""
+    n_set, per = prev.shape
+    loads = per * outer
+    at = np.arange(loads, dtype=np.int64)
+    rnd = at // slots
+    if outer > 1:  # every slice walks the same order with its own panels: no touch crosses slices
+        prev = np.tile(prev, outer)
+        prev = np.where(prev >= 0, prev + (at - at % per), -1)
+    setting = np.arange(n_set, dtype=np.int64)[:, None]
+    has = prev >= 0
+    prev_rnd = np.where(has, prev, 0) // slots
+    new = ~has | (prev_rnd < rnd)  # the panel's first touch in this round
+    rep = new & has  # ... after a touch in an earlier round
+    which = np.broadcast_to(setting, new.shape)
+    counts = np.bincount((setting * nr + rnd)[new], minlength=n_set * nr).reshape(n_set, nr)
+    first = np.bincount(which[~has], minlength=n_set).astype(np.float64)
+    who = which[rep]
+    base = who * (nr + 1) + 1  # cum's row of the setting: index 1 + round is the bytes up to that round
+    return counts, (first, base + np.broadcast_to(rnd, rep.shape)[rep], base + prev_rnd[rep], who)
+
+
+def _previous_touch(tm, tn, r, c, settings) -> tuple[np.ndarray, np.ndarray]:
+    """For each walk position (S, tm*tn) of the walks (r, c) of `settings` (offset, direction, serpentine), the
+    position of the previous touch of its A panel (tile row) and of its B panel (tile column), -1 for none.
+
+    In walk space (direction 1 walks the transposed grid) a group of `off` walk rows is walked column by column:
+    a walk row's panel is touched once per walk column of its group, `h` (the group's height) positions apart,
+    and only in that group; a walk column's panel is touched by the walk rows in increasing order (rows inside
+    a group, groups in order, serpentine or not), so its previous touch is the tile one walk row up."""
+    n_set, per = r.shape
+    pos = np.empty(n_set * per, dtype=np.int64)  # the walk position of each tile (row-major tile index)
+    tile = r.astype(np.int64) * tn + c
+    flat = tile + (np.arange(n_set, dtype=np.int64) * per)[:, None]
+    pos[flat.ravel()] = np.tile(np.arange(per, dtype=np.int64), n_set)
+    d1 = settings[:, 1:2] == 1
+    # walk column: the tile one walk row up (row - 1 for direction 0, column - 1 for direction 1)
+    up = np.where(d1, 1, tn)
+    valid = np.where(d1, c > 0, r > 0)
+    up_pos = pos[np.where(valid, flat - up, flat)]
+    col_prev = np.where(valid, up_pos, -1)
+    # walk row: h positions back, inside the group
+    a = np.where(d1, tn, tm)
+    b = np.where(d1, tm, tn)
+    off = np.minimum(settings[:, :1], a)
+    p = np.arange(per, dtype=np.int64)[None, :]
+    group = p // (off * b)
+    height = np.minimum(off, a - group * off)
+    back = p - height
+    row_prev = np.where(back >= group * off * b, back, -1)
+    # A is the walk row's panel for direction 0, the walk column's for direction 1
+    return np.where(d1, col_prev, row_prev), np.where(d1, row_prev, col_prev)

@@ -511,7 +511,11 @@ class MatmulAscend(AscendBounds, Operator):
             hid = hits.ids(wcodes, lambda missing: _new_hits(p, cores, cap, missing))
             rate = hits.values[hid[wi.ravel()]]
             hit_a[rows], hit_b[rows] = rate[:, 0], rate[:, 1]
-            hit_key[rows] = 1 + hid[wi.ravel()]
+            # keyed by the rates' values, not the walk: walks with the same rates share a tile-cost row (tile_cost
+            # is element-wise, so equal inputs give equal costs)
+            pair = hits.values[hid]
+            _, same_rates = group_rows_any([pair[:, 0].view(np.int64), pair[:, 1].view(np.int64)])
+            hit_key[rows] = 1 + same_rates[wi.ravel()]
         # tile costs once per distinct (tiling, hit rates, pieces): the schedule reaches the tile only there
         tiling = [c[k] for k in KNOBS if k not in SCHEDULE_KNOBS and k in c]
         ufirst, ui = group_rows_any([*tiling, hit_key, pieces, block])

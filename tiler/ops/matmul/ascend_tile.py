@@ -405,6 +405,22 @@ def _type_counts(g: dict, batch: int) -> list:
     ]
 
 
+# the largest time (s) the per-core sums see in float32 (_clamp32): a core's sum of up to 2^32 tiles at it stays
+# below float32's largest value (2^128)
+F32_CEILING = 2.0**96
+
+
+def _clamp32(x: np.ndarray) -> np.ndarray:
+    """x in float32, each value at most F32_CEILING. Past float32's range (3.4e38 s: a calibration trial with a
+    rate near 0) a time would become inf, and inf times a work column a core does not run (0) NaN: the busiest-
+    core pick (argmax) then took the NaN whatever the other cores run, and a pipe's sum differed between the
+    fast estimate (which leaves such columns 0) and the reference. Physical times are far below the ceiling:
+    the same values there."""
+    if x.size and not x.max() <= F32_CEILING:
+        x = np.minimum(x, F32_CEILING)
+    return x.astype(np.float32)
+
+
 def _per_core(cost: dict, ui: np.ndarray, gi: np.ndarray, work: list, cols: np.ndarray) -> dict:
     """Combine tile costs with each row's schedule: the busiest core's time and pipes, and chip-wide sums.
 
@@ -421,7 +437,7 @@ def _per_core(cost: dict, ui: np.ndarray, gi: np.ndarray, work: list, cols: np.n
     depth = np.array([len(w.padded) for w in work])
     at = np.empty((n, cols.size), dtype=np.float32)
     busy = np.take(cost["busy"], ui, axis=0)
-    busy32 = busy.astype(np.float32)
+    busy32 = _clamp32(busy)
     for d in np.unique(depth):
         groups = np.flatnonzero(depth == d)
         local = np.zeros(len(work), dtype=np.int64)
@@ -436,7 +452,7 @@ def _per_core(cost: dict, ui: np.ndarray, gi: np.ndarray, work: list, cols: np.n
     # the busy time in float64 (it is the kernel time); the pipes and sums in float32 (reported, not ranked)
     out = {"busy": np.einsum("rk,rk->r", busy, at)}
     names = ("mac", "scalar", "mte1", "mte2_bw", "fixpipe", "drain")
-    per = np.take(np.stack([cost[k] for k in names], axis=1).astype(np.float32), ui, axis=0)
+    per = np.take(_clamp32(np.stack([cost[k] for k in names], axis=1)), ui, axis=0)
     out.update(zip(names, np.einsum("rpk,rk->pr", per, at).astype(np.float64), strict=True))
     tot = np.take(total.astype(np.float32), gi, axis=0)
     out["busy_sum"] = np.einsum("rk,rk->r", busy, tot)
