@@ -15,6 +15,8 @@ import csv
 import os
 from pathlib import Path
 
+from tiler.ops.matmul.cuda.constants import KNOBS  # the CUDA matmul knobs, TEMPLATE included
+
 DATA = Path(__file__).resolve().parents[1] / "data"
 SHAPES = [
     (3000, 3000, 3000),
@@ -28,17 +30,6 @@ SHAPES = [
     (4096, 4096, 4096),  # control: C rows provably aligned
     (2048, 28672, 4096),  # control
 ]
-KNOBS = (
-    "BLOCK_M",
-    "BLOCK_N",
-    "BLOCK_K",
-    "num_stages",
-    "num_warps",
-    "GROUP_M",
-    "ORDER",
-    "SPLIT_K",
-    "TEMPLATE",
-)
 
 
 def main() -> int:
