@@ -245,6 +245,11 @@ def outside_domain(knob, num: np.ndarray) -> np.ndarray:
     return ~(whole & inside)
 
 
+def domain_reason(knob, shown) -> str:
+    """The reason a row is rejected for a value outside `knob`'s domain (`shown`: the value as the user wrote it)."""
+    return f"domain: {knob.name} must be one of {knob.allowed()}, got {shown}"
+
+
 def parse_knobs(
     df: pd.DataFrame, space: Space, what: str = "candidates"
 ) -> tuple[dict[str, np.ndarray], np.ndarray, list[str]]:
@@ -288,7 +293,7 @@ def parse_knobs(
             )
         out = outside_domain(knob, num)
         first = out & ok
-        why[first] = [f"domain: {k} must be one of {knob.allowed()}, got {t}" for t in text.to_numpy()[first]]
+        why[first] = [domain_reason(knob, t) for t in text.to_numpy()[first]]
         ok &= ~out
         # a rejected row holds a valid stand-in (the knob's first value), so the models never see 0 or garbage
         cols[k] = np.where(out, knob.values[0], num).astype(np.int64)

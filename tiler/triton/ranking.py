@@ -111,7 +111,7 @@ def _score(problem, chip, us: UserSpace, cols: dict[str, np.ndarray], what: str 
     """tiler.rank.score_columns of configs given as param columns (their model knob columns through the key map
     and defaults; `what` starts the line of a value outside a knob's domain, UserSpace.knob_columns): the
     numpy core of `tiler rank`, without its table (the pruner runs once per autotune key, inside the launch)."""
-    from ..rank import outside_domain, score_columns
+    from ..rank import domain_reason, outside_domain, score_columns
 
     space = us.model_space
     knobs = us.knob_columns(cols, what)
@@ -121,10 +121,10 @@ def _score(problem, chip, us: UserSpace, cols: dict[str, np.ndarray], what: str 
     for (
         k,
         col,
-    ) in knobs.items():  # the codes knob_columns parsed are in the domain; checked as tiler rank does
+    ) in knobs.items():  # knob_columns parsed each code in its domain: checked again as tiler rank does
         out = outside_domain(space.knobs[k], col.astype(np.float64)) & ok
         for i in np.flatnonzero(out):
-            why[i] = f"domain: {k} must be one of {space.knobs[k].allowed()}, got {col[i]}"
+            why[i] = domain_reason(space.knobs[k], col[i])
         ok &= ~out
     model = us.operator
     model.admit(problem, chip)
