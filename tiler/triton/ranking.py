@@ -118,10 +118,8 @@ def _score(problem, chip, us: UserSpace, cols: dict[str, np.ndarray], what: str 
     n = len(next(iter(knobs.values()))) if knobs else 0
     ok = np.ones(n, dtype=bool)
     why = [""] * n
-    for (
-        k,
-        col,
-    ) in knobs.items():  # knob_columns parsed each code in its domain: checked again as tiler rank does
+    # knob_columns parsed each code in its domain: checked again as tiler rank does
+    for k, col in knobs.items():
         out = outside_domain(space.knobs[k], col.astype(np.float64)) & ok
         for i in np.flatnonzero(out):
             why[i] = domain_reason(space.knobs[k], col[i])
