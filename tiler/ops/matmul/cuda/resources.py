@@ -197,10 +197,12 @@ def c_store_tma(p: Matmul, chip, c: dict) -> np.ndarray:
     N elements, 16-byte multiples; no split-K; the C tile fits in shared memory beside the stages)."""
     from ..triton_tma import TMA_ALIGN_BYTES, tma_c_store
 
-    rows_ok = (p.N * p.out_bytes) % TMA_ALIGN_BYTES == 0
+    tma = _template(c) >= TMA
+    if (p.N * p.out_bytes) % TMA_ALIGN_BYTES or not tma.any():  # no row can: skip the arithmetic (a hot path)
+        return np.zeros(tma.shape, dtype=bool)
     bm, bn, bk, st, sk = (_i(c, k) for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_stages", "SPLIT_K"))
     limit = int(chip["smem_bytes_per_block"])
-    return (_template(c) >= TMA) & tma_c_store(rows_ok, bm, bn, bk, st, sk, p.in_bytes, p.out_bytes, limit)
+    return tma & tma_c_store(True, bm, bn, bk, st, sk, p.in_bytes, p.out_bytes, limit)
 
 
 def smem_allocated(p: Matmul, chip, c: dict) -> np.ndarray:
