@@ -9,6 +9,7 @@ from ....model.common import (
     ceil_div,
 )
 from ..problem import Matmul
+from ..triton_tma import TMA_ALIGN_BYTES
 from .constants import _BASE_REGS, _SMEM_RESERVED, DEFAULTS, PERSISTENT, POINTER, TMA, efficiency
 from .kernel_time import _smax, prepare, timing
 from .resources import _i, _reg_cap, _vector_elems, contiguous_lengths, tma_runs
@@ -148,7 +149,7 @@ def _prefix_floor(p: Matmul, chip, c: dict, domains: dict, tma: bool, persistent
     loop = steps * _smax(terms, pw)
     elems = bm * bn * n_sm
     # a TMA template may store C through a descriptor (16-byte rows): the aligned rate, the floor of either store
-    unal_store = unal_c and not (tma and (p.N * ob) % 16 == 0)
+    unal_store = unal_c and not (tma and (p.N * ob) % TMA_ALIGN_BYTES == 0)
     store = np.where(unal_store, elems / (e["unaligned_elems_per_cycle"] * f), elems * ob / sm_bw)
     atomic_rate = (e["unaligned_atomic_gelems_per_s"] if unal_c else e["atomic_gelems_per_s"]) * 1e9
     atomic = elems * hi / atomic_rate
