@@ -101,6 +101,10 @@ LARGEST = [
     ("matmul", "M=16777216,N=16777216,K=16777216"),
     ("matmul", "M=1048576,N=1048576,K=256"),
     ("matmul", "M=2147483647,N=131072,K=1"),
+    (
+        "matmul",
+        "M=64,N=128,K=256,batch=2147483647",
+    ),  # the slices' starting cores once took an array per slice
     ("flash_attention", "B=1,heads=128,kv_heads=128,S1=1048576,S2=1048576,D=128,causal=1"),
     ("softmax", "rows=16777216,d=16777216"),
     ("depthwise_conv", "N=4096,C=4096,H=4096,W=4096,kh=3,kw=3,stride=1,pad=0,dilation=1"),

@@ -418,9 +418,7 @@ def _core_work(tm, tn, splits, batch, cores, edge_m, edge_n, settings: np.ndarra
     if outer == 1:
         counts = by_residue[walk_of].astype(np.float64)  # (S, cores, types)
     else:
-        starts = np.bincount((np.arange(outer, dtype=np.int64) * per) % cores, minlength=cores).astype(
-            np.float64
-        )
+        starts = _residue_hist(0, per, outer, cores)[0]  # slices starting on each core: one period counted
         shifted = (np.arange(cores)[:, None] - np.arange(cores)[None, :]) % cores
         counts = np.einsum("k,sxkt->sxt", starts, by_residue[:, shifted])[walk_of]
     subs = np.zeros((n_set, cores, SUB_TYPES))
