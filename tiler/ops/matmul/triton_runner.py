@@ -27,7 +27,7 @@ import os
 import sys
 
 from tiler.errors import SpaceError, TilerError, closest
-from tiler.ops.matmul.triton_tma import TEMPLATES, _tile_of, launcher
+from tiler.ops.matmul.triton_tma import TEMPLATES, _store_tile, _tile_of, launcher
 from tiler.ops.triton_measure import GPU_EXTRA, load_document, measured_us, median_ms
 
 MISSING_GPU_STACK = f"the Triton runner needs torch and triton: {GPU_EXTRA}"
@@ -113,12 +113,19 @@ if _triton is not None:
             a_tile += BLOCK_K * stride_ak
             b_tile += BLOCK_K * stride_bk
 
-        c_tile = c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn
-        in_c = (rm[:, None] < M) & (rn[None, :] < N)
-        if SPLIT_K == 1:
-            tl.store(c_tile, acc.to(c_ptr.dtype.element_ty), mask=in_c)
-        else:
-            tl.atomic_add(c_tile, acc, mask=in_c)
+        _store_tile(
+            c_ptr,
+            acc,
+            tile_m * BLOCK_M,
+            tile_n * BLOCK_N,
+            M,
+            N,
+            stride_cm,
+            stride_cn,
+            BLOCK_M,
+            BLOCK_N,
+            SPLIT_K,
+        )
 
 else:
     _gemm_tile_kernel = None

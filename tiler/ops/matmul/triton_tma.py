@@ -72,6 +72,31 @@ if _triton is not None:
         return tile_m, tile_n
 
     @_triton.jit
+    def _store_tile(
+        c_ptr,
+        acc,
+        om,
+        on,
+        M,
+        N,
+        stride_cm,
+        stride_cn,
+        BLOCK_M: tl.constexpr,
+        BLOCK_N: tl.constexpr,
+        SPLIT_K: tl.constexpr,
+    ):
+        """The C tile at (om, on) through masked pointers (both kernels' epilogue where no descriptor stores it):
+        rows and columns past M and N are masked off; with SPLIT_K > 1 the fp32 partial sum is added atomically."""
+        rm = om + tl.arange(0, BLOCK_M)
+        rn = on + tl.arange(0, BLOCK_N)
+        c_tile = c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn
+        in_c = (rm[:, None] < M) & (rn[None, :] < N)
+        if SPLIT_K == 1:
+            tl.store(c_tile, acc.to(c_ptr.dtype.element_ty), mask=in_c)
+        else:
+            tl.atomic_add(c_tile, acc, mask=in_c)
+
+    @_triton.jit
     def _gemm_tma_kernel(
         a_desc,
         b_desc,
@@ -128,17 +153,10 @@ if _triton is not None:
             if C_DESC:  # the tile goes out as one bulk copy; the copy engine clips the edges
                 c_desc.store([om, on], acc.to(c_ptr.dtype.element_ty))
             else:
-                rm = om + tl.arange(0, BLOCK_M)
-                rn = on + tl.arange(0, BLOCK_N)
-                c_tile = c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn
-                in_c = (rm[:, None] < M) & (rn[None, :] < N)
-                if SPLIT_K == 1:
-                    tl.store(c_tile, acc.to(c_ptr.dtype.element_ty), mask=in_c)
-                else:
-                    tl.atomic_add(c_tile, acc, mask=in_c)
+                _store_tile(c_ptr, acc, om, on, M, N, stride_cm, stride_cn, BLOCK_M, BLOCK_N, SPLIT_K)
 
 else:
-    _gemm_tma_kernel = _tile_of = None
+    _gemm_tma_kernel = _tile_of = _store_tile = None
 
 
 def _staged(x):
