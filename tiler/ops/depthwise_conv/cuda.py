@@ -44,6 +44,9 @@ MAX_VEC_TILE = 16384  # G * BLOCK_P of the vector accumulator
 MAX_G = {"nchw": 64, "nhwc": 256}  # channels per program each layout's kernel takes (triton_kernels.validate)
 SECTOR_BYTES = 32  # the L2 <-> SM transfer unit
 VECTOR_LOAD_BYTES = 16  # the widest load one thread issues
+ROW_LOOP_TAPS = (
+    25  # the NHWC kernel loops over the filter rows at run time from this many taps (triton_kernels)
+)
 RULES = {
     "layout": ("scheme",),
     "scheme_groups": ("scheme", "groups_per_op"),
@@ -151,7 +154,7 @@ def _registers(g: dict, e: dict) -> np.ndarray:
     unrolled taps' operands the compiler keeps in flight, for the dot the img2col chunk (value, address, mask)."""
     vec = (
         _BASE_REGS
-        + g["acc_elems"] * (1 + e["dw_regs_per_tap_elem"] * g["rounds"])
+        + g["acc_elems"] * (1 + e["dw_regs_per_tap_elem"] * g["live_taps"])
         + e["dw_regs_per_row"] * g["rows_per_thread"]
     )
     dot = _BASE_REGS + g["acc_elems"] + e["dw_regs_per_gather"] * g["operand_elems"]
@@ -202,6 +205,9 @@ def prepare(p: DepthwiseConv, chip, c: dict) -> dict[str, np.ndarray]:
         "macs": np.where(vec, zero, steps * bp * bk * npad),
         # dependent rounds of a program: each unrolled tap (its loads feed its FMAs), each K chunk not prefetched
         "rounds": np.where(vec, float(p.taps), ceil_div(steps, stages)),
+        # taps whose loads the compiler may keep live at once: all of them when every tap is unrolled; one filter
+        # row's when the NHWC kernel loops over the rows at run time (ROW_LOOP_TAPS)
+        "live_taps": np.where(vec, float(p.kw if nhwc and p.taps >= ROW_LOOP_TAPS else p.taps), zero),
         "acc_elems": np.where(vec, g * bp, bp * npad) / threads,
         # channel rows of the vector tile a thread holds: all G when the pixels alone cover the threads
         # (NHWC: one pixel pointer serves all its channels: none)

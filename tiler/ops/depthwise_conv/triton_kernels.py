@@ -60,6 +60,10 @@ MAX_G_NHWC = 256  # channels per NHWC program: a pixel's channels are one contig
 CONV_KEYS = ("kh", "kw", "stride", "pad", "dilation")
 CFG_KEYS = ("scheme", "groups_per_op", "BLOCK_P", "BLOCK_K", "num_warps", "num_stages")
 REL_ERR_MAX = 1e-2
+# filters of at least this many taps (5x5, 7x7) run their rows in a run-time loop on NHWC (`row_loop`): on the
+# H200 the 5x5 and 7x7 layers ran 1.04-1.19x faster so and the 3x3 ones 5-18% slower
+# (bench/data/h200_dwconv_nhwc_rows.csv)
+ROW_LOOP_TAPS = 25
 
 
 def _pow2(v: int) -> bool:
@@ -78,6 +82,12 @@ def pad_h(kh: int, pad: int) -> int:
 def pad_w(kw: int, pad: int) -> int:
     """Padding along W: ``pad`` when the kernel has width (kw > 1), else 0 (1-D convs along H)."""
     return int(pad) if int(kw) > 1 else 0
+
+
+def row_loop(kh: int, kw: int) -> bool:
+    """Whether the NHWC kernel loops over the filter rows at run time (each row's taps unrolled) instead of
+    unrolling every tap: a large filter's unrolled taps keep more loads live than registers hold well."""
+    return kh * kw >= ROW_LOOP_TAPS
 
 
 def output_size(H: int, W: int, kh: int, kw: int, stride: int, pad: int, dilation: int) -> tuple[int, int]:
@@ -281,6 +291,23 @@ if triton is not None:
         )
 
     @triton.jit
+    def _dw_nhwc_row(acc, x_img, w_ptr, th, oh, ow, p_mask, cs, c_mask, H, W, C, KW, STRIDE, PAD, PADW, DIL):
+        """One filter row th of the NHWC kernel: its KW taps unrolled, acc[BLOCK_P, G] += x * w."""
+        ih = oh * STRIDE - PAD + th * DIL
+        mh = p_mask & (ih >= 0) & (ih < H)
+        for tw in tl.static_range(KW):
+            iw = ow * STRIDE - PADW + tw * DIL
+            m = mh & (iw >= 0) & (iw < W)
+            xv = tl.load(
+                x_img + ((ih * W + iw) * C)[:, None] + cs[None, :],
+                mask=m[:, None] & c_mask[None, :],
+                other=0.0,
+            )
+            wv = tl.load(w_ptr + (th * KW + tw) * C + cs, mask=c_mask, other=0.0)
+            acc += xv.to(tl.float32) * wv.to(tl.float32)[None, :]
+        return acc
+
+    @triton.jit
     def _dw_nhwc_kernel(
         x_ptr,
         w_ptr,
@@ -300,8 +327,11 @@ if triton is not None:
         G: tl.constexpr,
         BLOCK_P: tl.constexpr,
         BLOCK_K: tl.constexpr,
+        ROW_LOOP: tl.constexpr,
     ):
-        """vector on NHWC: acc[BLOCK_P, G] += x[pixel, channels] * w[t, channels], channels contiguous in both."""
+        """vector on NHWC: acc[BLOCK_P, G] += x[pixel, channels] * w[t, channels], channels contiguous in both.
+        ROW_LOOP (large filters, `row_loop`): the filter rows in a run-time loop, each row's taps unrolled, so
+        the compiler cannot hoist later rows' loads above this row's FMAs; else every tap unrolled."""
         pid_p = tl.program_id(0)
         pid_g = tl.program_id(1)
         n = tl.program_id(2)
@@ -314,19 +344,16 @@ if triton is not None:
         c_mask = cs < C
         x_img = x_ptr + n.to(tl.int64) * H * W * C
         acc = tl.zeros((BLOCK_P, G), dtype=tl.float32)
-        for th in tl.static_range(KH):
-            ih = oh * STRIDE - PAD + th * DIL
-            mh = p_mask & (ih >= 0) & (ih < H)
-            for tw in tl.static_range(KW):
-                iw = ow * STRIDE - PADW + tw * DIL
-                m = mh & (iw >= 0) & (iw < W)
-                xv = tl.load(
-                    x_img + ((ih * W + iw) * C)[:, None] + cs[None, :],
-                    mask=m[:, None] & c_mask[None, :],
-                    other=0.0,
+        if ROW_LOOP:
+            for th in range(KH):
+                acc = _dw_nhwc_row(
+                    acc, x_img, w_ptr, th, oh, ow, p_mask, cs, c_mask, H, W, C, KW, STRIDE, PAD, PADW, DIL
                 )
-                wv = tl.load(w_ptr + (th * KW + tw) * C + cs, mask=c_mask, other=0.0)
-                acc += xv.to(tl.float32) * wv.to(tl.float32)[None, :]
+        else:
+            for th in tl.static_range(KH):
+                acc = _dw_nhwc_row(
+                    acc, x_img, w_ptr, th, oh, ow, p_mask, cs, c_mask, H, W, C, KW, STRIDE, PAD, PADW, DIL
+                )
         out_img = out_ptr + n.to(tl.int64) * P * C
         tl.store(
             out_img + (offs_p * C)[:, None] + cs[None, :],
@@ -358,6 +385,7 @@ def _kernel_and_args(cfg: dict, conv: dict, N: int, C: int, H: int, W: int, layo
     )
     if layout == "nhwc":
         kern = _dw_nhwc_kernel
+        kw_args["ROW_LOOP"] = row_loop(kh, kw)
     elif c["scheme"] == 2:
         kern = _dw_vec_kernel
     else:
