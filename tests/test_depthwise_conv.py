@@ -373,6 +373,35 @@ def test_nhwc_channel_groups_narrower_than_a_sector_move_whole_sectors():
     assert float(op.estimate(small, chip, c8)["hbm_bytes"][0]) == small.compulsory_bytes
 
 
+def test_a_large_nhwc_filter_keeps_one_row_of_taps_live():
+    """The NHWC kernel loops over the rows of a filter of ROW_LOOP_TAPS taps or more (triton_kernels.row_loop), so
+    the compiler keeps one row's loads live, not every tap's: the model's registers for a tiling on a 7x7 layer
+    (7 live taps) are below those of the same tiling on a 5x4 layer (20 taps, unrolled), and the model's rule is
+    the kernel's."""
+    from tiler.ops.depthwise_conv import cuda, triton_kernels
+
+    assert cuda.ROW_LOOP_TAPS == triton_kernels.ROW_LOOP_TAPS
+    assert (
+        triton_kernels.row_loop(7, 7) and triton_kernels.row_loop(5, 5) and not triton_kernels.row_loop(5, 4)
+    )
+    chip, space = load_chip("h200"), load_space("depthwise_conv", "cuda")
+    op = get_operator("depthwise_conv", "cuda")
+    c = one(space, scheme="vector", groups_per_op=32, BLOCK_P=64, BLOCK_K=16, num_warps=2, num_stages=1)
+    regs = {
+        (kh, kw): float(
+            op.estimate(dw(**{**CONVNEXT, "kh": kh, "kw": kw}, layout="nhwc"), chip, c)["registers"][0]
+        )
+        for kh, kw in ((7, 7), (5, 4))
+    }
+    assert regs[7, 7] < regs[5, 4]
+    # NCHW's vector kernel unrolls every tap: there 49 taps hold more than 20
+    nchw = {
+        (kh, kw): float(op.estimate(dw(**{**CONVNEXT, "kh": kh, "kw": kw}), chip, c)["registers"][0])
+        for kh, kw in ((7, 7), (5, 4))
+    }
+    assert nchw[7, 7] > nchw[5, 4]
+
+
 def test_the_h200_model_ranks_held_out_nhwc_layers():
     """On the H200 NHWC grid (tests/data/h200_dwconv_nhwc.csv, from bench/data), the model fitted on the other
     shapes picks, on each held-out shape, a row within 35% of the measured best, and ranks the rows better than

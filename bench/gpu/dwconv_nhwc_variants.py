@@ -2,7 +2,8 @@
 tiler/ops/depthwise_conv/triton_kernels.py against candidates: 2-D pixel blocks (BLOCK_P // BLOCK_W rows x
 BLOCK_W columns) whose interior blocks load without masks at per-tap scalar offsets (--block-w); with --w32, the
 filter stored as fp32 (no convert a tap) in the shipped kernel and in one without the channel mask when C is a
-multiple of G; with --rows, the shipped kernel with the filter rows in a run-time loop. (Until 2026-12-03
+multiple of G; with --rows, the shipped kernel with its filter-row loop switched (run-time loop against every tap
+unrolled: bench/data/h200_dwconv_nhwc_rows.csv, where "shipped" unrolled every tap and "rows" looped). (Until 2026-12-03
 it also had --hwc, the kernel reading the filter as [kh, kw, C]: bench/data/h200_dwconv_nhwc_hwc.csv, row variant
 hwc_filter; the shipped kernel has read it so since, and "shipped" in that file is the kernel before.)
 
@@ -156,82 +157,17 @@ if triton is not None:
             mask=p_mask[:, None],
         )
 
-    @triton.jit
-    def _dw_nhwc_rows_kernel(
-        x_ptr,
-        w_ptr,
-        out_ptr,
-        N,
-        C,
-        H,
-        W,
-        OH,
-        OW,
-        KH: tl.constexpr,
-        KW: tl.constexpr,
-        STRIDE: tl.constexpr,
-        PAD: tl.constexpr,
-        PADW: tl.constexpr,
-        DIL: tl.constexpr,
-        G: tl.constexpr,
-        BLOCK_P: tl.constexpr,
-    ):
-        """The shipped NHWC kernel with the filter rows in a run-time loop (the columns unrolled): the compiler
-        cannot hoist the next row's loads above this row's FMAs, so fewer loads are live at once."""
-        pid_p = tl.program_id(0)
-        pid_g = tl.program_id(1)
-        n = tl.program_id(2)
-        P = OH * OW
-        offs_p = pid_p * BLOCK_P + tl.arange(0, BLOCK_P)
-        p_mask = offs_p < P
-        oh = offs_p // OW
-        ow = offs_p % OW
-        cs = pid_g * G + tl.arange(0, G)
-        c_mask = cs < C
-        x_img = x_ptr + n.to(tl.int64) * H * W * C
-        acc = tl.zeros((BLOCK_P, G), dtype=tl.float32)
-        for th in range(KH):
-            ih = oh * STRIDE - PAD + th * DIL
-            mh = p_mask & (ih >= 0) & (ih < H)
-            for tw in tl.static_range(KW):
-                iw = ow * STRIDE - PADW + tw * DIL
-                m = mh & (iw >= 0) & (iw < W)
-                xv = tl.load(
-                    x_img + ((ih * W + iw) * C)[:, None] + cs[None, :],
-                    mask=m[:, None] & c_mask[None, :],
-                    other=0.0,
-                )
-                wv = tl.load(w_ptr + (th * KW + tw) * C + cs, mask=c_mask, other=0.0)
-                acc += xv.to(tl.float32) * wv.to(tl.float32)[None, :]
-        out_img = out_ptr + n.to(tl.int64) * P * C
-        tl.store(
-            out_img + (offs_p * C)[:, None] + cs[None, :],
-            acc.to(out_ptr.dtype.element_ty),
-            mask=p_mask[:, None] & c_mask[None, :],
-        )
-
 
 def launch_rows(prob, cfg: dict):
-    """The run-time row loop kernel on the shipped filter layout."""
+    """The shipped NHWC kernel with its row loop switched the other way from what `row_loop` chooses for the
+    filter (until session 20 the shipped kernel unrolled every tap; this was the variant that loops)."""
     km = load_module("dwconv_triton_kernels", KERNELS_PATH)
-    p = prob.p
-    c = km.normalize_cfg(cfg)
-    G, BP = c["groups_per_op"], c["BLOCK_P"]
-    grid = (triton.cdiv(prob.OH * prob.OW, BP), triton.cdiv(p["C"], G), p["N"])
-    kwargs = dict(
-        KH=p["kh"],
-        KW=p["kw"],
-        STRIDE=p["stride"],
-        PAD=km.pad_h(p["kh"], p["pad"]),
-        PADW=km.pad_w(p["kw"], p["pad"]),
-        DIL=p["dilation"],
-        G=G,
-        BLOCK_P=BP,
-        num_warps=c["num_warps"],
-        num_stages=1,
+    kern, grid, ints, kwargs = km._kernel_and_args(
+        cfg, prob.conv, *(prob.p[k] for k in ("N", "C", "H", "W")), "nhwc"
     )
-    args = (prob.x, prob.w_kernel, prob.out, p["N"], p["C"], p["H"], p["W"], prob.OH, prob.OW)
-    return lambda: _dw_nhwc_rows_kernel[grid](*args, **kwargs)
+    kwargs = {**kwargs, "ROW_LOOP": not kwargs["ROW_LOOP"]}
+    args = (prob.x, prob.w_kernel, prob.out, *ints)
+    return lambda: kern[grid](*args, **kwargs)
 
 
 def launch_w32(prob, cfg: dict, even: bool):
