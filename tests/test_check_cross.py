@@ -284,6 +284,17 @@ def test_the_fast_path_accepts_only_what_jsonschema_accepts():
                 "b": {"type": ["integer", "null"], "minimum": -2, "maximum": 5},
                 "c": {"type": "string", "title": "c"},
                 "d": {"type": ["boolean", "number"]},
+                "e": {"enum": [0, 1, "one", 2.0, None, True]},
+                "f": {"type": "integer", "const": 1},
+                "g": {"const": "x", "maximum": 3},
+                "h": {"enum": [True, "z"]},  # 1 == True in Python, not in JSON Schema
+                "i": {"const": False},
+                "j": {
+                    "anyOf": [{"type": "integer", "minimum": 0}, {"type": "string", "pattern": "^[a-z]+$"}]
+                },
+                "k": {"type": ["object", "array"]},
+                "m": {"type": "string", "pattern": "^a", "anyOf": [{"enum": ["ascend", "x"]}, {"const": 7}]},
+                "n": {"pattern": "^x", "anyOf": [{"type": "string"}], "minimum": 3},
             }
         }
     )
@@ -293,7 +304,8 @@ def test_the_fast_path_accepts_only_what_jsonschema_accepts():
         for leaf in _subschemas(root):
             near = [b + d for k in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum") if k in leaf
                     for b in [leaf[k]] for d in (-1, -0.5, 0, 0.5, 1)]  # fmt: skip
-            for value in [*ODD, *near, *(float(v) for v in near), "ascend", 7, 7.25]:
+            allowed = [*leaf.get("enum", []), *([leaf["const"]] if "const" in leaf else [])]
+            for value in [*ODD, *near, *(float(v) for v in near), *allowed, "ascend", "x1", "Ab", 7, 7.25]:
                 if _surely_valid(value, leaf):
                     assert base(leaf).is_valid(value), (leaf, value)
                     seen["decided"] += 1
