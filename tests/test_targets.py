@@ -133,13 +133,22 @@ def _row(est: dict, i: int) -> dict:
     return {k: (v[i].item() if hasattr(v[i], "item") else v[i]) for k, v in est.items()}
 
 
+def _rows(est: dict, n: int) -> list[dict]:
+    """[_row(est, i) for i in range(n)], each column converted once (ndarray.tolist gives item()'s values)."""
+    cols = {
+        k: v.tolist() if isinstance(v, np.ndarray) else [_row({k: v}, i)[k] for i in range(n)]
+        for k, v in est.items()
+    }
+    return [{k: col[i] for k, col in cols.items()} for i in range(n)]
+
+
 def row_problems(problem, chip, space, model, cands, est) -> list[str]:
     """Every estimated candidate: the operator's views of it are exactly its target's, and that view breaks none of
     the target's rules (Target.check, from the view alone). One line per candidate that fails."""
     target = model.target
     out = []
     tilings = [space.decode(cands, i) for i in range(length(cands))]
-    every = model.views_of(problem, chip, tilings, [_row(est, i) for i in range(length(cands))], cands)
+    every = model.views_of(problem, chip, tilings, _rows(est, length(cands)), cands)
     for tiling, got in zip(tilings, every, strict=True):
         if set(got) != {target.name}:
             bad = [f"views {sorted(got)}"]
