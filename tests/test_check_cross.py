@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import copy
 import json
+from collections import Counter
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -174,3 +176,137 @@ def test_any_mutated_field_of_a_valid_export_fails_check(docs, data):
         return
     _set(doc, path, new)
     assert _fails(doc), (name, path, old, new)
+
+
+def _paths(x, path=()):
+    """The path of every leaf (and, with the leaves, every object) of a JSON value, depth first."""
+    if isinstance(x, dict):
+        yield path, True
+        for k, v in x.items():
+            yield from _paths(v, (*path, k))
+    elif isinstance(x, list):
+        for i, v in enumerate(x):
+            yield from _paths(v, (*path, i))
+    else:
+        yield path, False
+
+
+ODD = [
+    -1,
+    0,
+    1,
+    2**31,
+    2**31 - 1,
+    -(2**63),
+    1.5,
+    2.0,
+    -0.0,
+    float("nan"),
+    float("inf"),
+    True,
+    False,
+    None,
+    "x",
+    [],
+    {},
+]
+
+
+def test_the_validators_fast_path_refuses_exactly_what_jsonschema_refuses(docs):
+    """check_schema's validator (tiler.target._fast_class) skips the sub-validator of a leaf it knows is valid.
+    On valid exports and their views, each with one leaf set to an odd value (a wrong type, a bound crossed, NaN,
+    a bool for an integer) or one unknown key added to an object, it gives jsonschema's own errors: the same
+    messages at the same places, in the same order."""
+    import jsonschema
+
+    from tiler.export import load_schema
+    from tiler.operator import get_operator
+    from tiler.target import _fast_class
+
+    rng = np.random.default_rng(3)
+    seen = Counter()
+    for doc in docs.values():
+        targets = get_operator(doc["op"], doc["chip"]["family"]).TARGETS
+        pairs = [(doc, load_schema("tiling_v1"))] + [
+            (v, targets[t].schema) for t, v in doc["targets"].items()
+        ]
+        for inst, schema in pairs:
+            base = jsonschema.validators.validator_for(schema)
+            plain, fast = base(schema), _fast_class(base)(schema)
+            paths = list(_paths(inst))
+            cases = [inst]
+            for i in rng.choice(len(paths), size=min(30, len(paths)), replace=False):
+                path, is_object = paths[i]
+                case = copy.deepcopy(inst)
+                node = case
+                for k in path[:-1] if not is_object else path:
+                    node = node[k]
+                value = ODD[rng.integers(len(ODD))]
+                if is_object:
+                    node["not_a_field"] = value
+                elif path:
+                    node[path[-1]] = value
+                cases.append(case)
+            for case in cases:
+                want = [(e.message, list(e.absolute_path)) for e in plain.iter_errors(case)]
+                assert [(e.message, list(e.absolute_path)) for e in fast.iter_errors(case)] == want
+                seen[bool(want)] += 1
+    assert seen[True] > 50 and seen[False] > 50, seen  # refused and accepted cases both
+
+
+def _subschemas(schema):
+    """Every object schema inside a schema (itself included)."""
+    if isinstance(schema, dict):
+        yield schema
+        for v in schema.values():
+            yield from _subschemas(v)
+    elif isinstance(schema, list):
+        for v in schema:
+            yield from _subschemas(v)
+
+
+def test_the_fast_path_accepts_only_what_jsonschema_accepts():
+    """Every leaf of every shipped schema (documents and every operator's views) against odd values and values
+    at, beside and between its bounds: whatever _surely_valid accepts, jsonschema accepts (it may leave a valid
+    value to jsonschema, never pass an invalid one), and it does decide the plain valid values."""
+    import jsonschema
+
+    from tiler.export import load_schema
+    from tiler.operator import get_operator, known_ops
+    from tiler.target import _surely_valid
+
+    roots = [load_schema("tiling_v1"), load_schema("library_v1")]
+    roots += [t.schema for op, family in known_ops() for t in get_operator(op, family).TARGETS.values()]
+    roots.append(  # every keyword and type the fast path decides, beyond those the shipped schemas use
+        {
+            "properties": {
+                "a": {"type": "number", "exclusiveMaximum": 3, "exclusiveMinimum": -3.5},
+                "b": {"type": ["integer", "null"], "minimum": -2, "maximum": 5},
+                "c": {"type": "string", "title": "c"},
+                "d": {"type": ["boolean", "number"]},
+                "e": {"enum": [0, 1, "one", 2.0, None, True]},
+                "f": {"type": "integer", "const": 1},
+                "g": {"const": "x", "maximum": 3},
+                "h": {"enum": [True, "z"]},  # 1 == True in Python, not in JSON Schema
+                "i": {"const": False},
+                "j": {
+                    "anyOf": [{"type": "integer", "minimum": 0}, {"type": "string", "pattern": "^[a-z]+$"}]
+                },
+                "k": {"type": ["object", "array"]},
+                "m": {"type": "string", "pattern": "^a", "anyOf": [{"enum": ["ascend", "x"]}, {"const": 7}]},
+                "n": {"pattern": "^x", "anyOf": [{"type": "string"}], "minimum": 3},
+            }
+        }
+    )
+    seen = Counter()
+    for root in roots:
+        base = jsonschema.validators.validator_for(root)
+        for leaf in _subschemas(root):
+            near = [b + d for k in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum") if k in leaf
+                    for b in [leaf[k]] for d in (-1, -0.5, 0, 0.5, 1)]  # fmt: skip
+            allowed = [*leaf.get("enum", []), *([leaf["const"]] if "const" in leaf else [])]
+            for value in [*ODD, *near, *(float(v) for v in near), *allowed, "ascend", "x1", "Ab", 7, 7.25]:
+                if _surely_valid(value, leaf):
+                    assert base(leaf).is_valid(value), (leaf, value)
+                    seen["decided"] += 1
+    assert seen["decided"] > 100, seen

@@ -109,6 +109,15 @@ def _mutate_toml(text: str, data, where: list | None = None) -> str:
             f"line {i + 1}",
             "line *",
         ]  # line *: TOML's parser names where a value of several lines ends
+        for j in range(
+            i - 1, -1, -1
+        ):  # a line inside an array of several lines (`key = [`): the array's key too
+            s = lines[j].strip()
+            opened = re.match(r"([\w\"'.-]+)\s*=\s*\[\s*(#.*)?$", s)
+            if opened:
+                where.append(opened.group(1))
+            if opened or s.startswith(("[", "]")):
+                break
     lines[i] = f"{key}= {data.draw(toml_values, label='value')}"
     return "\n".join(lines) + "\n"
 
@@ -148,13 +157,14 @@ def refused_naming(capsys, argv: list, file: Path, where=()) -> tuple[int, str, 
 def _names(line: str, what: str) -> bool:
     """Whether an error line names `what`: a line/row number as written (`line *`: any line, where the file's
     parser says where it stopped), or a column, key or field as a word (quoted, or followed by ':', '=', ']', ',',
-    '.', '/', ' ' or the end: `chip` in `chip.id: ...`, `entries` in `entries/0`), not as part of another word."""
+    '.', '/', ' ', '[' or the end: `chip` in `chip.id: ...`, `entries` in `entries/0`, `restrictions` in
+    `restrictions[3]`), not as part of another word."""
     if what in ("line *", "row *"):
         return re.search(rf"\b{what[:-2]} \d+", line) is not None
     if what.startswith(("line ", "row ")):
         return re.search(re.escape(what) + r"(?!\d)", line) is not None
     word = re.escape(what.strip())
-    return re.search(rf"(?<![\w.])['\"\[]?{word}['\"\]]?(?=[:=\],;./) ]|$)", line) is not None
+    return re.search(rf"(?<![\w.])['\"\[]?{word}['\"\]]?(?=[:=\],;./) \[]|$)", line) is not None
 
 
 @pytest.fixture(scope="module")

@@ -4,6 +4,7 @@ profiles fail with a `ConfigError` that names the file and the key."""
 from __future__ import annotations
 
 import copy
+import os
 import tomllib
 
 import pytest
@@ -203,3 +204,22 @@ def test_unknown_section_names_file_and_section():
     raw["bandwith"] = {}
     with pytest.raises(ConfigError, match=r"bad\.toml.*bandwith"):
         parse_profile(raw, "bad.toml")
+
+
+def test_a_folder_of_profiles_is_listed_again_when_it_changes(tmp_path):
+    """known_chips keeps a folder's listing only while the folder is unchanged: a profile added or removed is
+    seen at once, also when the folder's mtime is too recent to tell a change from none (git's racy-clean rule)."""
+    (tmp_path / "chip_a.toml").write_text("")
+    old = 1_000_000_000  # long settled: the listing is kept
+    os.utime(tmp_path, ns=(old, old))
+    assert set(known_chips(tmp_path)) >= {"chip_a"} and "chip_b" not in known_chips(tmp_path)
+    (tmp_path / "chip_b.toml").write_text("")  # the folder's mtime moves: listed again
+    assert {"chip_a", "chip_b"} <= set(known_chips(tmp_path))
+    (tmp_path / "chip_a.toml").unlink()
+    assert "chip_a" not in known_chips(tmp_path)
+    # a change that leaves a recent mtime as it was (two changes within one clock tick): still seen
+    now = os.stat(tmp_path).st_mtime_ns
+    assert "chip_c" not in known_chips(tmp_path)
+    (tmp_path / "chip_c.toml").write_text("")
+    os.utime(tmp_path, ns=(now, now))
+    assert "chip_c" in known_chips(tmp_path)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tiler.model.common import group_rows
+from tiler.model.common import ceil_div, group_rows
 from tiler.model.schedule import core_work, panel_hits, traversal
 from tiler.model.schedule.l2 import _hit_rates
 
@@ -149,3 +149,26 @@ def test_column_major_counts_do_not_grow_with_the_tiles_or_columns():
         tracemalloc.stop()
     assert peak < 2**20, peak
     assert counts.sum() == 7 * (2**31 - 1)
+
+
+def test_ceil_div_of_two_integers_is_the_array_value():
+    """ceil_div on two Python integers (its scalar path) gives the float64 its array path gives, for sizes up to
+    2**53 and past it, where the scalar path hands over to numpy."""
+    rng = np.random.default_rng(5)
+    bits = rng.integers(1, 63, size=(3000, 2))
+    pairs = [(int(rng.integers(0, 1 << int(x))), int(rng.integers(1, 1 << int(y)))) for x, y in bits]
+    pairs += [
+        (0, 1),
+        (1, 1),
+        (7, 7),
+        (8, 7),
+        ((1 << 53) - 1, 3),
+        (1 << 53, 3),
+        ((1 << 62) + 1, (1 << 53) + 1),
+    ]
+    a = np.array([p[0] for p in pairs], dtype=np.int64)
+    b = np.array([p[1] for p in pairs], dtype=np.int64)
+    want = ceil_div(a, b)
+    for i, (x, y) in enumerate(pairs):
+        got = ceil_div(x, y)
+        assert type(got) is np.float64 and got == want[i], (x, y, got, want[i])

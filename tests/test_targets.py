@@ -26,7 +26,7 @@ from tiler.cli import main
 from tiler.errors import InfeasibleError, TilerError
 from tiler.export import emit_code, tiling_document
 from tiler.hardware import known_chips, load_chip
-from tiler.operator import get_operator, problem_class
+from tiler.operator import _codes, get_operator, problem_class
 from tiler.ops.matmul import views
 from tiler.problem import parse_problem
 from tiler.search import search
@@ -133,14 +133,23 @@ def _row(est: dict, i: int) -> dict:
     return {k: (v[i].item() if hasattr(v[i], "item") else v[i]) for k, v in est.items()}
 
 
+def _rows(est: dict, n: int) -> list[dict]:
+    """[_row(est, i) for i in range(n)], each column converted once (ndarray.tolist gives item()'s values)."""
+    cols = {
+        k: v.tolist() if isinstance(v, np.ndarray) else [_row({k: v}, i)[k] for i in range(n)]
+        for k, v in est.items()
+    }
+    return [{k: col[i] for k, col in cols.items()} for i in range(n)]
+
+
 def row_problems(problem, chip, space, model, cands, est) -> list[str]:
     """Every estimated candidate: the operator's views of it are exactly its target's, and that view breaks none of
     the target's rules (Target.check, from the view alone). One line per candidate that fails."""
     target = model.target
     out = []
-    for i in range(length(cands)):
-        tiling = space.decode(cands, i)
-        got = model.views(problem, chip, tiling, _row(est, i), take(cands, slice(i, i + 1)))
+    tilings = [space.decode(cands, i) for i in range(length(cands))]
+    every = model.views_of(problem, chip, tilings, _rows(est, length(cands)), cands)
+    for tiling, got in zip(tilings, every, strict=True):
         if set(got) != {target.name}:
             bad = [f"views {sorted(got)}"]
         else:
@@ -203,6 +212,38 @@ def test_catlass_runs_on_the_atlas_a2_chips_only():
     runs = [c for c in ASCEND if views.CATLASS.why_not(load_chip(c), p) is None]
     assert runs == sorted(ATLAS_A2)
     assert sorted(set(ASCEND) - set(runs)) == sorted(NOT_A2)
+
+
+def _expresses_row(model, t, p, chip, one) -> bool:
+    """The per-row definition: the row's knobs in the target's domains, then every rule of the operator and of
+    the target met (each evaluated on the one-row table)."""
+    for knob, values in t.domains.items():
+        if knob in one and int(one[knob][0]) not in _codes(model, knob, values):
+            return False
+    masks = {**model.feasible(p, chip, one), **t.rule_masks(p, chip, one)}
+    return all(bool(np.asarray(m)[0]) for m in masks.values())
+
+
+def test_a_table_of_rows_is_expressed_row_for_row():
+    """Operator.expressed on a table (what views_of, and so every export, uses) is, row for row, the per-row
+    definition on a one-row table: no rule reads another row of the table."""
+    rng = np.random.default_rng(31)
+    seen = Counter()
+    for family, chip_id in (("ascend", "ascend910b3"), ("ascend", "ascend310p3"), ("cuda", "h200")):
+        chip = chip_of(chip_id)
+        model = get_operator("matmul", family)
+        space = load_space("matmul", family)
+        for _ in range(12):
+            p = parse_problem("matmul", {"M": _dim(rng), "N": _dim(rng), "K": _dim(rng)}, "fp16")
+            c = {
+                k: rng.choice(np.asarray(kn.values, dtype=np.int64), size=40) for k, kn in space.knobs.items()
+            }
+            for t in model.TARGETS.values():
+                got = model.expressed(t, p, chip, c)
+                want = [_expresses_row(model, t, p, chip, take(c, slice(i, i + 1))) for i in range(40)]
+                assert got.tolist() == want, (chip_id, p, t.name)
+                seen.update(got.tolist())
+    assert seen[True] and seen[False], seen  # both answers occur
 
 
 # --------------------------------------------------------------------------- layer (a): the fast property

@@ -15,7 +15,10 @@ from __future__ import annotations
 import hashlib
 import math
 import os
+import stat
+import time
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -220,8 +223,10 @@ def _hash(values: dict) -> str:
     return hashlib.sha256(text).hexdigest()[:16]
 
 
+@lru_cache(maxsize=1)
 def _builtin_dir() -> Path:
-    """The shipped profiles: the repository's `hardware/` in a checkout, package data when installed."""
+    """The shipped profiles: the repository's `hardware/` in a checkout, package data when installed (where the
+    package lies does not change while it runs: found once)."""
     repo = Path(__file__).resolve().parent.parent / "hardware"
     if repo.is_dir():
         return repo
@@ -244,10 +249,34 @@ def known_chips(hardware_dir: str | os.PathLike | None = None) -> dict[str, Path
     """Chip id -> profile path; an earlier folder in the search order wins."""
     found: dict[str, Path] = {}
     for d in reversed(hardware_dirs(hardware_dir)):
-        if d.is_dir():
-            for p in sorted(d.glob("*.toml")):
-                found[p.stem] = p
+        for p in _profiles(d):
+            found[p.stem] = p
     return found
+
+
+_LISTED: dict[Path, tuple[int, list[Path]]] = {}  # folder -> (its mtime, its *.toml files, sorted)
+_SETTLED_NS = (
+    2_000_000_000  # a folder's mtime this much older than its listing: no change can share that mtime
+)
+
+
+def _profiles(d: Path) -> list[Path]:
+    """The *.toml files of folder `d`, sorted ([] when it is not a folder). Listed again when the folder's mtime
+    changed (a file added, removed or renamed changes it); a listing taken while the mtime was recent is not
+    kept, since a change within the clock's granularity could leave the mtime as it was (git's racy-clean rule)."""
+    try:
+        st = d.stat()
+    except OSError:
+        return []
+    if not stat.S_ISDIR(st.st_mode):
+        return []
+    hit = _LISTED.get(d)
+    if hit is not None and hit[0] == st.st_mtime_ns:
+        return hit[1]
+    files = sorted(d.glob("*.toml"))
+    if time.time_ns() - st.st_mtime_ns > _SETTLED_NS:
+        _LISTED[d] = (st.st_mtime_ns, files)
+    return files
 
 
 def load_chip(chip_id: str, hardware_dir: str | os.PathLike | None = None) -> Chip:

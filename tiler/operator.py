@@ -205,22 +205,44 @@ class Operator(ABC):
         """Code-generator views of a tiling (decoded, and as the one-row candidate `cand`) and its estimate row,
         keyed by target: the operator's target only, when it has one; else every target that runs on this chip
         and whose rules and domains the tiling satisfies (an export never carries a view its target rejects)."""
+        return self.views_of(p, chip, [tiling], [row], cand)[0]
+
+    def views_of(
+        self, p: Problem, chip: Chip, tilings: list[dict], rows: list[dict], c: Candidates
+    ) -> list[dict[str, dict]]:
+        """views() of every row of the candidate table `c` (tilings[i], rows[i]: row i decoded, and its estimate
+        row): each target's domains and rules are evaluated once on the whole table, not once per row."""
         chosen = [self.target] if self.target is not None else list(self.TARGETS.values())
-        out = {}
-        for t in chosen:
-            if t.why_not(chip, p) or not self.expresses(t, p, chip, cand):
-                continue
-            out[t.name] = t.view(p, chip, tiling, row)
-        return out
+        runs = [t for t in chosen if not t.why_not(chip, p)]
+        ok = [self.expressed(t, p, chip, c) for t in runs]
+        return [
+            {
+                t.name: t.view(p, chip, tilings[i], rows[i])
+                for t, mask in zip(runs, ok, strict=True)
+                if mask[i]
+            }
+            for i in range(len(tilings))
+        ]
 
     def expresses(self, t: Target, p: Problem, chip: Chip, cand: Candidates) -> bool:
         """Whether the one-row candidate is in target `t`'s domains and passes the operator's and the target's
         rules: the tiling runs as exported by that code generator."""
+        return bool(self.expressed(t, p, chip, cand)[0])
+
+    def expressed(self, t: Target, p: Problem, chip: Chip, c: Candidates) -> np.ndarray:
+        """expresses() of each row of `c`, as one boolean array (the rules are element-wise over rows); the rules
+        are not evaluated when no row is in the target's domains."""
+        ok = np.ones(_rows(c), dtype=bool)
         for knob, values in t.domains.items():
-            if knob in cand and int(cand[knob][0]) not in _codes(self, knob, values):
-                return False
-        masks = {**self.feasible(p, chip, cand), **t.rule_masks(p, chip, cand)}
-        return all(bool(np.asarray(m)[0]) for m in masks.values())
+            if knob in c:
+                # one comparison per allowed code (a domain has a few): np.isin's set-up costs more on short columns
+                col = np.asarray(c[knob])
+                ok &= np.logical_or.reduce([col == v for v in _codes(self, knob, values)])
+        if not ok.any():
+            return ok
+        for m in {**self.feasible(p, chip, c), **t.rule_masks(p, chip, c)}.values():
+            ok &= np.broadcast_to(np.asarray(m, dtype=bool), ok.shape)
+        return ok
 
     def derived(self, p: Problem, tiling: dict, row: dict) -> dict[str, Any]:
         """Values derived from the tiling that an exported `tiling` carries beside the knobs."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import tomllib
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -193,7 +194,10 @@ def length(cands: Candidates) -> int:
     return len(next(iter(cands.values()))) if cands else 0
 
 
+@lru_cache(maxsize=1)
 def _builtin_dir() -> Path:
+    """The shipped spaces: the repository's `search_spaces/` in a checkout, package data when installed (found
+    once: where the package lies does not change while it runs)."""
     repo = Path(__file__).resolve().parent.parent / "search_spaces"
     if repo.is_dir():
         return repo

@@ -5,6 +5,8 @@ Column-in, column-out: every function takes numpy arrays (one entry per candidat
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 # The pipes of the estimate record, per chip family, in the words of the family's profiler: Ascend keeps msprof's
@@ -173,9 +175,16 @@ def segment_efficiency(contiguous_bytes, granule: int = 32):
     return np.divide(seg, d, out=d)
 
 
+_EXACT = 1 << 53  # integers below this convert to float64 exactly
+
+
 def ceil_div(a, b):
     """ceil(a / b) for non-negative integers held in int or float arrays (float division: exact below 2**53,
     and several times faster than numpy's integer floor division)."""
+    if type(a) is int and type(b) is int and 0 <= a < _EXACT and 0 < b < _EXACT:
+        # two Python integers (a problem's sizes): the same float64 without numpy's call overhead (exact
+        # conversions, so a / b is numpy's float64 division; the ceiling of a float64 is a float64 exactly)
+        return np.float64(math.ceil(a / b))
     q = np.divide(a, b)
     # in place where the quotient is a fresh array: one temporary fewer (the same values)
     return np.ceil(q, out=q) if isinstance(q, np.ndarray) else np.ceil(q)
