@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import tomllib
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -69,6 +69,9 @@ class Space:
     knobs: dict[str, Knob]
     # the export target the space is restricted to (tiler.target; `any`: the whole space)
     target: str = "any"
+    # for_target's answers by target, each with the domains it was cut to (not an init field: replace() and pin()
+    # start a space with none; the space is immutable, so an answer holds while the target's domains do)
+    _subspaces: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -105,6 +108,15 @@ class Space:
         from .registry import target_domains
 
         domains = target_domains(self.op, self.family, target)
+        known = self._subspaces.get(target)
+        if known is not None and known[0] == domains:  # checking thousands of documents cuts the space once
+            return known[1]
+        sub = self._cut(target, domains)
+        self._subspaces[target] = (domains, sub)
+        return sub
+
+    def _cut(self, target: str, domains: dict | None) -> Space:
+        """for_target without the cache."""
         if domains is None:
             return replace(self, target=target)
         knobs = dict(self.knobs)
