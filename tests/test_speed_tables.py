@@ -173,6 +173,39 @@ def test_unique_inverse_and_group_rows_any_match_numpy():
                 assert np.array_equal(col[any_first], col[first])
 
 
+def test_one_row_is_answered_as_in_a_table():
+    """unique_inverse, group_rows_any and pack_codes on one row (their shortcuts: a check or a lookup estimates one
+    row) answer what the row gets inside a table of several rows: the same values and dtypes, and None from
+    pack_codes when a field does not fit."""
+    rng = np.random.default_rng(9)
+    bits = ascend_mm._SCHED_BITS
+    for _ in range(200):
+        row = [int(rng.integers(0, 1 << b)) for b in bits]
+        if rng.random() < 0.3:  # a field out of its range: below 0 or at 2**bits
+            j = int(rng.integers(len(bits)))
+            row[j] = -1 if rng.random() < 0.5 else 1 << bits[j]
+        table = [np.array([v, 0]) for v in row]
+        # the flag fields come as bool columns too (the estimate's edges and block split)
+        kinds = [bool if v in (0, 1) and rng.random() < 0.5 else np.int64 for v in row]
+        one = pack_codes([np.array([v], dtype=k) for v, k in zip(row, kinds, strict=True)], bits)
+        many = pack_codes(table, bits)
+        assert (one is None) == (many is None)
+        if one is not None:
+            assert one.dtype == many.dtype and one.shape == (1,) and one[0] == many[0]
+        code = np.array([int(rng.integers(-(1 << 40), 1 << 40))])
+        got, want = common.unique_inverse(code), common.unique_inverse(np.repeat(code, 2))
+        assert [(a.dtype, a.tolist()) for a in got] == [
+            (want[0].dtype, want[0].tolist()),
+            (want[1].dtype, [0]),
+            (want[2].dtype, [0]),
+        ]
+        cols = [np.array([v]) for v in row[:4]]
+        first, inv = common.group_rows_any(cols)
+        first2, inv2 = common.group_rows_any([np.repeat(c, 2) for c in cols])
+        assert (first.dtype, inv.dtype, first.tolist(), inv.tolist()) == (first2.dtype, inv2.dtype, [0], [0])
+        assert inv2.tolist() == [0, 0]
+
+
 def test_ascend_fast_path_packs_grids_not_shapes():
     """The schedule code holds the grid (tiles along M and N) and its edges: a shape that only the packed tile
     sizes could tell apart (same grid, other edges) gets another code."""

@@ -220,6 +220,8 @@ def unique_inverse(code: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray
     codes are equal, so which of them comes first does not matter): several times faster than np.unique with
     return_index, whose sort must be stable."""
     code = np.asarray(code)
+    if code.shape == (1,):  # one row: its own group (the arrays the sort gives, without it)
+        return code.copy(), np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64)
     perm = code.argsort()
     s = code[perm]
     new = np.empty(s.size, dtype=bool)
@@ -233,6 +235,9 @@ def unique_inverse(code: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray
 def group_rows_any(columns) -> tuple[np.ndarray, np.ndarray]:
     """group_rows' groups (the same numbering, sorted by the packed code), each represented by one of its rows,
     not necessarily the first: for callers that read only values that are equal over a group."""
+    columns = [np.asarray(col) for col in columns]
+    if columns and all(col.shape == (1,) for col in columns):  # one row (a check, a lookup): one group
+        return np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64)
     code, span = None, 1
     for col in columns:
         col = np.asarray(col).astype(np.int64, copy=False)

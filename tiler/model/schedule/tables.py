@@ -10,6 +10,15 @@ from . import l2, work
 def pack_codes(columns, bits) -> np.ndarray | None:
     """One int64 code per row (the columns' values in `bits`-wide fields, the first most significant, so codes
     sort as the rows do), or None when a value does not fit its field."""
+    columns = [np.asarray(col).astype(np.int64, copy=False) for col in columns]
+    if columns and all(col.shape == (1,) for col in columns):  # one row: the same fields in Python integers
+        one = 0
+        for col, b in zip(columns, bits, strict=True):
+            v = int(col[0])
+            if v < 0 or v >= 1 << b:
+                return None
+            one = (one << b) | v
+        return np.array([one], dtype=np.int64)
     code = None
     for col, b in zip(columns, bits, strict=True):
         col = np.asarray(col).astype(np.int64, copy=False)
