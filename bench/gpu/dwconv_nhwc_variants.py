@@ -1,11 +1,12 @@
 """A/B of NHWC depthwise kernel variants on the GPU machine (run THERE): the shipped NHWC kernel of
 tiler/ops/depthwise_conv/triton_kernels.py against candidates: 2-D pixel blocks (BLOCK_P // BLOCK_W rows x
-BLOCK_W columns) whose interior blocks load without masks at per-tap scalar offsets (--block-w); with --w32, the
-filter stored as fp32 (no convert a tap) in the shipped kernel and in one without the channel mask when C is a
-multiple of G; with --rows, the shipped kernel with its filter-row loop switched (run-time loop against every tap
-unrolled: bench/data/h200_dwconv_nhwc_rows.csv, where "shipped" unrolled every tap and "rows" looped). (Until 2026-12-03
-it also had --hwc, the kernel reading the filter as [kh, kw, C]: bench/data/h200_dwconv_nhwc_hwc.csv, row variant
-hwc_filter; the shipped kernel has read it so since, and "shipped" in that file is the kernel before.)
+BLOCK_W columns) whose interior blocks load without masks at per-tap scalar offsets (--block-w); with --rows, the
+shipped kernel with its filter-row loop switched (run-time loop against every tap unrolled:
+bench/data/h200_dwconv_nhwc_rows.csv, where "shipped" unrolled every tap and "rows" looped). Finished variants, in
+git history: --hwc (until 2026-12-03; the kernel reading the filter as [kh, kw, C], bench/data/h200_dwconv_nhwc_hwc.csv,
+row variant hwc_filter: the shipped kernel has read it so since, and "shipped" in that file is the kernel before);
+--w32 (session 20, `git show de9faf5:bench/gpu/dwconv_nhwc_variants.py`: the filter stored as fp32, with and
+without the channel mask, bench/data/h200_dwconv_nhwc_w32.csv; not adopted).
 
     PYTHONUNBUFFERED=1 python -m bench.gpu.dwconv_nhwc_variants --grid bench/data/h200_dwconv_nhwc.csv \
         --out $OUT/h200_dwconv_nhwc_variants.csv
@@ -108,55 +109,6 @@ if triton is not None:
             mask=p_mask[:, None] & c_mask[None, :],
         )
 
-    @triton.jit
-    def _dw_nhwc_even_kernel(
-        x_ptr,
-        w_ptr,
-        out_ptr,
-        N,
-        C,
-        H,
-        W,
-        OH,
-        OW,
-        KH: tl.constexpr,
-        KW: tl.constexpr,
-        STRIDE: tl.constexpr,
-        PAD: tl.constexpr,
-        PADW: tl.constexpr,
-        DIL: tl.constexpr,
-        G: tl.constexpr,
-        BLOCK_P: tl.constexpr,
-    ):
-        """The shipped NHWC kernel for C a multiple of G: no channel mask (every load's mask is one pixel's,
-        constant along the vector), the filter read as fp32 (no convert per tap)."""
-        pid_p = tl.program_id(0)
-        pid_g = tl.program_id(1)
-        n = tl.program_id(2)
-        P = OH * OW
-        offs_p = pid_p * BLOCK_P + tl.arange(0, BLOCK_P)
-        p_mask = offs_p < P
-        oh = offs_p // OW
-        ow = offs_p % OW
-        cs = pid_g * G + tl.arange(0, G)
-        x_img = x_ptr + n.to(tl.int64) * H * W * C
-        acc = tl.zeros((BLOCK_P, G), dtype=tl.float32)
-        for th in tl.static_range(KH):
-            ih = oh * STRIDE - PAD + th * DIL
-            mh = p_mask & (ih >= 0) & (ih < H)
-            for tw in tl.static_range(KW):
-                iw = ow * STRIDE - PADW + tw * DIL
-                m = mh & (iw >= 0) & (iw < W)
-                xv = tl.load(x_img + ((ih * W + iw) * C)[:, None] + cs[None, :], mask=m[:, None], other=0.0)
-                wv = tl.load(w_ptr + (th * KW + tw) * C + cs)
-                acc += xv.to(tl.float32) * wv[None, :]
-        out_img = out_ptr + n.to(tl.int64) * P * C
-        tl.store(
-            out_img + (offs_p * C)[:, None] + cs[None, :],
-            acc.to(out_ptr.dtype.element_ty),
-            mask=p_mask[:, None],
-        )
-
 
 def launch_rows(prob, cfg: dict):
     """The shipped NHWC kernel with its row loop switched the other way from what `row_loop` chooses for the
@@ -168,32 +120,6 @@ def launch_rows(prob, cfg: dict):
     kwargs = {**kwargs, "ROW_LOOP": not kwargs["ROW_LOOP"]}
     args = (prob.x, prob.w_kernel, prob.out, *ints)
     return lambda: kern[grid](*args, **kwargs)
-
-
-def launch_w32(prob, cfg: dict, even: bool):
-    """The shipped kernel (even=False) or the even-C kernel on the filter stored as fp32 [kh, kw, C]."""
-    km = load_module("dwconv_triton_kernels", KERNELS_PATH)
-    w32 = prob.w_kernel.float().contiguous()
-    if not even:
-        return lambda: km.launch(prob.x, w32, prob.out, cfg, prob.conv, "nhwc")
-    p = prob.p
-    c = km.normalize_cfg(cfg)
-    G, BP = c["groups_per_op"], c["BLOCK_P"]
-    grid = (triton.cdiv(prob.OH * prob.OW, BP), triton.cdiv(p["C"], G), p["N"])
-    kwargs = dict(
-        KH=p["kh"],
-        KW=p["kw"],
-        STRIDE=p["stride"],
-        PAD=km.pad_h(p["kh"], p["pad"]),
-        PADW=km.pad_w(p["kw"], p["pad"]),
-        DIL=p["dilation"],
-        G=G,
-        BLOCK_P=BP,
-        num_warps=c["num_warps"],
-        num_stages=1,
-    )
-    args = (prob.x, w32, prob.out, p["N"], p["C"], p["H"], p["W"], prob.OH, prob.OW)
-    return lambda: _dw_nhwc_even_kernel[grid](*args, **kwargs)
 
 
 def launch_block(prob, cfg: dict, block_w: int):
@@ -239,7 +165,6 @@ def main(argv=None) -> int:
     ap.add_argument(
         "--rows", action="store_true", help="also the kernel with the filter rows in a run-time loop"
     )
-    ap.add_argument("--w32", action="store_true", help="also the filter as fp32 (shipped and even-C kernels)")
     args = ap.parse_args(argv)
     km = load_module("dwconv_triton_kernels", KERNELS_PATH)
     g = pd.read_csv(args.grid)
@@ -266,10 +191,6 @@ def main(argv=None) -> int:
             ]
             if args.rows:
                 variants.append(("rows", launch_rows(prob, cfg)))
-            if args.w32:
-                variants.append(("w32", launch_w32(prob, cfg, even=False)))
-                if shape["C"] % cfg["groups_per_op"] == 0:
-                    variants.append(("even_w32", launch_w32(prob, cfg, even=True)))
             for label, fn in variants:
                 prob.out.fill_(float("nan"))
                 fn()
