@@ -235,12 +235,11 @@ def unique_inverse(code: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray
 def group_rows_any(columns) -> tuple[np.ndarray, np.ndarray]:
     """group_rows' groups (the same numbering, sorted by the packed code), each represented by one of its rows,
     not necessarily the first: for callers that read only values that are equal over a group."""
-    columns = [np.asarray(col) for col in columns]
+    columns = [np.asarray(col).astype(np.int64, copy=False) for col in columns]
     if columns and all(col.shape == (1,) for col in columns):  # one row (a check, a lookup): one group
         return np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64)
     code, span = None, 1
     for col in columns:
-        col = np.asarray(col).astype(np.int64, copy=False)
         lo = int(col.min())
         width = int(col.max()) - lo + 1
         if width >= 1 << 31:  # a wide column (e.g. float bit patterns): its values numbered densely first

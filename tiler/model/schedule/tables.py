@@ -21,7 +21,6 @@ def pack_codes(columns, bits) -> np.ndarray | None:
         return np.array([one], dtype=np.int64)
     code = None
     for col, b in zip(columns, bits, strict=True):
-        col = np.asarray(col).astype(np.int64, copy=False)
         if col.size and (int(col.min()) < 0 or int(col.max()) >= 1 << b):
             return None
         code = col.copy() if code is None else (code << b) | col

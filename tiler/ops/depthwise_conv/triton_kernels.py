@@ -61,7 +61,7 @@ CONV_KEYS = ("kh", "kw", "stride", "pad", "dilation")
 CFG_KEYS = ("scheme", "groups_per_op", "BLOCK_P", "BLOCK_K", "num_warps", "num_stages")
 REL_ERR_MAX = 1e-2
 # filters of at least this many taps (5x5, 7x7) run their rows in a run-time loop on NHWC (`row_loop`): on the
-# H200 the 5x5 and 7x7 layers ran 1.04-1.19x faster so and the 3x3 ones 5-18% slower
+# H200 five of the seven 5x5 and 7x7 layers ran 1.03-1.19x faster so (two 0.95-0.99x) and the 3x3 ones 0.82-0.96x
 # (bench/data/h200_dwconv_nhwc_rows.csv)
 ROW_LOOP_TAPS = 25
 
