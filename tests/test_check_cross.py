@@ -216,12 +216,14 @@ def test_the_validators_fast_path_refuses_exactly_what_jsonschema_refuses(docs):
     """check_schema's validator (tiler.target._fast_class) skips the sub-validator of a leaf it knows is valid.
     On valid exports and their views, each with one leaf set to an odd value (a wrong type, a bound crossed, NaN,
     a bool for an integer) or one unknown key added to an object, it gives jsonschema's own errors: the same
-    messages at the same places, in the same order."""
+    messages at the same places, in the same order. The whole-document decision (_decide, which lets
+    check_schema accept a document without jsonschema) is jsonschema's wherever it decides, decides every valid
+    export, and check_schema raises jsonschema's best match on every refused case."""
     import jsonschema
 
     from tiler.export import load_schema
     from tiler.operator import get_operator
-    from tiler.target import _fast_class
+    from tiler.target import _decide, _fast_class, check_schema
 
     rng = np.random.default_rng(3)
     seen = Counter()
@@ -247,10 +249,20 @@ def test_the_validators_fast_path_refuses_exactly_what_jsonschema_refuses(docs):
                 elif path:
                     node[path[-1]] = value
                 cases.append(case)
+            assert _decide(inst, schema, schema) is True
             for case in cases:
                 want = [(e.message, list(e.absolute_path)) for e in plain.iter_errors(case)]
                 assert [(e.message, list(e.absolute_path)) for e in fast.iter_errors(case)] == want
                 seen[bool(want)] += 1
+                assert _decide(case, schema, schema) in (None, not want), (case, want)
+                best = jsonschema.exceptions.best_match(plain.iter_errors(case))
+                if best is None:
+                    check_schema(case, schema, "p")
+                else:
+                    where = "/".join(["p", *map(str, best.absolute_path)])
+                    with pytest.raises(TilerError) as exc:
+                        check_schema(case, schema, "p")
+                    assert str(exc.value) == f"export: {where}: {best.message}"
     assert seen[True] > 50 and seen[False] > 50, seen  # refused and accepted cases both
 
 
@@ -268,12 +280,14 @@ def _subschemas(schema):
 def test_the_fast_path_accepts_only_what_jsonschema_accepts():
     """Every leaf of every shipped schema (documents and every operator's views) against odd values and values
     at, beside and between its bounds: whatever _surely_valid accepts, jsonschema accepts (it may leave a valid
-    value to jsonschema, never pass an invalid one), and it does decide the plain valid values."""
+    value to jsonschema, never pass an invalid one), and it does decide the plain valid values. Every subschema
+    (objects, arrays, combinations, `$ref`s into its root) against the same values and a few objects and
+    arrays: wherever _decide decides, valid or not, it is what jsonschema decides, and it decides both ways."""
     import jsonschema
 
     from tiler.export import load_schema
     from tiler.operator import get_operator, known_ops
-    from tiler.target import _surely_valid
+    from tiler.target import _decide, _surely_valid
 
     roots = [load_schema("tiling_v1"), load_schema("library_v1")]
     roots += [t.schema for op, family in known_ops() for t in get_operator(op, family).TARGETS.values()]
@@ -295,18 +309,47 @@ def test_the_fast_path_accepts_only_what_jsonschema_accepts():
                 "k": {"type": ["object", "array"]},
                 "m": {"type": "string", "pattern": "^a", "anyOf": [{"enum": ["ascend", "x"]}, {"const": 7}]},
                 "n": {"pattern": "^x", "anyOf": [{"type": "string"}], "minimum": 3},
-            }
+                "o": {"oneOf": [{"type": "integer"}, {"type": "number", "minimum": 2}]},
+                "p": {"not": {"type": "string"}},
+                "q": {"if": {"type": "integer"}, "then": {"minimum": 1}, "else": {"const": "x"}},
+                "r": {"type": "array", "items": {"$ref": "#/$defs/word"}, "minItems": 1, "maxItems": 2},
+                "s": {"type": "object", "propertyNames": {"$ref": "#/$defs/word"}, "minProperties": 1},
+                "t": {"allOf": [{"required": ["a"]}, {"maxProperties": 2}], "additionalProperties": False,
+                      "properties": {"a": {"type": "integer"}, "b": {}}},
+                "u": {"additionalProperties": {"type": "integer"}, "properties": {"name": {"type": "string"}}},
+                "v": {"if": {"required": ["name"]}, "then": {"required": ["b"]}},
+                "w": {"enum": [[1, 2], {"a": 1}, 1.5, float("inf")]},
+            },
+            "$defs": {"word": {"type": "string", "pattern": "^[a-z]+$"}},
         }
-    )
+    )  # fmt: skip
+    shaped = [
+        {"a": 1},
+        {"a": 1, "b": "x"},
+        {"name": "x", "b": 2},
+        {"A": 1},
+        [1, 2],
+        ["ab"],
+        ["ab", "c", "d"],
+        [1.5],
+    ]
     seen = Counter()
     for root in roots:
         base = jsonschema.validators.validator_for(root)
+        in_root = base(root)  # its subschemas' `$ref`s resolve in the root
         for leaf in _subschemas(root):
             near = [b + d for k in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum") if k in leaf
                     for b in [leaf[k]] for d in (-1, -0.5, 0, 0.5, 1)]  # fmt: skip
             allowed = [*leaf.get("enum", []), *([leaf["const"]] if "const" in leaf else [])]
-            for value in [*ODD, *near, *(float(v) for v in near), *allowed, "ascend", "x1", "Ab", 7, 7.25]:
+            values = [*ODD, *near, *(float(v) for v in near), *allowed, "ascend", "x1", "Ab", 7, 7.25]
+            for value in values:
                 if _surely_valid(value, leaf):
                     assert base(leaf).is_valid(value), (leaf, value)
                     seen["decided"] += 1
+            for value in [*values, *shaped]:
+                got = _decide(value, leaf, root)
+                if got is not None:
+                    assert got == in_root.evolve(schema=leaf).is_valid(value), (leaf, value, got)
+                    seen[got] += 1
     assert seen["decided"] > 100, seen
+    assert seen[True] > 1000 and seen[False] > 1000, seen

@@ -103,91 +103,266 @@ def check_view(view, schema: dict, where: str) -> None:
     check_schema(view, schema, where)
 
 
-_VALIDATORS: dict[int, tuple[dict, object]] = {}  # id -> (schema, its validator): shipped and view schemas
-_FAST: dict[type, type] = {}  # a jsonschema validator class -> the same with the leaf fast path
+# id -> (schema, its validator, whether _decide knows its draft): shipped and view schemas
+_VALIDATORS: dict[int, tuple[dict, object, bool]] = {}
+_FAST: dict[type, type] = {}  # a jsonschema validator class -> the same with the fast path
 
-# A leaf schema the fast path decides: a JSON type, numeric bounds, allowed values (and annotations), nothing else
-_LEAF_KEYS = frozenset(
-    "type minimum maximum exclusiveMinimum exclusiveMaximum enum const pattern anyOf".split()
-) | {
-    "description",
-    "title",
-}
-_BOUNDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
+# The JSON values _decide reads (anything else, a tuple or a numpy scalar, is left to jsonschema), and the
+# keywords that say nothing about a value (`then` and `else` are read by `if`)
+_PLAIN = frozenset({dict, list, str, int, float, bool, type(None)})
+_NOTES = frozenset(
+    {"title", "description", "$comment", "default", "examples", "$schema", "$defs", "then", "else"}
+)
 
 
-def _surely_valid(value, leaf) -> bool:
-    """True only when `value` certainly matches `leaf` (every JSON Schema draft since 6 agrees): a leaf of only
-    `type`, numeric bounds, allowed values (`enum`, `const`: a string or an integer equal to one of the same
-    type), a `pattern`, and `anyOf` such leaves; a value of a plain JSON type. False means "not decided here",
-    never "invalid": the validator then runs as usual, so a value is refused, with the same error, exactly as
-    without this."""
-    if type(leaf) is not dict or not leaf.keys() <= _LEAF_KEYS:
-        return False
+def _decide(value, schema, root: dict | None = None) -> bool | None:
+    """Whether `value` matches `schema` under JSON Schema 2020-12 as jsonschema decides it: True (valid), False
+    (invalid) or None (not decided here). Decided: the keywords the shipped and view schemas use (types, bounds,
+    allowed values, patterns, object and array sizes, required, properties, additionalProperties,
+    propertyNames, items, allOf, anyOf, oneOf, not, if, and `$ref`s of the form `#/...` into `root`) on plain
+    JSON values; any other keyword or value is None. A valid document is then accepted without building a
+    jsonschema sub-validator per value (most of the time a valid document took), and check_schema leaves every
+    document not decided valid to jsonschema, so errors are jsonschema's own."""
+    if schema is True or schema is False:
+        return schema
+    if type(schema) is not dict or type(value) not in _PLAIN:
+        return None
+    verdict: bool | None = True
+    for key, arg in schema.items():
+        rule = _KEYWORDS.get(key)
+        if rule is None:
+            if key in _NOTES or (key == "$id" and schema is root):
+                continue
+            return None
+        got = rule(value, arg, schema, root)
+        if got is False:
+            return False
+        if got is None:
+            verdict = None
+    return verdict
+
+
+def _surely_valid(value, schema) -> bool:
+    """True only when `value` certainly matches `schema` (_decide, without `$ref`s: no root to resolve them in)."""
+    return _decide(value, schema) is True
+
+
+def _all(verdicts) -> bool | None:
+    """The conjunction of verdicts: False if any is False, else None if any is None, else True."""
+    out: bool | None = True
+    for v in verdicts:
+        if v is False:
+            return False
+        if v is None:
+            out = None
+    return out
+
+
+def _type(value, arg, schema, root):
+    kinds = arg if type(arg) is list else [arg]
     t = type(value)
-    if "pattern" in leaf and not (
-        t is str and type(leaf["pattern"]) is str and re.search(leaf["pattern"], value)
-    ):
-        return False  # (jsonschema's own test: re.search)
-    if "anyOf" in leaf:
-        if type(leaf["anyOf"]) is not list or not any(_surely_valid(value, b) for b in leaf["anyOf"]):
-            return False
-        if not leaf.keys() & {"type", "enum", "const"}:  # nothing beside it but bounds and a pattern
-            return _within(value, leaf)
-    if "enum" in leaf or "const" in leaf:
-        if t is not str and t is not int:
-            return False
-        if "const" in leaf and not (type(leaf["const"]) is t and leaf["const"] == value):
-            return False
-        if "enum" in leaf and not (
-            type(leaf["enum"]) is list and any(type(e) is t and e == value for e in leaf["enum"])
-        ):
-            return False
-    elif "type" not in leaf:
-        return False
-    if "type" not in leaf:
-        return _within(value, leaf)
-    kinds = leaf["type"] if type(leaf["type"]) is list else [leaf["type"]]
-    number = t is int or (t is float and math.isfinite(value))
-    if not any(
-        (k == "integer" and t is int)
-        or (k == "number" and number)
-        or (k == "string" and t is str)
-        or (k == "boolean" and t is bool)
-        or (k == "null" and value is None)
-        or (k == "object" and t is dict)
-        or (k == "array" and t is list)
-        for k in kinds
-    ):
-        return False
-    return _within(value, leaf)
+    matched = False
+    for k in kinds:
+        if type(k) is not str:
+            return None
+        if k == "integer":
+            hit = t is int or (t is float and value.is_integer())
+        elif k == "number":
+            hit = t is int or t is float
+        elif k in _TYPES:
+            hit = t is _TYPES[k]
+        else:
+            return None
+        matched = matched or hit
+    return matched
 
 
-def _within(value, leaf) -> bool:
-    """True only when `leaf` has no numeric bound or `value` is a finite number inside every one."""
-    bounds = [(k, leaf[k]) for k in _BOUNDS if k in leaf]
-    if not bounds:
+_TYPES = {"string": str, "boolean": bool, "null": type(None), "object": dict, "array": list}
+
+
+def _equal(value, options: list) -> bool | None:
+    """Whether a scalar `value` equals one of `options` as jsonschema's `equal` has it (the same object, or: a
+    string only a string, a bool only the same bool, null only null, a number any number of the same value but
+    no bool); None for an object or an array."""
+    t = type(value)
+    if t is str:
+        return value in options
+    if t is bool or value is None:
+        return any(o is value for o in options)
+    if t is int or t is float:
+        return any(o is value or (type(o) is not bool and o == value) for o in options)
+    return None
+
+
+def _enum(value, arg, schema, root):
+    return None if type(arg) is not list else _equal(value, arg)
+
+
+def _const(value, arg, schema, root):
+    return _equal(value, [arg])
+
+
+def _finite(x) -> bool:
+    """False only for a float NaN or infinity (an integer of any size is finite)."""
+    return type(x) is not float or math.isfinite(x)
+
+
+def _bound(test):
+    """A numeric bound keyword: it holds for a value that is not a number (bool is not one)."""
+
+    def rule(value, arg, schema, root):
+        t = type(value)
+        if t is not int and t is not float:
+            return True
+        if type(arg) not in (int, float) or not _finite(value) or not _finite(arg):
+            return None
+        return test(value, arg)
+
+    return rule
+
+
+def _pattern(value, arg, schema, root):
+    if type(value) is not str:
         return True
-    t = type(value)
-    if not (t is int or (t is float and math.isfinite(value))) or any(
-        type(b) not in (int, float) for _, b in bounds
-    ):
-        return False
-    return all(
-        value >= b if k == "minimum" else value <= b if k == "maximum" else value > b if k == "exclusiveMinimum"
-        else value < b
-        for k, b in bounds
-    )  # fmt: skip
+    return None if type(arg) is not str else re.search(arg, value) is not None  # jsonschema's own test
+
+
+def _size(kind: type, test):
+    """A size keyword of objects or arrays: it holds for a value of another kind."""
+
+    def rule(value, arg, schema, root):
+        if type(value) is not kind:
+            return True
+        return None if type(arg) is not int else test(len(value), arg)
+
+    return rule
+
+
+def _required(value, arg, schema, root):
+    if type(value) is not dict:
+        return True
+    return None if type(arg) is not list else all(k in value for k in arg)
+
+
+def _properties(value, arg, schema, root):
+    if type(value) is not dict:
+        return True
+    if type(arg) is not dict:
+        return None
+    out: bool | None = True
+    for k, sub in arg.items():
+        if k in value:
+            got = _decide(value[k], sub, root)
+            if got is False:
+                return False
+            if got is None:
+                out = None
+    return out
+
+
+def _additional(value, arg, schema, root):
+    if type(value) is not dict:
+        return True
+    known = schema.get("properties", {})
+    if "patternProperties" in schema or type(known) is not dict:
+        return None
+    return _all(_decide(v, arg, root) for k, v in value.items() if k not in known)
+
+
+def _property_names(value, arg, schema, root):
+    if type(value) is not dict:
+        return True
+    return _all(_decide(k, arg, root) for k in value)
+
+
+def _items(value, arg, schema, root):
+    if type(value) is not list:
+        return True
+    return _all(_decide(v, arg, root) for v in value)
+
+
+def _all_of(value, arg, schema, root):
+    return None if type(arg) is not list else _all(_decide(value, s, root) for s in arg)
+
+
+def _any_of(value, arg, schema, root):
+    if type(arg) is not list:
+        return None
+    found = [_decide(value, s, root) for s in arg]
+    return True if True in found else None if None in found else False
+
+
+def _one_of(value, arg, schema, root):
+    if type(arg) is not list:
+        return None
+    found = [_decide(value, s, root) for s in arg]
+    valid = found.count(True)
+    return False if valid > 1 else None if None in found else valid == 1
+
+
+def _not(value, arg, schema, root):
+    got = _decide(value, arg, root)
+    return None if got is None else not got
+
+
+def _if(value, arg, schema, root):
+    got = _decide(value, arg, root)
+    if got is None:
+        return None
+    branch = "then" if got else "else"
+    return _decide(value, schema[branch], root) if branch in schema else True
+
+
+def _ref(value, arg, schema, root):
+    """A `$ref` to a JSON pointer into the root schema (`#/$defs/name`); any other reference is not decided."""
+    if root is None or type(arg) is not str or not arg.startswith("#/") or "%" in arg:
+        return None
+    node = root
+    for part in arg[2:].split("/"):
+        part = part.replace("~1", "/").replace("~0", "~")
+        if type(node) is not dict or part not in node:
+            return None
+        node = node[part]
+    return _decide(value, node, root)
+
+
+_KEYWORDS = {
+    "type": _type,
+    "enum": _enum,
+    "const": _const,
+    "minimum": _bound(lambda v, b: v >= b),
+    "maximum": _bound(lambda v, b: v <= b),
+    "exclusiveMinimum": _bound(lambda v, b: v > b),
+    "exclusiveMaximum": _bound(lambda v, b: v < b),
+    "pattern": _pattern,
+    "minProperties": _size(dict, lambda n, b: n >= b),
+    "maxProperties": _size(dict, lambda n, b: n <= b),
+    "minItems": _size(list, lambda n, b: n >= b),
+    "maxItems": _size(list, lambda n, b: n <= b),
+    "required": _required,
+    "properties": _properties,
+    "additionalProperties": _additional,
+    "propertyNames": _property_names,
+    "items": _items,
+    "allOf": _all_of,
+    "anyOf": _any_of,
+    "oneOf": _one_of,
+    "not": _not,
+    "if": _if,
+    "$ref": _ref,
+}
 
 
 def _fast_class(base: type) -> type:
     """`base` (a jsonschema validator class) with `properties` and `additionalProperties` skipping the values
     _surely_valid accepts: those would add no error, and building a sub-validator for each of them is most of the
-    time a valid document takes. Every other value is validated by `base`'s own keyword, so a document is valid,
-    and its errors are, exactly as with `base`."""
-    if base not in _FAST:
-        import jsonschema
+    time an invalid document takes. Every other value is validated by `base`'s own keyword, so a document is
+    valid, and its errors are, exactly as with `base`. _decide knows 2020-12 only: other drafts get `base`."""
+    import jsonschema
 
+    if base is not jsonschema.Draft202012Validator:
+        return base
+    if base not in _FAST:
         own = base.VALIDATORS["properties"], base.VALIDATORS["additionalProperties"]
 
         def properties(validator, props, instance, schema):
@@ -212,14 +387,19 @@ def _fast_class(base: type) -> type:
 
 def check_schema(doc: dict, schema: dict, prefix: str) -> None:
     """Raise TilerError (`export: <prefix>/<path>: <message>`) if `doc` does not match `schema`; a validator is
-    built once per schema (a library holds thousands of views)."""
+    built once per schema (a library holds thousands of views). A document _decide finds valid (under the
+    2020-12 draft its validator is for) is accepted at once; any other goes through jsonschema, whose errors are
+    the ones raised."""
     import jsonschema
 
     cached = _VALIDATORS.get(id(schema))
     if cached is None or cached[0] is not schema:  # the schema object itself, not a later one at the same id
-        validator = _fast_class(jsonschema.validators.validator_for(schema))(schema)
-        cached = _VALIDATORS[id(schema)] = (schema, validator)
-    validator = cached[1]
+        base = jsonschema.validators.validator_for(schema)
+        cached = (schema, _fast_class(base)(schema), base is jsonschema.Draft202012Validator)
+        _VALIDATORS[id(schema)] = cached
+    _, validator, decidable = cached
+    if decidable and _decide(doc, schema, schema) is True:
+        return
     error = jsonschema.exceptions.best_match(validator.iter_errors(doc))
     if error is not None:
         where = "/".join([prefix] * bool(prefix) + list(map(str, error.absolute_path))) or "(top)"

@@ -390,8 +390,11 @@ def _core_work(tm, tn, splits, batch, cores, edge_m, edge_n, settings: np.ndarra
     partial last round into that many sub-tiles, sub-tile j going to core j.
     """
     # the walks (tail re-cut settings share them), then per walk: tile types by position, counts per core
-    code = (settings[:, 0] * 2 + settings[:, 1]) * 2 + settings[:, 2]  # (offset, direction, serpentine)
-    _, first, walk_of = np.unique(code, return_index=True, return_inverse=True)
+    if len(settings) == 1:  # one setting (a new grid in a check or a small sample): its own walk, no sort
+        first, walk_of = np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64)
+    else:
+        code = (settings[:, 0] * 2 + settings[:, 1]) * 2 + settings[:, 2]  # (offset, direction, serpentine)
+        _, first, walk_of = np.unique(code, return_index=True, return_inverse=True)
     walk_keys, walk_of = settings[first, :3], walk_of.ravel()
     n_walk, per = len(walk_keys), tm * tn
     n_set = len(settings)
@@ -420,7 +423,9 @@ def _core_work(tm, tn, splits, batch, cores, edge_m, edge_n, settings: np.ndarra
     else:
         starts = _residue_hist(0, per, outer, cores)[0]  # slices starting on each core: one period counted
         shifted = (np.arange(cores)[:, None] - np.arange(cores)[None, :]) % cores
-        counts = np.einsum("k,sxkt->sxt", starts, by_residue[:, shifted])[walk_of]
+        # as a circulant (cores x cores) matrix times each walk's counts: whole numbers far below 2**53, so
+        # every order of the sums gives the same float64
+        counts = np.matmul(starts[shifted], by_residue.astype(np.float64))[walk_of]
     subs = np.zeros((n_set, cores, SUB_TYPES))
     rem = n % cores
     recut = np.flatnonzero(settings[:, 3] >= 2) if rem else np.empty(0, dtype=np.int64)
