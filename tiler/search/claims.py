@@ -40,12 +40,13 @@ def sqlite_file(url: str) -> Path | None:
 
 
 def setup_lock(url: str):
-    """The study's `<db>.lock`, for a process to hold while optuna creates or checks a SQLite storage's tables, so
-    that processes starting on a new database take turns instead of racing on its version table (the loser's
-    whole storage set-up, alembic's scripts loaded three times, was thrown away and redone after a sleep). A
-    no-op for other storages and where the lock file cannot be made (optuna's own error then stands)."""
+    """The study's `<db>.lock`, for a process to hold while optuna creates a new SQLite storage's tables, so that
+    processes starting on a new database take turns instead of racing on its version table (the loser's whole
+    storage set-up, alembic's scripts loaded three times, was thrown away and redone after a sleep). A no-op for
+    a database that has content already (no lock file left beside a file that turns out not to be a study), for
+    other storages and where the lock file cannot be made (optuna's own error then stands)."""
     db = sqlite_file(url)
-    if db is None:
+    if db is None or (db.is_file() and db.stat().st_size > 0):
         return contextlib.nullcontext()
     lock = _FileLock(Path(f"{db}.lock"))
     try:

@@ -56,8 +56,8 @@ def open_storage(storage=None):
         except TilerError:
             raise
         except Exception as exc:  # sqlalchemy/driver errors: bad scheme, missing folder, no server, no driver
-            # two processes creating the same new server database race on its version table: the loser
-            # retries (on a SQLite file they take turns: setup_lock)
+            # two processes creating the same new database race on its version table: the loser retries (on a
+            # new SQLite file they take turns: setup_lock)
             racing = ("UNIQUE constraint failed", "already exists", "database is locked")
             if any(r in str(exc) for r in racing) and attempt < 2:
                 time.sleep(0.2 * (attempt + 1))
