@@ -631,8 +631,9 @@ def test_the_explore_note_counts_the_trials_that_escaped_repeats():
 
 
 def test_the_feasible_grid_counts_and_finds_exactly_its_points():
-    """FeasibleGrid answers `len` and `in` from packed codes, without its set of tuples: the same answers as the set
-    (`keys`) on random product grids and masks, points outside the domains and keys of the wrong length included."""
+    """FeasibleGrid answers `len`, `in` and `contains` from packed codes, without its set of tuples: the same answers
+    as the set (`keys`) on random product grids and masks, points outside the domains and keys of the wrong length
+    included."""
     import numpy as np
 
     from tiler.search.bayes import FeasibleGrid
@@ -650,4 +651,7 @@ def test_the_feasible_grid_counts_and_finds_exactly_its_points():
         assert len(fg) == len(want)
         probes = [*want, *(tuple(int(x) for x in rng.integers(-5, 605, len(names))) for _ in range(30))]
         assert all((p in fg) == (p in want) for p in [*probes, (0,) * (len(names) + 1)])
+        if names:  # the same answers for all the probes at once, as columns (the local search asks so)
+            cols = [np.array([p[i] for p in probes], dtype=np.int64) for i in range(len(names))]
+            assert fg.contains(cols).tolist() == [p in want for p in probes]
         assert fg.keys == want

@@ -37,7 +37,10 @@ def test_a_calibration_over_the_memory_bound_is_refused_up_front_in_one_line(tmp
     )
     reps = math.ceil(CALIBRATE_BYTES_MAX / per_row / len(data.seconds)) + 2
     big = tmp_path / "big.csv"
-    pd.concat([df] * reps, ignore_index=True).to_csv(big, index=False)
+    # the text pd.concat([df] * reps, ignore_index=True).to_csv(big, index=False) writes (each row's cells are
+    # formatted alone), built from one copy's text: 15 MB written in 0.05 s instead of 1.9 s
+    head, _, body = df.to_csv(index=False).partition("\n")
+    big.write_text(f"{head}\n{body * reps}")
     res = _calibrate(big, tmp_path / "p.toml")
     assert res.returncode == 2, res.stderr[-2000:]
     lines = res.stderr.strip().splitlines()

@@ -328,6 +328,28 @@ def test_sigterm_stops_as_ctrl_c_does_checkpoints_the_journal_and_exits_143(tmp_
     assert proc.returncode == 0 and "reused from the journal" in err
 
 
+def test_stopping_the_pool_ends_a_worker_in_the_middle_of_its_task():
+    """An interrupted sweep ends its workers at once: a worker busy with a task (here an hour's sleep standing in
+    for a long search) is terminated and joined by _stop_pool, not left to finish it (a Ctrl-C'd sweep then
+    waited at exit for every running search, whose result it throws away)."""
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing import get_context
+
+    from tiler.sweep.executors import _stop_pool
+
+    pool = ProcessPoolExecutor(max_workers=1, mp_context=get_context("spawn"))
+    fut = pool.submit(time.sleep, 3600)
+    while not fut.running():  # handed to the worker's queue: cancel_futures no longer takes it back
+        time.sleep(0.001)
+    workers = list(pool._processes.values())
+    try:
+        _stop_pool(pool)
+        assert workers and not any(w.is_alive() for w in workers)
+    finally:
+        for w in workers:
+            w.kill()
+
+
 def test_resume_is_keyed_by_problem_not_row_number_and_fresh_without_resume(tmp_path):
     shapes = grid(tmp_path / "s.csv", ms=(64, 128), ns=(128,), ks=(128, 256))
     out = tmp_path / "o.csv"

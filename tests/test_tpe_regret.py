@@ -123,6 +123,36 @@ def test_feasible_grid_is_exactly_the_points_with_a_feasible_completion(chip, pi
         row[k] = allowed[-1]
 
 
+def test_the_neighbourhood_is_every_row_within_one_step_or_two_knobs_sorted_and_distinct():
+    """neighbourhood() is exactly the in-range rows that set at most two knobs of the centre to any value or move
+    every knob by at most one step (that box only while it has at most LOCAL_BOX points), sorted, each once: the
+    answer np.unique(rows, axis=0) gave before it grouped packed codes instead."""
+    import itertools
+
+    from tiler.search.bayes.local import LOCAL_BOX, neighbourhood
+
+    rng = np.random.default_rng(11)
+    for _ in range(60):
+        sizes = rng.integers(1, 9, int(rng.integers(1, 9)))
+        center = np.array([int(rng.integers(0, s)) for s in sizes])
+        got = neighbourhood(sizes, center)
+        want = set()
+        d = len(sizes)
+        if 3**d <= LOCAL_BOX:
+            for off in itertools.product((-1, 0, 1), repeat=d):
+                want.add(tuple(int(c + o) for c, o in zip(center, off, strict=True)))
+        for i in range(d):
+            for j in range(i, d):
+                for a in range(sizes[i]):
+                    for b in range(sizes[j]):
+                        row = [int(c) for c in center]
+                        row[i], row[j] = a, b
+                        want.add(tuple(row))
+        want = sorted(r for r in want if all(0 <= v < s for v, s in zip(r, sizes, strict=True)))
+        assert got.dtype == np.int64 and got.shape == (len(want), d)
+        assert [tuple(r) for r in got.tolist()] == want
+
+
 def test_plain_tpe_never_proposes_an_infeasible_point_and_uses_its_whole_budget():
     """M = 16 on the 910B3: every base_m above 16 breaks SetFixSplit, which the rule-cut sampling used to learn by
     pruning ~900 trials (and it stopped at the cap with half its budget); the feasible grid proposes none."""

@@ -27,6 +27,35 @@ from pathlib import Path
 DONE, RUNNING, BUDGET = "done", "running", "budget"
 
 
+def sqlite_file(url: str) -> Path | None:
+    """The database file of a SQLite storage URL, whose processes share `<db>.lock`; None for any other storage, an
+    in-memory one, or where there is no flock (not POSIX)."""
+    if not url.startswith("sqlite:///") or url == "sqlite:///:memory:":
+        return None
+    try:
+        import fcntl  # noqa: F401 -- POSIX only
+    except ImportError:
+        return None
+    return Path(url[len("sqlite:///") :])
+
+
+def setup_lock(url: str):
+    """The study's `<db>.lock`, for a process to hold while optuna creates a new SQLite storage's tables, so that
+    processes starting on a new database take turns instead of racing on its version table (the loser's whole
+    storage set-up, alembic's scripts loaded three times, was thrown away and redone after a sleep). A no-op for
+    a database that has content already (no lock file left beside a file that turns out not to be a study), for
+    other storages and where the lock file cannot be made (optuna's own error then stands)."""
+    db = sqlite_file(url)
+    if db is None or (db.is_file() and db.stat().st_size > 0):
+        return contextlib.nullcontext()
+    lock = _FileLock(Path(f"{db}.lock"))
+    try:
+        open(lock.path, "a+b").close()  # noqa: SIM115 -- only checks that the lock can be taken
+    except OSError:
+        return contextlib.nullcontext()
+    return lock
+
+
 class _FileLock:
     """An exclusive flock on a file, re-entrant within one process."""
 
@@ -72,14 +101,8 @@ class Claims:
     @classmethod
     def for_storage(cls, store, study: str, expiry: float) -> Claims | None:
         """Claims beside a SQLite study database; None for any other storage (or without flock)."""
-        url = str(getattr(store, "url", ""))
-        if not url.startswith("sqlite:///") or url == "sqlite:///:memory:":
-            return None
-        try:
-            import fcntl  # noqa: F401 -- POSIX only
-        except ImportError:
-            return None
-        return cls(Path(url[len("sqlite:///") :]), study, expiry)
+        db = sqlite_file(str(getattr(store, "url", "")))
+        return None if db is None else cls(db, study, expiry)
 
     def adopt(self, done: dict[str, int]) -> None:
         """Record evaluations the study already holds (key -> trial; a study run before claims existed)."""
@@ -132,4 +155,4 @@ class Claims:
             self.conn.close()
 
 
-__all__ = ["BUDGET", "DONE", "RUNNING", "Claims"]
+__all__ = ["BUDGET", "DONE", "RUNNING", "Claims", "setup_lock", "sqlite_file"]

@@ -36,16 +36,21 @@ def _run_local(chunks, ctx: _Context, on_result: Callable[[str, dict], None]) ->
 
 
 def _stop_pool(pool) -> None:
-    """Cancel what has not started and end the workers this sweep started (their pids, not by name)."""
-    pool.shutdown(wait=False, cancel_futures=True)
-    stop = getattr(pool, "terminate_workers", None)  # Python >= 3.14
+    """Cancel what has not started and end the workers this sweep started (their pids, not by name).
+
+    The workers are taken before shutdown(), which forgets them (it sets `_processes` to None): ended after it,
+    none was, and the interpreter's exit then waited for each worker to finish the search it was running (whose
+    result is thrown away) before a Ctrl-C'd sweep could exit."""
+    procs = list((getattr(pool, "_processes", None) or {}).values())
+    stop = getattr(pool, "terminate_workers", None)  # Python >= 3.14: takes them before its own shutdown()
     if stop is not None:
         stop()
         return
-    for proc in list((getattr(pool, "_processes", None) or {}).values()):
+    pool.shutdown(wait=False, cancel_futures=True)
+    for proc in procs:
         if proc.is_alive():
             proc.terminate()
-    for proc in list((getattr(pool, "_processes", None) or {}).values()):
+    for proc in procs:
         proc.join(timeout=5)
 
 

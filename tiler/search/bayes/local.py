@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from ...model.common import group_rows_any
 from ...space import Candidates, product, take
 from .objective import Objective
 
@@ -39,8 +40,12 @@ def neighbourhood(sizes: np.ndarray, center: np.ndarray) -> np.ndarray:
             rows = np.repeat(center[None, :], a.size, axis=0)
             rows[:, i], rows[:, j] = a.ravel(), b.ravel()
             parts.append(rows)
-    rows = np.unique(np.concatenate(parts), axis=0)
-    return rows[np.all((rows >= 0) & (rows < sizes), axis=1)]
+    rows = np.concatenate(parts)
+    rows = rows[np.all((rows >= 0) & (rows < sizes), axis=1)]
+    # np.unique(rows, axis=0): one row per group of equal rows, the groups in lexicographic order (group_rows_any
+    # sorts packed int64 codes, several times faster than np.unique's sort of rows as structured records)
+    first, _ = group_rows_any(rows.T)
+    return rows[first]
 
 
 class LocalSearch:
@@ -119,30 +124,43 @@ class LocalSearch:
         )
         pos = neighbourhood(self.sizes, center)
         grid = {k: v[pos[:, j]] for j, (k, v) in enumerate(zip(knobs, self.values, strict=True))}
-        keys = [tuple(int(grid[k][i]) for k in knobs) for i in range(len(pos))]
-        score = np.array([obj.tilings[kk][0] if kk in obj.tilings else np.inf for kk in keys])
-        fresh = np.array(
-            [
-                kk not in obj.cache and kk not in self.asked and (obj.grid is None or kk in obj.grid)
-                for kk in keys
-            ],
-            dtype=bool,
-        )
+        cols = [grid[k] for k in knobs]
+        score, fresh = self._known(cols)
+        if obj.grid is not None:
+            fresh &= obj.grid.contains(cols)
         if fresh.any():
             score[fresh] = self.proxy(take(grid, fresh), tiling)
         j = int(np.argmin(score))  # lowest index on ties: rows are sorted, so deterministic
         if not score[j] < value * (1 - 1e-9):
             return None
+        best = tuple(int(c[j]) for c in cols)
         if not fresh[j]:  # the way down runs into a tiling already evaluated: go on from there
-            self.starts.add(keys[j])
+            self.starts.add(best)
             return None
-        self.asked.add(keys[j])
+        self.asked.add(best)
         params = obj.params({k: int(grid[k][j]) for k in knobs})
         if params is None:
             return None
         self.proposed += 1
-        self.starts.add(keys[j])
+        self.starts.add(best)
         return params, {"source": "local", "local_from": obj.cache[key][0], "proxy_us": float(score[j])}
+
+    def _known(self, cols: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        """Per row of `cols` (the sampled knobs' columns of a neighbourhood): its evaluated value (inf: none) and
+        whether it is neither evaluated (or failed) nor enqueued. The dict and set look-ups of every row at once:
+        the rows and the known keys grouped together (group_rows_any), no tuple per row (thousands a descent)."""
+        obj = self.obj
+        tiled, cached, asked = list(obj.tilings), list(obj.cache), list(self.asked)
+        keys = np.array([*tiled, *cached, *asked], dtype=np.int64).reshape(-1, len(cols))
+        n = len(cols[0])
+        _, inv = group_rows_any([np.concatenate([c, keys[:, j]]) for j, c in enumerate(cols)])
+        rows, known = inv[:n], inv[n:]
+        size = int(inv.max()) + 1 if inv.size else 0
+        value = np.full(size, np.inf)
+        value[known[: len(tiled)]] = [v for v, _ in obj.tilings.values()]
+        seen = np.zeros(size, dtype=bool)
+        seen[known[len(tiled) :]] = True  # evaluated (failed ones too) or enqueued
+        return value[rows], ~seen[rows]
 
     def proxy(self, grid: Candidates, center: dict) -> np.ndarray:
         """Per row of `grid` (sampled knobs), the model's best estimate over a few inner settings (inf: none of

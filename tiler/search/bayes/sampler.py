@@ -126,14 +126,28 @@ class FeasibleGrid:
         """Whether `key` (one value per knob of `names`) is a feasible point: `key in self.keys`, without the set."""
         if len(key) != len(self.names):
             return False
-        code = 0
-        for v, vals in zip(key, self._values, strict=True):
-            i = int(np.searchsorted(vals, v))
-            if i >= vals.size or vals[i] != v:
-                return False
-            code = code * int(vals.size) + i
-        j = int(np.searchsorted(self._codes, code))
-        return j < self._codes.size and int(self._codes[j]) == code
+        try:
+            return bool(self.contains([np.asarray([v]) for v in key])[0])
+        except OverflowError:  # a Python int no int64 holds: not one of the grid's values
+            return False
+
+    def contains(self, columns) -> np.ndarray:
+        """Per row of `columns` (one array per knob of `names`), whether it is a feasible point: `in` for a whole
+        neighbourhood at once (the local search asks it of thousands of rows per descent)."""
+        n = len(columns[0]) if columns else 1
+        ok = np.ones(n, dtype=bool)
+        code = np.zeros(n, dtype=np.int64)
+        for col, vals in zip(columns, self._values, strict=True):
+            if vals.size == 0:
+                return np.zeros(n, dtype=bool)
+            col = np.asarray(col)
+            i = np.minimum(np.searchsorted(vals, col), vals.size - 1)
+            ok &= vals[i] == col
+            code = code * vals.size + i
+        if self._codes.size == 0:
+            return np.zeros(n, dtype=bool)
+        j = np.minimum(np.searchsorted(self._codes, code), self._codes.size - 1)
+        return ok & (self._codes[j] == code)
 
     def allowed(self, knob: str, row: dict[str, int], values) -> tuple[tuple[int, ...], list[str]]:
         sel = np.ones(len(self.ok), dtype=bool)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ...errors import TilerError
 from ...space import Space
+from ..claims import setup_lock
 from .objective import Objective
 
 DEFAULT_STORAGE = Path("results") / "studies.db"
@@ -46,7 +47,7 @@ def open_storage(storage=None):
     engine_kwargs = _sqlite_kwargs(url)
     for attempt in range(3):
         try:
-            with warnings.catch_warnings():
+            with warnings.catch_warnings(), setup_lock(url):
                 warnings.simplefilter("ignore")  # heartbeat is experimental in some optuna versions
                 rdb = optuna.storages.RDBStorage(
                     url, engine_kwargs=engine_kwargs, heartbeat_interval=60, grace_period=180
@@ -55,7 +56,8 @@ def open_storage(storage=None):
         except TilerError:
             raise
         except Exception as exc:  # sqlalchemy/driver errors: bad scheme, missing folder, no server, no driver
-            # two processes creating the same new database race on its version table: the loser retries
+            # two processes creating the same new database race on its version table: the loser retries (on a
+            # new SQLite file they take turns: setup_lock)
             racing = ("UNIQUE constraint failed", "already exists", "database is locked")
             if any(r in str(exc) for r in racing) and attempt < 2:
                 time.sleep(0.2 * (attempt + 1))
