@@ -363,7 +363,7 @@ def _fit(
     pipe_y = {pp: np.log(v) for pp, v in data.pipes.items()}
     pipe_ok = {pp: np.isfinite(v) for pp, v in pipe_y.items()}
 
-    def resid(uu):
+    def residuals(uu):
         e = dict(start, **{k: float(np.exp(v)) for k, v in zip(names, uu, strict=True)})
         if not pipe_y:
             return np.concatenate([np.log(_predict(model, chip, data, e)) - y, prior * (uu - u0)])
@@ -373,6 +373,18 @@ def _fit(
             ok = pipe_ok[pp]
             parts.append(np.where(ok, np.log(np.maximum(pipes[pp], 1e-15)) - np.where(ok, yy, 0.0), 0.0))
         return np.concatenate([*parts, prior * (uu - u0)])
+
+    # each point's residuals are computed once: a rejected step retried with a larger damping often lands on a point
+    # already scored (its move clipped to the box, or too small to change u): a third of the model's evaluations in
+    # a fit from totals. Read-only, so sharing one array between the lookups cannot carry a write from one to the next
+    scored: dict[bytes, np.ndarray] = {}
+
+    def resid(uu):
+        key = np.asarray(uu, dtype=np.float64).tobytes()
+        if key not in scored:
+            scored[key] = residuals(uu)
+            scored[key].setflags(write=False)
+        return scored[key]
 
     def weights(r):
         rows = r[: near.size]  # the prior's residuals (the last len(names)) keep weight 1

@@ -129,19 +129,37 @@ def _problems(op: str, df: pd.DataFrame) -> tuple[list[Problem], np.ndarray, np.
     return problems, of, secs
 
 
-def _optimum(op: str, chip: Chip, problems: list[Problem]) -> tuple[list[dict], np.ndarray, list[str]]:
-    """The model's best tiling of each problem (an exhaustive search), its time (seconds) and its bound."""
+class _Optima:
+    """The model's best tiling of a problem under a chip's constants, each searched once per fit.
+
+    A fit searches the same problem under the same constants again and again: every fold's first round and the
+    final fit's start from the profile's constants, as the uncalibrated optimum does. The exhaustive search is
+    deterministic and reads only the chip's values, so its answer is kept per (chip values, problem) for the one
+    calibration (the space and the operator cannot change under it) and handed out as a fresh copy."""
+
+    def __init__(self, op: str) -> None:
+        self.op = op
+        self._done: dict[tuple[str, str, str], tuple[dict, float, str]] = {}
+
+    def __call__(self, chip: Chip, problems: list[Problem]) -> tuple[list[dict], np.ndarray, list[str]]:
+        """The best tiling of each problem (an exhaustive search), its time (seconds) and its bound."""
+        found = [self._one(chip, p) for p in problems]
+        return [dict(t) for t, _, _ in found], np.array([s for _, s, _ in found]), [b for _, _, b in found]
+
+    def _one(self, chip: Chip, p: Problem) -> tuple[dict, float, str]:
+        key = (chip.id, chip.profile_hash, p.key())
+        if key not in self._done:
+            self._done[key] = _search_best(self.op, chip, p)
+        return self._done[key]
+
+
+def _search_best(op: str, chip: Chip, p: Problem) -> tuple[dict, float, str]:
+    """The model's best tiling of `p` (an exhaustive search), its time (seconds) and its bound."""
     from .search import search as run_search
 
-    space = load_space(op, chip.family)
-    tilings, times, bounds = [], [], []
-    for p in problems:
-        res = run_search(p, chip, space, strategy="exhaustive", top=1)
-        tilings.append(res.tiling(0))
-        row = res.row(0)
-        times.append(float(row["time_us"]) * 1e-6)
-        bounds.append(str(row["bound"]))
-    return tilings, np.array(times), bounds
+    res = run_search(p, chip, load_space(op, chip.family), strategy="exhaustive", top=1)
+    row = res.row(0)
+    return res.tiling(0), float(row["time_us"]) * 1e-6, str(row["bound"])
 
 
 def floors(model, chip: Chip, problems, best_s, names) -> dict[str, tuple[float, str]]:
@@ -167,7 +185,9 @@ def _boxes(model, chip: Chip, problems, best_s, names) -> dict:
     return {k: (raised[k][0], model.FITTABLE[k][1]) if k in raised else model.FITTABLE[k] for k in names}
 
 
-def _fit_rounds(model, chip: Chip, op: str, problems, best_s, names, start, rounds: int) -> tuple[dict, int]:
+def _fit_rounds(
+    model, chip: Chip, optimum: _Optima, problems, best_s, names, start, rounds: int
+) -> tuple[dict, int]:
     """Search <-> fit until the constants stop moving (or `rounds`): the optimum under the constants stands in for
     the library's tiling, and the constants are fitted to the measured totals at those tilings, inside the boxes
     the totals leave (_boxes)."""
@@ -175,7 +195,7 @@ def _fit_rounds(model, chip: Chip, op: str, problems, best_s, names, start, roun
     e = dict(start, **{k: min(max(start[k], boxes[k][0]), boxes[k][1]) for k in names})
     for done in range(1, rounds + 1):  # noqa: B007 (the rounds run are returned)
         tuned = chip.with_values({k: e[k] for k in names})
-        tilings, _, _ = _optimum(op, tuned, problems)
+        tilings, _, _ = optimum(tuned, problems)
         table = pd.DataFrame(
             [
                 {**p.shape(), "dtype": p.dtype, **t, "time_us": s * 1e6}
@@ -183,7 +203,13 @@ def _fit_rounds(model, chip: Chip, op: str, problems, best_s, names, start, roun
             ]
         )
         new = _fit(
-            model, chip, load_measurements(chip, op, table), e, names, prior_sigma=math.inf, boxes=boxes
+            model,
+            chip,
+            load_measurements(chip, optimum.op, table),
+            e,
+            names,
+            prior_sigma=math.inf,
+            boxes=boxes,
         )
         moved = max(abs(math.log(new[k] / e[k])) for k in names)
         e = new
@@ -192,16 +218,21 @@ def _fit_rounds(model, chip: Chip, op: str, problems, best_s, names, start, roun
     return e, done
 
 
-def _best_start(model, chip: Chip, op: str, problems, best_s, names, starts, rounds: int) -> tuple[dict, int]:
+def _best_start(
+    model, chip: Chip, optimum: _Optima, problems, best_s, names, starts, rounds: int
+) -> tuple[dict, int]:
     """_fit_rounds from each start (the profile's constants with a start's values put in); the fit whose optimum
     matches the totals best (the soft-L1 loss of log(optimum / measured), the fit's own robust loss) wins. The
-    optimum jumps between tilings as the constants move, so the loss has local minima: one start can stop in one."""
+    optimum jumps between tilings as the constants move, so the loss has local minima: one start can stop in one.
+    With one start there is nothing to compare, so its loss is not searched for."""
     best = None
     for over in starts:
         e, done = _fit_rounds(
-            model, chip, op, problems, best_s, names, dict(start_of(model, chip), **over), rounds
+            model, chip, optimum, problems, best_s, names, dict(start_of(model, chip), **over), rounds
         )
-        _, t, _ = _optimum(op, chip.with_values({k: e[k] for k in names}), problems)
+        if len(starts) == 1:
+            return e, done
+        _, t, _ = optimum(chip.with_values({k: e[k] for k in names}), problems)
         r = np.log(t / best_s)
         loss = float(np.sum(np.sqrt(1.0 + (r / SOFT_L1) ** 2) - 1.0))
         if best is None or loss < best[0]:
@@ -260,7 +291,8 @@ def calibrate_totals(
     shape_of = [
         p.label().split(":")[0] for p in problems
     ]  # the shape without the dtype: folds hold out all dtypes
-    _, before_s, _ = _optimum(op, chip, problems)
+    optimum = _Optima(op)
+    _, before_s, _ = optimum(chip, problems)
     cv = np.full(len(df), np.nan)
     cv_fold = np.full(len(df), -1)
     shapes = sorted(set(shape_of))
@@ -272,14 +304,14 @@ def calibrate_totals(
             if not train or not test:
                 continue
             e, _ = _best_start(
-                model, chip, op, [problems[i] for i in train], best_s[train], names, starts, rounds
+                model, chip, optimum, [problems[i] for i in train], best_s[train], names, starts, rounds
             )
-            _, t_s, _ = _optimum(op, chip.with_values({k: e[k] for k in names}), [problems[i] for i in test])
+            _, t_s, _ = optimum(chip.with_values({k: e[k] for k in names}), [problems[i] for i in test])
             for i, t in zip(test, t_s, strict=True):
                 cv[of == i] = t
                 cv_fold[of == i] = j
             n_folds += 1
-    fitted, done = _best_start(model, chip, op, problems, best_s, names, starts, rounds)
+    fitted, done = _best_start(model, chip, optimum, problems, best_s, names, starts, rounds)
     values = {k: float(f"{fitted[k]:.5g}") for k in names}
     date = date or _dt.date.today().isoformat()
     source = (
@@ -287,7 +319,7 @@ def calibrate_totals(
         f"{data_name} ({len(df)} rows, {len(problems)} problems), {date}" + (f"; {note}" if note else "")
     )
     out_chip = chip.with_values(values, tag="fitted", source=source)
-    _, after_s, bounds = _optimum(op, out_chip, problems)
+    _, after_s, bounds = optimum(out_chip, problems)
     rows = df.copy()
     rows["label"] = [problems[i].label() for i in of]
     rows["measured_us"] = secs * 1e6

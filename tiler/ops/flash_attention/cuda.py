@@ -233,10 +233,11 @@ def deal(durations: np.ndarray, slots: int, whole_rounds: bool = True) -> tuple[
 def hull(count: np.ndarray, steps: np.ndarray, k: int = HULL) -> np.ndarray:
     """The (count, steps) pairs that can be the busiest slot for some positive per-program and per-step costs
     (the upper-right convex hull), at most k of them (the extremes first), padded by repeating the first."""
-    pts = np.unique(np.stack([count, steps], axis=1), axis=0)
+    pts = np.stack([count, steps], axis=1)
     # Pareto front: for each count the most steps, then drop points dominated by a larger count with more steps
-    order = np.lexsort((-pts[:, 1], -pts[:, 0]))
-    pts = pts[order]
+    # (a repeated point is dropped there too, not steps above the ones before it: no np.unique(axis=0) first, which
+    # cost most of a hull)
+    pts = pts[np.lexsort((-pts[:, 1], -pts[:, 0]))]
     front = pts[np.r_[True, pts[1:, 1] > np.maximum.accumulate(pts[:-1, 1])]]
     if len(front) > k:  # keep the extremes and evenly spaced points between them
         front = front[np.unique(np.linspace(0, len(front) - 1, k).round().astype(int))]
