@@ -40,7 +40,8 @@ def _stop_pool(pool) -> None:
 
     The workers are taken before shutdown(), which forgets them (it sets `_processes` to None): ended after it,
     none was, and the interpreter's exit then waited for each worker to finish the search it was running (whose
-    result is thrown away) before a Ctrl-C'd sweep could exit."""
+    result is thrown away) before a Ctrl-C'd sweep could exit. A worker still alive 5 s after SIGTERM is killed
+    (a suite run once saw a spawned worker outlive its SIGTERM)."""
     procs = list((getattr(pool, "_processes", None) or {}).values())
     stop = getattr(pool, "terminate_workers", None)  # Python >= 3.14: takes them before its own shutdown()
     if stop is not None:
@@ -52,6 +53,10 @@ def _stop_pool(pool) -> None:
             proc.terminate()
     for proc in procs:
         proc.join(timeout=5)
+    for proc in procs:  # one that outlived SIGTERM (it ignored or had not yet met it) is killed
+        if proc.is_alive():
+            proc.kill()
+            proc.join(timeout=5)
 
 
 class WorkerDied(RuntimeError):
