@@ -249,15 +249,7 @@ def _properties(value, arg, schema, root):
         return True
     if type(arg) is not dict:
         return None
-    out: bool | None = True
-    for k, sub in arg.items():
-        if k in value:
-            got = _decide(value[k], sub, root)
-            if got is False:
-                return False
-            if got is None:
-                out = None
-    return out
+    return _all(_decide(value[k], sub, root) for k, sub in arg.items() if k in value)
 
 
 def _additional(value, arg, schema, root):
