@@ -377,11 +377,15 @@ def _fit(
     # each point's residuals are computed once: a rejected step retried with a larger damping often lands on a point
     # already scored (its move clipped to the box, or too small to change u): a third of the model's evaluations in
     # a fit from totals. Read-only, so sharing one array between the lookups cannot carry a write from one to the next
+    # Only the last few points are kept: the repeats are retries near the current point, and a fit over many rows
+    # would otherwise hold every point's residual vector
     scored: dict[bytes, np.ndarray] = {}
 
     def resid(uu):
         key = np.asarray(uu, dtype=np.float64).tobytes()
         if key not in scored:
+            if len(scored) >= 2 * len(names) + 4:  # a Jacobian's points and a few steps
+                del scored[next(iter(scored))]
             scored[key] = residuals(uu)
             scored[key].setflags(write=False)
         return scored[key]
