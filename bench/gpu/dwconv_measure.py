@@ -52,7 +52,8 @@ SHAPES_CSV = ROOT / "examples" / "shapes" / "depthwise_conv.csv"
 KERNELS_MODULE = "dwconv_triton_kernels"
 
 PROBLEM_KEYS = ("N", "C", "H", "W", "kh", "kw", "stride", "pad", "dilation")
-CFG_KEYS = ("scheme", "groups_per_op", "BLOCK_P", "BLOCK_K", "num_warps", "num_stages")
+# strip: NHWC output columns a strip computes from one load of each input column (1: one pixel; issue 30)
+CFG_KEYS = ("scheme", "groups_per_op", "BLOCK_P", "BLOCK_K", "num_warps", "num_stages", "strip")
 COLUMNS = ["name", *PROBLEM_KEYS, "dtype", "layout", "impl", "source", *CFG_KEYS, "ms", "gbps", "rel_err"]
 SCHEME_ORDER = ("group_loop", "group_opt", "vector")
 
@@ -76,42 +77,44 @@ def cfg_str(c: dict) -> str:
     km = load_kernels()
     return (
         f"{km.scheme_label(c['scheme'])} G{c['groups_per_op']} P{c['BLOCK_P']} K{c['BLOCK_K']} "
-        f"w{c['num_warps']} s{c['num_stages']}"
+        f"w{c['num_warps']} s{c['num_stages']}" + (f" strip{c['strip']}" if c.get("strip", 1) > 1 else "")
     )
 
 
-def _cfg(scheme, G, BP, BK, nw, ns) -> dict:
-    return dict(scheme=scheme, groups_per_op=G, BLOCK_P=BP, BLOCK_K=BK, num_warps=nw, num_stages=ns)
+def _cfg(scheme, G, BP, BK, nw, ns, strip=1) -> dict:
+    return dict(scheme=scheme, groups_per_op=G, BLOCK_P=BP, BLOCK_K=BK, num_warps=nw, num_stages=ns, strip=strip)
 
 
-def nhwc_grid(shape: dict, seed: int = 0) -> list[dict]:
+def nhwc_grid(shape: dict, seed: int = 0, strips: tuple[int, ...] = (1,)) -> list[dict]:
     """The NHWC vector kernel's grid for one shape, shuffled (fixed seed): G channels x BLOCK_P pixels with
-    a register tile of at most 8192 elements and 1..64 of them per thread."""
+    a register tile of at most 8192 elements and 1..64 of them per thread, each with every strip of `strips`
+    (output columns a strip, `triton_kernels.STRIPS`)."""
     km = load_kernels()
     OH, OW = km.output_size(*(shape[k] for k in ("H", "W", "kh", "kw", "stride", "pad", "dilation")))
     bp_max = max(16, km.next_pow2(OH * OW))
     g_max = max(8, km.next_pow2(shape["C"]))
     out = [
-        _cfg(2, G, BP, 16, nw, 1)
+        _cfg(2, G, BP, 16, nw, 1, sw)
         for G in (8, 16, 32, 64, 128, 256)
         if G <= g_max
         for BP in (16, 32, 64, 128, 256, 512)
         if BP <= bp_max
         for nw in (1, 2, 4, 8)
         if G * BP <= 8192 and 32 * nw <= G * BP <= 64 * 32 * nw
+        for sw in strips
     ]
     out = [c for c in out if km.validate(c, shape, "nhwc") is None]
     random.Random(seed).shuffle(out)
     return out
 
 
-def grid_for(shape: dict, seed: int = 0) -> list[dict]:
+def grid_for(shape: dict, seed: int = 0, strips: tuple[int, ...] = (1,)) -> list[dict]:
     """The grid of one shape, pruned, in timing order: each scheme's configs shuffled (fixed seed) and the
     three lists interleaved in proportion, so that any prefix samples every scheme evenly (the NHWC grid for
     an nhwc shape)."""
     km = load_kernels()
     if shape.get("layout") == "nhwc":
-        return nhwc_grid(shape, seed)
+        return nhwc_grid(shape, seed, strips)
     OH, OW = km.output_size(*(shape[k] for k in ("H", "W", "kh", "kw", "stride", "pad", "dilation")))
     T = shape["kh"] * shape["kw"]
     bp_max = max(32, km.next_pow2(OH * OW))  # larger pixel tiles only add masked lanes
@@ -284,6 +287,9 @@ def main(argv=None) -> int:
         help="the tensors' memory format: nhwc times the NHWC kernel and torch in both formats",
     )
     ap.add_argument(
+        "--strips", default="1", help="nhwc grid: the strips to time each config with, comma-separated (1, 2, 4)"
+    )
+    ap.add_argument(
         "--candidates", help="CSV of configs to time instead of the grid: name + knobs (+ source, e.g. model)"
     )
     args = ap.parse_args(argv)
@@ -317,7 +323,8 @@ def main(argv=None) -> int:
         given = read_candidates(Path(args.candidates))
         work = [(s, given[s["name"]]) for s in shapes if s["name"] in given]
     else:
-        work = [(s, smoke_grid(s, args.smoke) if args.smoke else grid_for(s)) for s in shapes]
+        strips = tuple(int(v) for v in args.strips.split(","))
+        work = [(s, smoke_grid(s, args.smoke) if args.smoke else grid_for(s, strips=strips)) for s in shapes]
     n_cfg = sum(len(g) for _, g in work)
     log(
         f"[plan] {len(work)} shapes, {n_cfg} triton configs + {len(work)} torch rows, budget {args.budget_s:.0f}s"

@@ -64,6 +64,8 @@ REL_ERR_MAX = 1e-2
 # H200 five of the seven 5x5 and 7x7 layers ran 1.03-1.19x faster so (two 0.95-0.99x) and the 3x3 ones 0.82-0.96x
 # (bench/data/h200_dwconv_nhwc_rows.csv)
 ROW_LOOP_TAPS = 25
+# output columns a NHWC strip computes from one load of each input column of its window (`_dw_nhwc_strip_kernel`)
+STRIPS = (1, 2, 4)
 
 
 def _pow2(v: int) -> bool:
@@ -118,6 +120,7 @@ def normalize_cfg(cfg: dict) -> dict:
         "BLOCK_K": int(cfg.get("BLOCK_K", 16)),
         "num_warps": int(cfg.get("num_warps", 4)),
         "num_stages": int(cfg.get("num_stages", 1)),
+        "strip": int(cfg.get("strip", 1)),
     }
     return out
 
@@ -144,6 +147,12 @@ def validate(cfg: dict, conv: dict | None = None, layout: str = "nchw") -> str |
     max_g = MAX_G_NHWC if layout == "nhwc" else MAX_G
     if not _pow2(G) or G > max_g:
         return f"groups_per_op {G} must be a power of two in [1, {max_g}] (tl.arange needs powers of two)"
+    if c["strip"] not in STRIPS:
+        return f"strip {c['strip']} must be one of {', '.join(map(str, STRIPS))}"
+    if c["strip"] > 1 and layout != "nhwc":
+        return f"strip {c['strip']} (output columns a strip) runs on layout nhwc only; nchw takes strip 1"
+    if c["strip"] > BP:
+        return f"strip {c['strip']} exceeds BLOCK_P {BP}"
     if layout == "nhwc" and s != 2:
         return f"layout nhwc runs the vector scheme only (scheme 2), not {SCHEMES[s]}"
     if s == 0 and G != 1:
@@ -308,6 +317,106 @@ if triton is not None:
         return acc
 
     @triton.jit
+    def _dw_nhwc_tap(acc, xj, w_ptr, th, cs, c_mask, C, J: tl.constexpr, S: tl.constexpr, KW, STRIDE, DIL):
+        """Strip column S's accumulator += xj * w[th, tw, :] when the strip's input column J is its tap tw
+        (J = S*STRIDE + tw*DIL); otherwise acc unchanged. Decided at compile time: J, S and the filter are
+        constexpr."""
+        D: tl.constexpr = J - S * STRIDE
+        if D >= 0:
+            if D % DIL == 0:
+                if D // DIL < KW:
+                    wv = tl.load(w_ptr + (th * KW + D // DIL) * C + cs, mask=c_mask, other=0.0)
+                    acc += xj * wv.to(tl.float32)[None, :]
+        return acc
+
+    @triton.jit
+    def _dw_nhwc_strip_row(
+        a0, a1, a2, a3, x_img, w_ptr, th, oh, ow0, s_mask, cs, c_mask, H, W, C, KW, STRIDE, PAD, PADW, DIL,
+        SW: tl.constexpr,
+    ):
+        """One filter row th for strips of SW output columns (a0..a3: the strip's columns, SW <= 4): the
+        strip's (SW-1)*STRIDE + (KW-1)*DIL + 1 input columns are each loaded once and used from registers by
+        every output column whose window holds them, where the one-pixel kernel loads a column once per tap
+        that reads it."""
+        ih = oh * STRIDE - PAD + th * DIL
+        mh = s_mask & (ih >= 0) & (ih < H)
+        row = x_img + (ih * W * C)[:, None] + cs[None, :]
+        for j in tl.static_range((SW - 1) * STRIDE + (KW - 1) * DIL + 1):
+            iw = ow0 * STRIDE - PADW + j
+            m = mh & (iw >= 0) & (iw < W)
+            xj = tl.load(row + (iw * C)[:, None], mask=m[:, None] & c_mask[None, :], other=0.0).to(tl.float32)
+            a0 = _dw_nhwc_tap(a0, xj, w_ptr, th, cs, c_mask, C, j, 0, KW, STRIDE, DIL)
+            if SW > 1:
+                a1 = _dw_nhwc_tap(a1, xj, w_ptr, th, cs, c_mask, C, j, 1, KW, STRIDE, DIL)
+            if SW > 2:
+                a2 = _dw_nhwc_tap(a2, xj, w_ptr, th, cs, c_mask, C, j, 2, KW, STRIDE, DIL)
+                a3 = _dw_nhwc_tap(a3, xj, w_ptr, th, cs, c_mask, C, j, 3, KW, STRIDE, DIL)
+        return a0, a1, a2, a3
+
+    @triton.jit
+    def _dw_nhwc_strip_kernel(
+        x_ptr,
+        w_ptr,
+        out_ptr,
+        N,
+        C,
+        H,
+        W,
+        OH,
+        OW,
+        KH: tl.constexpr,
+        KW: tl.constexpr,
+        STRIDE: tl.constexpr,
+        PAD: tl.constexpr,
+        PADW: tl.constexpr,
+        DIL: tl.constexpr,
+        G: tl.constexpr,
+        BLOCK_P: tl.constexpr,
+        BLOCK_K: tl.constexpr,
+        ROW_LOOP: tl.constexpr,
+        SW: tl.constexpr,
+    ):
+        """vector on NHWC with output strips: BLOCK_P // SW strips of SW adjacent output columns x G channels
+        (SW 2 or 4), each input column of a strip's window loaded once a filter row (`_dw_nhwc_strip_row`)."""
+        BS: tl.constexpr = BLOCK_P // SW
+        pid_p = tl.program_id(0)
+        pid_g = tl.program_id(1)
+        n = tl.program_id(2)
+        strips_w = tl.cdiv(OW, SW)
+        offs_s = pid_p * BS + tl.arange(0, BS)
+        s_mask = offs_s < OH * strips_w
+        oh = offs_s // strips_w
+        ow0 = (offs_s % strips_w) * SW
+        cs = pid_g * G + tl.arange(0, G)
+        c_mask = cs < C
+        x_img = x_ptr + n.to(tl.int64) * H * W * C
+        a0 = tl.zeros((BS, G), dtype=tl.float32)
+        a1 = tl.zeros((BS, G), dtype=tl.float32)
+        a2 = tl.zeros((BS, G), dtype=tl.float32)
+        a3 = tl.zeros((BS, G), dtype=tl.float32)
+        if ROW_LOOP:
+            for th in range(KH):
+                a0, a1, a2, a3 = _dw_nhwc_strip_row(
+                    a0, a1, a2, a3, x_img, w_ptr, th, oh, ow0, s_mask, cs, c_mask, H, W, C, KW, STRIDE, PAD,
+                    PADW, DIL, SW,
+                )
+        else:
+            for th in tl.static_range(KH):
+                a0, a1, a2, a3 = _dw_nhwc_strip_row(
+                    a0, a1, a2, a3, x_img, w_ptr, th, oh, ow0, s_mask, cs, c_mask, H, W, C, KW, STRIDE, PAD,
+                    PADW, DIL, SW,
+                )
+        out = out_ptr + n.to(tl.int64) * OH * OW * C + ((oh * OW + ow0) * C)[:, None] + cs[None, :]
+        om = s_mask[:, None] & c_mask[None, :]
+        ty = out_ptr.dtype.element_ty
+        tl.store(out, a0.to(ty), mask=om & (ow0 < OW)[:, None])
+        if SW > 1:
+            tl.store(out + C, a1.to(ty), mask=om & (ow0 + 1 < OW)[:, None])
+        if SW > 2:
+            tl.store(out + 2 * C, a2.to(ty), mask=om & (ow0 + 2 < OW)[:, None])
+            tl.store(out + 3 * C, a3.to(ty), mask=om & (ow0 + 3 < OW)[:, None])
+
+    @triton.jit
     def _dw_nhwc_kernel(
         x_ptr,
         w_ptr,
@@ -369,7 +478,8 @@ def _kernel_and_args(cfg: dict, conv: dict, N: int, C: int, H: int, W: int, layo
     c, kh, kw, st, ph, pw, dl = _split(cfg, conv)
     OH, OW = output_size(H, W, kh, kw, st, int(conv["pad"]), dl)
     G, BP = c["groups_per_op"], c["BLOCK_P"]
-    grid = (triton.cdiv(OH * OW, BP), triton.cdiv(C, G), N)
+    sw = c["strip"]  # strips of sw output columns: OH * cdiv(OW, sw) of them, BP // sw a program
+    grid = (triton.cdiv(OH * triton.cdiv(OW, sw), BP // sw), triton.cdiv(C, G), N)
     kw_args = dict(
         KH=kh,
         KW=kw,
@@ -386,6 +496,9 @@ def _kernel_and_args(cfg: dict, conv: dict, N: int, C: int, H: int, W: int, layo
     if layout == "nhwc":
         kern = _dw_nhwc_kernel
         kw_args["ROW_LOOP"] = row_loop(kh, kw)
+        if c["strip"] > 1:
+            kern = _dw_nhwc_strip_kernel
+            kw_args["SW"] = c["strip"]
     elif c["scheme"] == 2:
         kern = _dw_vec_kernel
     else:
