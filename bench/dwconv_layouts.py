@@ -36,7 +36,11 @@ from tiler.problem import parse_problem
 
 DATA = Path(__file__).resolve().parent / "data"
 SHAPES = Path(__file__).resolve().parents[1] / "examples" / "shapes" / "depthwise_conv.csv"
-GRIDS = {"nchw": DATA / "h200_dwconv.csv", "nhwc": DATA / "h200_dwconv_nhwc.csv"}
+# the NHWC grid: strips of one pixel (h200_dwconv_nhwc.csv) and of 2 and 4 columns (measured in a later run)
+GRIDS = {
+    "nchw": (DATA / "h200_dwconv.csv",),
+    "nhwc": (DATA / "h200_dwconv_nhwc.csv", DATA / "h200_dwconv_nhwc_strip_grid.csv"),
+}
 FIELDS = ("N", "C", "H", "W", "kh", "kw", "stride", "pad", "dilation")
 JOINED = "h200_dwconv_both_layouts.csv"  # the name the fitted values' source gives the joined table
 
@@ -55,12 +59,20 @@ def _labels(shapes: pd.DataFrame) -> list[str]:
     return out
 
 
-def fit(out: str | None) -> int:
-    grids = []
-    for layout, path in GRIDS.items():
+def read_grid(layout: str) -> pd.DataFrame:
+    """The measured Triton rows of a layout's grid files, one table (strip 1 where a file predates the knob)."""
+    out = []
+    for path in GRIDS[layout]:
         g = pd.read_csv(path)
+        g = g[g["impl"] == "triton"].copy()
         g["layout"] = g["layout"].fillna(layout) if "layout" in g else layout
-        grids.append(g[g["impl"] == "triton"])
+        g["STRIP"] = g["STRIP"].fillna(1).astype(int) if "STRIP" in g else 1
+        out.append(g)
+    return pd.concat(out, ignore_index=True)
+
+
+def fit(out: str | None) -> int:
+    grids = [read_grid(layout) for layout in GRIDS]
     shapes = pd.read_csv(SHAPES)
     with tempfile.TemporaryDirectory() as tmp:
         joined = Path(tmp) / JOINED
@@ -70,7 +82,8 @@ def fit(out: str | None) -> int:
             "h200",
             str(joined),
             fit_shapes=_labels(shapes[shapes["heldout"] == 0]),
-            note="joined from h200_dwconv.csv (nchw) and h200_dwconv_nhwc.csv; held out for testing: the 6 "
+            note="joined from h200_dwconv.csv (nchw), h200_dwconv_nhwc.csv and h200_dwconv_nhwc_strip_grid.csv "
+            "(nhwc); held out for testing: the 6 "
             "shapes marked heldout in examples/shapes/depthwise_conv.csv, in both layouts",
         )
     print(res.summary())
@@ -87,9 +100,8 @@ def grid() -> int:
     chip = load_chip("h200")
     shapes = pd.read_csv(SHAPES).set_index("name")
     out = []
-    for layout, path in GRIDS.items():
-        g = pd.read_csv(path)
-        g = g[g["impl"] == "triton"].drop(columns=["layout"], errors="ignore")
+    for layout in GRIDS:
+        g = read_grid(layout).drop(columns=["layout"])
         for name, rows in g.groupby("name", sort=False):
             s = shapes.loc[name]
             p = parse_problem("depthwise_conv", {**{k: int(s[k]) for k in FIELDS}, "layout": layout}, "fp16")

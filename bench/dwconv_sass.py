@@ -3,6 +3,7 @@ No GPU needed: Triton compiles for sm_90 (the H200) on any machine where it is i
 
     python -m bench.dwconv_sass compile [--out bench/data/h200_dwconv_nhwc_sass.csv] [--jobs N]
     python -m bench.dwconv_sass summary
+    python -m bench.dwconv_sass strips      # one tiling of three layers compiled with strips of 1, 2 and 4
 
 `summary` (no triton needed) reads the table and prints, per filter and elements a thread, the compiled registers
 against the model's register estimate (`cuda._registers` with the shipped constants), the share that spills, and the
@@ -97,8 +98,9 @@ def sass_counts(sass: str) -> dict[str, int]:
     return out
 
 
-def compile_kernel(key: tuple, shape: tuple) -> dict:
-    """Registers, spill stack and SASS counts of one kernel, compiled for sm_90 without a GPU."""
+def compile_kernel(key: tuple, shape: tuple, strip: int = 1) -> dict:
+    """Registers, spill stack and SASS counts of one kernel, compiled for sm_90 without a GPU (`strip` > 1: the
+    strip kernel `_dw_nhwc_strip_kernel`)."""
     import importlib.util
 
     import triton
@@ -115,7 +117,8 @@ def compile_kernel(key: tuple, shape: tuple) -> dict:
     const = dict(KH=kh, KW=kw, STRIDE=stride, PAD=km.pad_h(kh, pad), PADW=km.pad_w(kw, pad), DIL=dil)
     const |= dict(G=G, BLOCK_P=BP, BLOCK_K=16)
     const["ROW_LOOP"] = km.row_loop(kh, kw)
-    fn = km._dw_nhwc_kernel
+    const["SW"] = strip
+    fn = km._dw_nhwc_strip_kernel if strip > 1 else km._dw_nhwc_kernel
     sig, constexprs, attrs = {}, {}, {}
     for i, a in enumerate(fn.arg_names):
         if a.endswith("_ptr"):
@@ -203,14 +206,39 @@ def summary(path: Path) -> int:
     return 0
 
 
+# (kh, kw, stride, pad, dilation, G, BLOCK_P, num_warps) and (N, C, H, W): a 7x7, a 3x3 and a 5x5 stride-2 layer
+STRIP_KERNELS = (
+    ((7, 7, 1, 3, 1, 32, 128, 2), (16, 96, 56, 56)),
+    ((3, 3, 1, 1, 1, 32, 128, 2), (16, 144, 56, 56)),
+    ((5, 5, 2, 2, 1, 32, 128, 2), (16, 144, 56, 56)),
+)
+
+
+def strips() -> int:
+    """The same tiling compiled with strips of 1, 2 and 4 output columns: registers, spill stack, and the loads,
+    FMAs and instructions of one filter row (the row loop's body; the whole kernel when the taps are unrolled)."""
+    print("kh kw stride G BLOCK_P warps strip: registers, stack bytes, LDG, FFMA, all SASS (row loop | rest)")
+    for key, shape in STRIP_KERNELS:
+        for sw in (1, 2, 4):
+            r = compile_kernel(key, shape, sw)
+            print(
+                f"{key[0]} {key[1]} {key[2]} {key[5]} {key[6]} {key[7]} {sw}: {r['n_regs']}, {r['stack_bytes']}, "
+                f"{r['body_ldg']} | {r['rest_ldg']}, {r['body_ffma']} | {r['rest_ffma']}, "
+                f"{r['body_total']} | {r['rest_total']}"
+            )
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("what", choices=("compile", "summary"))
+    ap.add_argument("what", choices=("compile", "summary", "strips"))
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "data" / "h200_dwconv_nhwc_sass.csv")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     args = ap.parse_args(argv)
     if args.what == "summary":
         return summary(args.out)
+    if args.what == "strips":
+        return strips()
     import triton
 
     todo = sorted(kernels().items())

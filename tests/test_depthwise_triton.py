@@ -110,6 +110,28 @@ def test_the_nhwc_kernel_matches_torch(torch, shape, cfg):
     assert prob.out.is_contiguous(memory_format=torch.channels_last)
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("strip", (2, 4))
+@pytest.mark.parametrize("cfg", NHWC_CONFIGS, ids=lambda c: f"G{c['groups_per_op']}")
+def test_the_nhwc_strip_kernel_matches_torch(torch, shape, strip, cfg):
+    """Strips of 2 and 4 output columns compute F.conv2d(groups=C) too: widths that are not a multiple of the
+    strip (the last strip's columns past the edge masked), stride 2, dilation 2 (input columns of the window no
+    column uses) and the 1-D shapes (a strip along W of one column)."""
+    prob = km.Problem({**shape, "layout": "nhwc"})
+    prob.out.fill_(float("nan"))
+    assert prob.check({**cfg, "STRIP": strip}) < 1e-2
+
+
+def test_strips_run_on_the_nhwc_kernel_only():
+    """A strip of more than one column is the NHWC kernel's: nchw refuses it in one sentence, as does a strip
+    the kernel has no code for."""
+    cfg = {**NHWC_CONFIGS[0], "STRIP": 4}
+    assert km.validate(cfg, {**SHAPES[0], "layout": "nhwc"}) is None
+    assert "nhwc only" in km.validate(cfg, SHAPES[0])
+    assert "must be one of 1, 2, 4" in km.validate({**cfg, "STRIP": 3}, {**SHAPES[0], "layout": "nhwc"})
+
+
 def test_the_nhwc_kernel_runs_the_vector_scheme_only():
     """The tensor-core schemes gather along a channel plane: an NHWC problem refuses them in one sentence."""
     conv = {**SHAPES[0], "layout": "nhwc"}

@@ -505,7 +505,7 @@ CUDA_CASES = {
 KERNEL_CONSTEXPRS = {  # the view's constexpr arguments, where the view keeps them
     "flash_attention": lambda v: v["kwargs"],
     "softmax": lambda v: v["kwargs"],
-    "depthwise_conv": lambda v: {k: v[k] for k in ("groups_per_op", "BLOCK_P", "BLOCK_K")},
+    "depthwise_conv": lambda v: {k: v[k] for k in ("groups_per_op", "BLOCK_P", "BLOCK_K", "STRIP")},
 }
 
 

@@ -52,8 +52,8 @@ SHAPES_CSV = ROOT / "examples" / "shapes" / "depthwise_conv.csv"
 KERNELS_MODULE = "dwconv_triton_kernels"
 
 PROBLEM_KEYS = ("N", "C", "H", "W", "kh", "kw", "stride", "pad", "dilation")
-# strip: NHWC output columns a strip computes from one load of each input column (1: one pixel; issue 30)
-CFG_KEYS = ("scheme", "groups_per_op", "BLOCK_P", "BLOCK_K", "num_warps", "num_stages", "strip")
+# STRIP: NHWC output columns a strip computes from one load of each input column (1: one pixel; issue 30)
+CFG_KEYS = ("scheme", "groups_per_op", "BLOCK_P", "BLOCK_K", "num_warps", "num_stages", "STRIP")
 COLUMNS = ["name", *PROBLEM_KEYS, "dtype", "layout", "impl", "source", *CFG_KEYS, "ms", "gbps", "rel_err"]
 SCHEME_ORDER = ("group_loop", "group_opt", "vector")
 
@@ -77,12 +77,14 @@ def cfg_str(c: dict) -> str:
     km = load_kernels()
     return (
         f"{km.scheme_label(c['scheme'])} G{c['groups_per_op']} P{c['BLOCK_P']} K{c['BLOCK_K']} "
-        f"w{c['num_warps']} s{c['num_stages']}" + (f" strip{c['strip']}" if c.get("strip", 1) > 1 else "")
+        f"w{c['num_warps']} s{c['num_stages']}" + (f" strip{c['STRIP']}" if c.get("STRIP", 1) > 1 else "")
     )
 
 
 def _cfg(scheme, G, BP, BK, nw, ns, strip=1) -> dict:
-    return dict(scheme=scheme, groups_per_op=G, BLOCK_P=BP, BLOCK_K=BK, num_warps=nw, num_stages=ns, strip=strip)
+    return dict(
+        scheme=scheme, groups_per_op=G, BLOCK_P=BP, BLOCK_K=BK, num_warps=nw, num_stages=ns, STRIP=strip
+    )
 
 
 def nhwc_grid(shape: dict, seed: int = 0, strips: tuple[int, ...] = (1,)) -> list[dict]:
@@ -287,7 +289,9 @@ def main(argv=None) -> int:
         help="the tensors' memory format: nhwc times the NHWC kernel and torch in both formats",
     )
     ap.add_argument(
-        "--strips", default="1", help="nhwc grid: the strips to time each config with, comma-separated (1, 2, 4)"
+        "--strips",
+        default="1",
+        help="nhwc grid: the strips to time each config with, comma-separated (1, 2, 4)",
     )
     ap.add_argument(
         "--candidates", help="CSV of configs to time instead of the grid: name + knobs (+ source, e.g. model)"

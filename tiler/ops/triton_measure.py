@@ -40,7 +40,8 @@ def tiling_from_doc(doc: dict, problem_cls, knobs) -> tuple[dict, dict, str]:
     shape = doc["problem"]["shape"]
     fields = {k: shape[k] for k in (*problem_cls.FIELDS, *problem_cls.OPTIONAL) if k in shape}
     fields = {k: (v if k in getattr(problem_cls, "CHOICES", {}) else int(v)) for k, v in fields.items()}
-    cfg = {k: doc["tiling"][k] for k in knobs}
+    # a knob added after the document was written is absent: the kernel takes its default
+    cfg = {k: doc["tiling"][k] for k in knobs if k in doc["tiling"]}
     return fields, cfg, str(doc["problem"]["dtype"])
 
 

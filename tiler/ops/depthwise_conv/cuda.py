@@ -37,7 +37,7 @@ from . import views
 from .geometry import VECTOR, input_elems, scheme_groups, useful_fraction
 from .problem import DepthwiseConv
 
-KNOBS = ("scheme", "groups_per_op", "BLOCK_P", "BLOCK_K", "num_warps", "num_stages")
+KNOBS = ("scheme", "groups_per_op", "BLOCK_P", "BLOCK_K", "num_warps", "num_stages", "STRIP")
 # the kernels' own limits (triton_kernels.validate): exports are promises, so the space is cut by them
 MAX_DOT_TILE = 32768  # BLOCK_P * NP of the dot's accumulator
 MAX_VEC_TILE = 16384  # G * BLOCK_P of the vector accumulator
@@ -49,6 +49,7 @@ ROW_LOOP_TAPS = (
 )
 RULES = {
     "layout": ("scheme",),
+    "strips": ("scheme", "STRIP"),
     "scheme_groups": ("scheme", "groups_per_op"),
     "groups": ("groups_per_op",),
     "tile": ("scheme", "groups_per_op", "BLOCK_P"),
@@ -56,6 +57,8 @@ RULES = {
     "occupancy": ("scheme", "groups_per_op", "BLOCK_P", "BLOCK_K", "num_warps", "num_stages"),
 }
 RULE_TEXT = {
+    "strips": "STRIP > 1 (output columns a strip) runs on the nhwc vector kernel only; nchw and the tensor-core "
+    "kernels take STRIP 1",
     "layout": "an nhwc problem runs the vector kernel (the tensor-core kernels gather along NCHW channel planes)",
     "scheme_groups": "group_loop handles 1 channel per program (groups_per_op = 1); group_opt at least 2",
     "groups": "groups_per_op <= C rounded up to a power of two (no program of only masked channels), and <= 64 "
@@ -149,6 +152,23 @@ def _fixed_occupancy(p: DepthwiseConv, chip, c: dict) -> np.ndarray:
     return np.minimum(np.minimum(by_threads, by_smem), chip["max_blocks_per_sm"])
 
 
+def _strip(c: dict, shape) -> np.ndarray:
+    """Each row's strip; 1 (one output pixel) for every row of a table without the knob."""
+    return _i(c, "STRIP") if "STRIP" in c else np.ones(shape, dtype=np.int64)
+
+
+def strip_columns(p: DepthwiseConv, strip) -> np.ndarray:
+    """Input columns a strip of `strip` adjacent output columns loads per filter row: the distinct offsets
+    s*stride + t*dilation (s < strip, t < kw), each loaded once and used by every column whose window holds it
+    (`_dw_nhwc_strip_kernel`; kw for a strip of one). Computed per distinct strip value (a handful)."""
+    strip = np.asarray(strip, dtype=np.int64)
+    out = np.empty(strip.shape, dtype=np.float64)
+    for v in np.unique(strip):
+        s, t = np.arange(int(v))[:, None], np.arange(p.kw)[None, :]
+        out[strip == v] = np.unique(s * p.stride + t * p.dilation).size
+    return out
+
+
 def _registers(g: dict, e: dict) -> np.ndarray:
     """Registers per thread: the fp32 accumulator (one per element a thread owns), plus for the vector kernel the
     unrolled taps' operands the compiler keeps in flight, for the dot the img2col chunk (value, address, mask)."""
@@ -170,6 +190,11 @@ def prepare(p: DepthwiseConv, chip, c: dict) -> dict[str, np.ndarray]:
     threads = _threads(c)
     vec = scheme == VECTOR
     nhwc = p.layout == "nhwc"
+    # strips of sw output columns (NHWC vector; the rule `strips` keeps 1 elsewhere): each filter row loads
+    # `cols` input columns a strip, cols / sw a pixel (kw for one pixel), a dependent round each
+    sw = _strip(c, scheme.shape)
+    cols = strip_columns(p, sw)
+    row_loads = p.kh * cols / sw  # input vectors loaded per output pixel (taps for a strip of one)
     # NHWC: elements per vector load (a pixel's channels, up to 16 bytes) and the sector fetched per pixel
     vec_width = np.minimum(g, VECTOR_LOAD_BYTES // p.in_bytes) if nhwc else np.ones(scheme.shape)
     # a pixel's channels are one segment of g*b bytes: it moves in whole 32-byte sectors (NCHW rows are long runs)
@@ -181,7 +206,9 @@ def prepare(p: DepthwiseConv, chip, c: dict) -> dict[str, np.ndarray]:
     evicted = float(np.clip(1.0 - chip["l2_bytes"] / in_bytes, 0.0, 1.0)) if nhwc else 0.0
     hbm_bytes = p.compulsory_bytes + in_bytes * (sector_waste - 1.0) * evicted
     plane = p.out_h * p.out_w
-    programs = ceil_div(plane, bp) * ceil_div(p.C, g) * p.N
+    # a program covers bp / sw strips of sw columns: ceil(out_w / sw) strips an output row (the last one's
+    # columns past out_w are masked lanes)
+    programs = ceil_div(p.out_h * ceil_div(p.out_w, sw), bp // sw) * ceil_div(p.C, g) * p.N
     steps = ceil_div(g * p.taps, bk)
     npad = _np16(g)
     zero = np.zeros(scheme.shape)
@@ -191,6 +218,8 @@ def prepare(p: DepthwiseConv, chip, c: dict) -> dict[str, np.ndarray]:
     return {
         "vec": vec.astype(np.float64),
         "tap_elems": np.where(vec, p.taps * g * bp, zero),
+        # a strip's reuse: input vectors a program does not load because a strip shares its columns (0 at sw 1)
+        "reused_elems": np.where(vec, (p.taps - row_loads) * g * bp, zero),
         "two_d": np.full(scheme.shape, float(p.kw > 1)),
         "nhwc": np.full(scheme.shape, float(nhwc)),
         "vec_width": vec_width.astype(np.float64),
@@ -204,19 +233,20 @@ def prepare(p: DepthwiseConv, chip, c: dict) -> dict[str, np.ndarray]:
         "store_elems": np.where(vec, g * bp, bp * npad).astype(np.float64),
         "macs": np.where(vec, zero, steps * bp * bk * npad),
         # dependent rounds of a program: each unrolled tap (its loads feed its FMAs), each K chunk not prefetched
-        "rounds": np.where(vec, float(p.taps), ceil_div(steps, stages)),
+        "rounds": np.where(vec, p.kh * cols, ceil_div(steps, stages)),
         # taps whose loads the compiler may keep live at once: all of them when every tap is unrolled; one filter
         # row's when the NHWC kernel loops over the rows at run time (ROW_LOOP_TAPS)
-        "live_taps": np.where(vec, float(p.kw if nhwc and p.taps >= ROW_LOOP_TAPS else p.taps), zero),
+        # (a strip's loaded column serves sw outputs: cols / sw a pixel)
+        "live_taps": np.where(vec, (1 if nhwc and p.taps >= ROW_LOOP_TAPS else p.kh) * cols / sw, zero),
         "acc_elems": np.where(vec, g * bp, bp * npad) / threads,
         # channel rows of the vector tile a thread holds: all G when the pixels alone cover the threads
         # (NHWC: one pixel pointer serves all its channels: none)
         "rows_per_thread": np.where(vec & (not nhwc), g * np.minimum(bp, threads) / threads, zero),
         "window_bytes": window.astype(np.float64),
-        "load_bytes": np.where(vec, p.taps * g * bp * sector_waste, steps * bp * bk) * float(p.in_bytes),
+        "load_bytes": np.where(vec, row_loads * g * bp * sector_waste, steps * bp * bk) * float(p.in_bytes),
         "operand_elems": np.where(vec, zero, bp * bk / threads),
         # loads one thread issues per round: a tap's G x BLOCK_P window, or a chunk's BLOCK_P x BLOCK_K gather
-        "round_loads": np.where(vec, g * bp / vec_width, bp * bk) / threads,
+        "round_loads": np.where(vec, g * (bp // sw) / vec_width, bp * bk) / threads,
         "warps": w.astype(np.float64),
         "fixed_occupancy": _fixed_occupancy(p, chip, c).astype(np.float64),
         "programs": programs.astype(np.float64),
@@ -244,6 +274,8 @@ def timing(g: dict, chip, e: dict[str, float]) -> dict[str, np.ndarray]:
     )
     lanes = (
         tap_lanes * g["tap_elems"]
+        # a strip does not load (nor index) the input vectors its columns share
+        - e["dw_nhwc_vec_lanes"] / g["vec_width"] * g["reused_elems"]
         + (
             e["dw_gather_lanes"]
             + e["dw_gather_lanes_2d"] * g["two_d"]
@@ -329,8 +361,10 @@ class DepthwiseConvCuda(TritonRunner, Operator):
     KNOBS = KNOBS
     RULES = RULES
     RULE_TEXT = RULE_TEXT
-    SAMPLE_ORDER = ("scheme", "groups_per_op", "BLOCK_P", "BLOCK_K", "num_warps", "num_stages")
-    GRID_KNOBS = ("scheme", "groups_per_op", "BLOCK_P")
+    SAMPLE_ORDER = ("scheme", "groups_per_op", "BLOCK_P", "BLOCK_K", "num_warps", "num_stages", "STRIP")
+    GRID_KNOBS = ("scheme", "groups_per_op", "BLOCK_P", "STRIP")
+    # a kernel without the knob computes one pixel a strip
+    ABSENT_DEFAULTS = {"STRIP": "1"}
     SHAPE_KNOBS = ("scheme", "groups_per_op", "BLOCK_P", "BLOCK_K")
     CHECKLIST = {
         "alu": "CUDA-core bound: fewer instructions per output: more channels per program share the index "
@@ -368,6 +402,8 @@ class DepthwiseConvCuda(TritonRunner, Operator):
         for r in names:
             if r == "layout":
                 out[r] = (_i(c, "scheme") == VECTOR) | (p.layout != "nhwc")
+            elif r == "strips":
+                out[r] = (_i(c, "STRIP") == 1) | ((_i(c, "scheme") == VECTOR) & (p.layout == "nhwc"))
             elif r == "scheme_groups":
                 out[r] = scheme_groups(_i(c, "scheme"), _i(c, "groups_per_op"))
             elif r == "groups":
@@ -416,4 +452,6 @@ class DepthwiseConvCuda(TritonRunner, Operator):
     def warm_start(self, p: DepthwiseConv, chip) -> dict:
         """The CUDA-core kernel with two channels and 128 pixels per program on two warps: within 10% of the best
         measured tiling on 12 of the 15 H200 shapes where the grid has it (0.94 geomean, bench/data/h200_dwconv.csv)."""
-        return dict(scheme="vector", groups_per_op=2, BLOCK_P=128, BLOCK_K=16, num_warps=2, num_stages=1)
+        return dict(
+            scheme="vector", groups_per_op=2, BLOCK_P=128, BLOCK_K=16, num_warps=2, num_stages=1, STRIP=1
+        )

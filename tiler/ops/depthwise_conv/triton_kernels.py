@@ -58,7 +58,7 @@ SCHEME_IDS = {v: k for k, v in SCHEMES.items()}
 MAX_G = 64
 MAX_G_NHWC = 256  # channels per NHWC program: a pixel's channels are one contiguous run (up to 512 bytes)
 CONV_KEYS = ("kh", "kw", "stride", "pad", "dilation")
-CFG_KEYS = ("scheme", "groups_per_op", "BLOCK_P", "BLOCK_K", "num_warps", "num_stages")
+CFG_KEYS = ("scheme", "groups_per_op", "BLOCK_P", "BLOCK_K", "num_warps", "num_stages", "STRIP")
 REL_ERR_MAX = 1e-2
 # filters of at least this many taps (5x5, 7x7) run their rows in a run-time loop on NHWC (`row_loop`): on the
 # H200 five of the seven 5x5 and 7x7 layers ran 1.03-1.19x faster so (two 0.95-0.99x) and the 3x3 ones 0.82-0.96x
@@ -120,7 +120,7 @@ def normalize_cfg(cfg: dict) -> dict:
         "BLOCK_K": int(cfg.get("BLOCK_K", 16)),
         "num_warps": int(cfg.get("num_warps", 4)),
         "num_stages": int(cfg.get("num_stages", 1)),
-        "strip": int(cfg.get("strip", 1)),
+        "STRIP": int(cfg.get("STRIP", 1)),
     }
     return out
 
@@ -147,12 +147,12 @@ def validate(cfg: dict, conv: dict | None = None, layout: str = "nchw") -> str |
     max_g = MAX_G_NHWC if layout == "nhwc" else MAX_G
     if not _pow2(G) or G > max_g:
         return f"groups_per_op {G} must be a power of two in [1, {max_g}] (tl.arange needs powers of two)"
-    if c["strip"] not in STRIPS:
-        return f"strip {c['strip']} must be one of {', '.join(map(str, STRIPS))}"
-    if c["strip"] > 1 and layout != "nhwc":
-        return f"strip {c['strip']} (output columns a strip) runs on layout nhwc only; nchw takes strip 1"
-    if c["strip"] > BP:
-        return f"strip {c['strip']} exceeds BLOCK_P {BP}"
+    if c["STRIP"] not in STRIPS:
+        return f"STRIP {c['STRIP']} must be one of {', '.join(map(str, STRIPS))}"
+    if c["STRIP"] > 1 and layout != "nhwc":
+        return f"STRIP {c['STRIP']} (output columns a strip) runs on layout nhwc only; nchw takes STRIP 1"
+    if c["STRIP"] > BP:
+        return f"STRIP {c['STRIP']} exceeds BLOCK_P {BP}"
     if layout == "nhwc" and s != 2:
         return f"layout nhwc runs the vector scheme only (scheme 2), not {SCHEMES[s]}"
     if s == 0 and G != 1:
@@ -331,7 +331,26 @@ if triton is not None:
 
     @triton.jit
     def _dw_nhwc_strip_row(
-        a0, a1, a2, a3, x_img, w_ptr, th, oh, ow0, s_mask, cs, c_mask, H, W, C, KW, STRIDE, PAD, PADW, DIL,
+        a0,
+        a1,
+        a2,
+        a3,
+        x_img,
+        w_ptr,
+        th,
+        oh,
+        ow0,
+        s_mask,
+        cs,
+        c_mask,
+        H,
+        W,
+        C,
+        KW,
+        STRIDE,
+        PAD,
+        PADW,
+        DIL,
         SW: tl.constexpr,
     ):
         """One filter row th for strips of SW output columns (a0..a3: the strip's columns, SW <= 4): the
@@ -397,14 +416,52 @@ if triton is not None:
         if ROW_LOOP:
             for th in range(KH):
                 a0, a1, a2, a3 = _dw_nhwc_strip_row(
-                    a0, a1, a2, a3, x_img, w_ptr, th, oh, ow0, s_mask, cs, c_mask, H, W, C, KW, STRIDE, PAD,
-                    PADW, DIL, SW,
+                    a0,
+                    a1,
+                    a2,
+                    a3,
+                    x_img,
+                    w_ptr,
+                    th,
+                    oh,
+                    ow0,
+                    s_mask,
+                    cs,
+                    c_mask,
+                    H,
+                    W,
+                    C,
+                    KW,
+                    STRIDE,
+                    PAD,
+                    PADW,
+                    DIL,
+                    SW,
                 )
         else:
             for th in tl.static_range(KH):
                 a0, a1, a2, a3 = _dw_nhwc_strip_row(
-                    a0, a1, a2, a3, x_img, w_ptr, th, oh, ow0, s_mask, cs, c_mask, H, W, C, KW, STRIDE, PAD,
-                    PADW, DIL, SW,
+                    a0,
+                    a1,
+                    a2,
+                    a3,
+                    x_img,
+                    w_ptr,
+                    th,
+                    oh,
+                    ow0,
+                    s_mask,
+                    cs,
+                    c_mask,
+                    H,
+                    W,
+                    C,
+                    KW,
+                    STRIDE,
+                    PAD,
+                    PADW,
+                    DIL,
+                    SW,
                 )
         out = out_ptr + n.to(tl.int64) * OH * OW * C + ((oh * OW + ow0) * C)[:, None] + cs[None, :]
         om = s_mask[:, None] & c_mask[None, :]
@@ -478,7 +535,7 @@ def _kernel_and_args(cfg: dict, conv: dict, N: int, C: int, H: int, W: int, layo
     c, kh, kw, st, ph, pw, dl = _split(cfg, conv)
     OH, OW = output_size(H, W, kh, kw, st, int(conv["pad"]), dl)
     G, BP = c["groups_per_op"], c["BLOCK_P"]
-    sw = c["strip"]  # strips of sw output columns: OH * cdiv(OW, sw) of them, BP // sw a program
+    sw = c["STRIP"]  # strips of sw output columns: OH * cdiv(OW, sw) of them, BP // sw a program
     grid = (triton.cdiv(OH * triton.cdiv(OW, sw), BP // sw), triton.cdiv(C, G), N)
     kw_args = dict(
         KH=kh,
@@ -496,9 +553,9 @@ def _kernel_and_args(cfg: dict, conv: dict, N: int, C: int, H: int, W: int, layo
     if layout == "nhwc":
         kern = _dw_nhwc_kernel
         kw_args["ROW_LOOP"] = row_loop(kh, kw)
-        if c["strip"] > 1:
+        if c["STRIP"] > 1:
             kern = _dw_nhwc_strip_kernel
-            kw_args["SW"] = c["strip"]
+            kw_args["SW"] = c["STRIP"]
     elif c["scheme"] == 2:
         kern = _dw_vec_kernel
     else:

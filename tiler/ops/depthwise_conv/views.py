@@ -126,10 +126,11 @@ def check_ascendc_conv(v: dict, chip, p: DepthwiseConv, vector_units: int) -> li
     return bad
 
 
-def triton_kernel(p: DepthwiseConv, scheme: str) -> str:
-    """The kernel a scheme runs on the problem's layout: the NHWC kernel (vector only), else dot or vector."""
+def triton_kernel(p: DepthwiseConv, scheme: str, strip: int = 1) -> str:
+    """The kernel a scheme runs on the problem's layout: the NHWC kernel (vector only; its strip kernel for
+    strips of more than one column), else dot or vector."""
     if p.layout == "nhwc":
-        return "_dw_nhwc_kernel"
+        return "_dw_nhwc_strip_kernel" if strip > 1 else "_dw_nhwc_kernel"
     return "_dw_vec_kernel" if scheme == "vector" else "_dw_dot_kernel"
 
 
@@ -137,9 +138,9 @@ def triton_view(p: DepthwiseConv, chip, tiling: dict, row: dict) -> dict:
     """The Triton launch: kernel (dot, vector, or the NHWC vector kernel), constexprs, launch options and the
     grid; the tensors' layout is the problem's (the export's problem.layout)."""
     g, bp = int(tiling["groups_per_op"]), int(tiling["BLOCK_P"])
-    scheme = tiling["scheme"]
-    return {
-        "kernel": triton_kernel(p, scheme),
+    scheme, sw = tiling["scheme"], int(tiling.get("STRIP", 1))
+    view = {
+        "kernel": triton_kernel(p, scheme, sw),
         # the filter as the kernel reads it (triton_kernels.filter_for): torch's on nchw, a tap's channels
         # contiguous on nhwc
         "filter_layout": "kh,kw,C" if p.layout == "nhwc" else "C,1,kh,kw",
@@ -149,8 +150,17 @@ def triton_view(p: DepthwiseConv, chip, tiling: dict, row: dict) -> dict:
         "BLOCK_K": int(tiling["BLOCK_K"]),
         "num_warps": int(tiling["num_warps"]),
         "num_stages": int(tiling["num_stages"]),
-        "grid": [-(-(p.out_h * p.out_w) // bp), -(-p.C // g), p.N],
+        # output columns a strip (`_dw_nhwc_strip_kernel`); 1 on nchw, whose kernels compute a pixel a lane
+        "STRIP": sw,
+        "grid": _triton_grid(p, bp, g, sw),
     }
+    return view
+
+
+def _triton_grid(p: DepthwiseConv, bp: int, g: int, strip: int) -> list[int]:
+    """[programs over the pixels, channel groups, N]: a program covers bp // strip strips of `strip` output
+    columns, ceil(out_w / strip) strips an output row."""
+    return [_cdiv(p.out_h * _cdiv(p.out_w, strip), bp // strip), _cdiv(p.C, g), p.N]
 
 
 ASCENDC_CONV_SCHEMA = {
@@ -209,7 +219,8 @@ TRITON_SCHEMA = {
         "grid",
     ],
     "properties": {
-        "kernel": {"enum": ["_dw_dot_kernel", "_dw_vec_kernel", "_dw_nhwc_kernel"]},
+        "kernel": {"enum": ["_dw_dot_kernel", "_dw_vec_kernel", "_dw_nhwc_kernel", "_dw_nhwc_strip_kernel"]},
+        "STRIP": {"enum": [1, 2, 4]},
         "scheme": _SCHEME,
         **{k: _INT for k in ("groups_per_op", "num_warps", "num_stages")},
         "BLOCK_P": {"type": "integer", "minimum": 16},
@@ -222,9 +233,16 @@ TRITON_SCHEMA = {
 def check_triton(v: dict, chip, p: DepthwiseConv) -> list[str]:
     """The launch a view describes must cover the output: the grid of its blocks, and the kernel of its scheme."""
     bad = []
-    grid = [-(-(p.out_h * p.out_w) // v["BLOCK_P"]), -(-p.C // v["groups_per_op"]), p.N]
+    sw = v.get("STRIP", 1)
+    if sw > 1 and p.layout != "nhwc":
+        bad.append(f"STRIP = {sw}: only the nhwc kernel computes strips (nchw: 1)")
+    if sw > v["BLOCK_P"]:
+        bad.append(f"STRIP = {sw}: at most BLOCK_P = {v['BLOCK_P']} columns")
+    grid = _triton_grid(p, v["BLOCK_P"], v["groups_per_op"], max(min(sw, v["BLOCK_P"]), 1))
     if list(v["grid"]) != grid:
-        bad.append(f"grid = [ceil(out_h*out_w/BLOCK_P), ceil(C/groups_per_op), N] = {grid}")
+        bad.append(
+            f"grid = [ceil(out_h*ceil(out_w/STRIP) / (BLOCK_P/STRIP)), ceil(C/groups_per_op), N] = {grid}"
+        )
     if p.layout == "nhwc" and v["scheme"] != "vector":
         bad.append(f"scheme = {v['scheme']}: an nhwc problem runs the vector scheme only")
     want = "kh,kw,C" if p.layout == "nhwc" else "C,1,kh,kw"
@@ -232,10 +250,11 @@ def check_triton(v: dict, chip, p: DepthwiseConv) -> list[str]:
         bad.append(
             f"filter_layout = {v['filter_layout']!r}: the {p.layout} kernel reads the filter as {want}"
         )
-    if v["kernel"] != triton_kernel(p, v["scheme"]):
+    if v["kernel"] != triton_kernel(p, v["scheme"], sw):
         bad.append(
-            f"kernel = {v['kernel']}: {p.layout} runs {triton_kernel(p, v['scheme'])} for the {v['scheme']} scheme "
-            "(nchw: _dw_vec_kernel for vector, _dw_dot_kernel for the cube schemes; nhwc: _dw_nhwc_kernel)"
+            f"kernel = {v['kernel']}: {p.layout} runs {triton_kernel(p, v['scheme'], sw)} for the {v['scheme']} "
+            "scheme (nchw: _dw_vec_kernel for vector, _dw_dot_kernel for the cube schemes; nhwc: _dw_nhwc_kernel, "
+            "_dw_nhwc_strip_kernel for strips of 2 or 4)"
         )
     g_max = 256 if p.layout == "nhwc" else 64
     if v["groups_per_op"] > g_max or v["groups_per_op"] & (v["groups_per_op"] - 1):
@@ -249,7 +268,7 @@ def check_triton(v: dict, chip, p: DepthwiseConv) -> list[str]:
 def triton_entry(v: dict, doc: dict) -> dict:
     """The triton.Config's arguments (a Python dispatch unit's entry, and what `emit_triton` prints): the
     kernel's constexprs, which this view keeps at its top level."""
-    kwargs = {k: v[k] for k in ("groups_per_op", "BLOCK_P", "BLOCK_K")}
+    kwargs = {k: v[k] for k in ("groups_per_op", "BLOCK_P", "BLOCK_K", "STRIP") if k in v}
     return {"kwargs": kwargs, "num_warps": v["num_warps"], "num_stages": v["num_stages"]}
 
 
