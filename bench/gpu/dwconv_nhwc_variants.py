@@ -180,7 +180,7 @@ def main(argv=None) -> int:
         rows.append({"name": name, "variant": "torch nchw", "ms": ven["nchw"]["ms"]})
         best = {}
         for _, r in s.nsmallest(args.top, "ms").iterrows():
-            cfg = {k: int(r[k]) if k != "scheme" else 2 for k in km.CFG_KEYS}
+            cfg = {k: int(r[k]) if k != "scheme" else 2 for k in km.CFG_KEYS if k in r}
             tag = f"G{cfg['groups_per_op']} P{cfg['BLOCK_P']} w{cfg['num_warps']}"
             prob.check(cfg)
             ms = prob.time(cfg, 5, 25)
