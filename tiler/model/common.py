@@ -178,6 +178,16 @@ def segment_efficiency(contiguous_bytes, granule: int = 32):
 _EXACT = 1 << 53  # integers below this convert to float64 exactly
 
 
+def soft_max(terms, power):
+    """Soft maximum (sum x^p)^(1/p) of same-shaped arrays: >= the largest term, and the overlap of units that run
+    in parallel is never perfect (p -> infinity is the hard maximum, p = 1 their sum)."""
+    top = terms[0]  # the element-wise largest (np.maximum.reduce of the list, without stacking it)
+    for t in terms[1:]:
+        top = np.maximum(top, t)
+    safe = np.maximum(top, 1e-30)
+    return safe * np.power(sum(np.power(t / safe, power) for t in terms), 1.0 / power)
+
+
 def ceil_div(a, b):
     """ceil(a / b) for non-negative integers held in int or float arrays (float division: exact below 2**53,
     and several times faster than numpy's integer floor division)."""

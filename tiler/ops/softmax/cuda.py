@@ -32,7 +32,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import ProblemError
-from ...model.common import ceil_div, classify_bound, roofline_us
+from ...model.common import ceil_div, classify_bound, roofline_us, soft_max
 from ...operator import Operator, register
 from ...target import Target
 from ..triton_measure import TritonRunner
@@ -229,9 +229,7 @@ def timing(g: dict, chip, e: dict[str, float]) -> dict[str, np.ndarray]:
     sm_s = sm_cycles / f
     # HBM and L2 stream in parallel (a hard maximum); the SMs' own time overlaps them only in part
     mem_s = np.maximum(hbm_s, l2_s)
-    k = e["sm_overlap_power"]
-    scale = np.maximum(np.maximum(sm_s, mem_s), 1e-30)
-    soft = scale * ((sm_s / scale) ** k + (mem_s / scale) ** k) ** (1.0 / k)
+    soft = soft_max([sm_s, mem_s], e["sm_overlap_power"])
     launch = chip["launch_us"]
     time_us = soft * 1e6 + launch
     zero = np.zeros(len(sm_s))

@@ -7,11 +7,12 @@ import numpy as np
 from ....model.common import (
     BOUND_SAFETY,
     ceil_div,
+    soft_max,
 )
 from ..problem import Matmul
 from ..triton_tma import TMA_ALIGN_BYTES
 from .constants import _BASE_REGS, _SMEM_RESERVED, DEFAULTS, PERSISTENT, POINTER, TMA, efficiency
-from .kernel_time import _smax, prepare, timing
+from .kernel_time import prepare, timing
 from .resources import _i, _reg_cap, _vector_elems, contiguous_lengths, tma_runs
 
 
@@ -146,7 +147,7 @@ def _prefix_floor(p: Matmul, chip, c: dict, domains: dict, tma: bool, persistent
         n_sm * t_unal1,
         rounds * t_lat,
     ]
-    loop = steps * _smax(terms, pw)
+    loop = steps * soft_max(terms, pw)
     elems = bm * bn * n_sm
     # a TMA template may store C through a descriptor (16-byte rows): the aligned rate, the floor of either store
     unal_store = unal_c and not (tma and (p.N * ob) % TMA_ALIGN_BYTES == 0)

@@ -9,6 +9,7 @@ from ....model.common import (
     classify_bound,
     group_rows_any,
     roofline_us,
+    soft_max,
 )
 from ..problem import Matmul
 from .constants import KNOBS, ORDER_KNOBS, PERSISTENT, TMA, efficiency
@@ -214,15 +215,6 @@ def _memory(p: Matmul, chip, bm, bn, bk, sk, programs, steps, a_hit, b_hit, rows
     }
 
 
-def _smax(terms, pw):
-    """Soft maximum (sum x^p)^(1/p): >= the largest term, and the overlap of pipes is never perfect."""
-    top = terms[0]  # the element-wise largest (np.maximum.reduce of the list, without stacking it)
-    for t in terms[1:]:
-        top = np.maximum(top, t)
-    safe = np.maximum(top, 1e-30)
-    return safe * np.power(sum(np.power(t / safe, pw) for t in terms), 1.0 / pw)
-
-
 def _row_rate(seg, r0: float):
     """HBM's rate for rows of `seg` bytes relative to whole 128-B lines: each request carries a fixed cost worth
     `r0` bytes of transfer (dram_request_bytes), so (seg / (seg + r0)) / (128 / (128 + r0)), at most 1."""
@@ -300,7 +292,7 @@ def timing(g: dict, chip, e: dict[str, float]) -> dict[str, np.ndarray]:
         # timeline, not two pipes: their max is one term (with k = 1 a second term would charge 2^(1/p) for an
         # overlap that does not exist, and leave no room for the per-step cost of a lone program)
         terms = [np.maximum(k * t_mma, chain), k * t_mte1, k * t_x, k * t_unal1, t_lat]
-        return _smax(terms, pw), k * t_mma, k * t_mte1, k * (t_x + t_unal1), ovh + 0 * k
+        return soft_max(terms, pw), k * t_mma, k * t_mte1, k * (t_x + t_unal1), ovh + 0 * k
 
     s_full, mac_f, mte1_f, mte2_f, sc_f = step(g["k_full"], g["act_full"])
     s_last, mac_l, mte1_l, mte2_l, sc_l = step(g["k_last"], g["act_last"])
