@@ -742,3 +742,67 @@ def test_a_fit_on_three_shapes_reports_the_others_and_the_prior_holds_constants(
     assert loose.values["latency_scale"] > 1.3 * start["latency_scale"]
     # without fit_shapes there is nothing outside the fit
     assert calibrate(raw_chip, "matmul", table.head(400), folds=0).outside == {}
+
+
+def test_select_rows_and_parse_knobs_read_untidy_cells_as_before():
+    """select_rows (one mask, the frame cut once) and parse_knobs (text made only for labels and rejections) give
+    the answers of the copy-per-field code they replaced on untidy cells: words in any case and padding, empty
+    words and batches taking their defaults, numbers as text, a 400-digit number, another impl, a blank dtype."""
+    from tiler.problem import parse_problem
+    from tiler.rank import parse_knobs, select_rows
+    from tiler.space import load_space
+
+    df = pd.DataFrame(
+        {
+            "impl": ["triton", "Triton ", "torch", "triton", "triton", "triton", "triton", "triton"],
+            "M": [64, 64, 64, "64", " 64", "9" * 400, 64, np.nan],
+            "N": [64] * 8,
+            "K": [64, 64, 64, 64, 64, 64, 32, 64],
+            "batch": [1, np.nan, 1, "", 1, 1, 1, 1],
+            "layout": ["nt", " NT", "nt", "", None, "nt", "nt", "tn"],
+            "dtype": ["fp16", "", "fp16", "FP16 ", "bf16", "none", "fp16", "fp16"],
+        }
+    )
+    for layout, impls, rows in [("nn", (), [4]), ("nt", (), [1, 2, 3]), ("nt", ("triton",), [1, 2])]:
+        sel = select_rows(
+            parse_problem("matmul", {"M": 64, "N": 64, "K": 64, "layout": layout}, "fp16"), df, impls
+        )
+        want = df.iloc[[r - 1 for r in rows]].copy()
+        want.insert(0, "row", rows)
+        pd.testing.assert_frame_equal(sel, want)
+
+    knobs = pd.DataFrame(
+        {
+            "row": [1, 2, 3, 4, 5],
+            "BLOCK_M": [64, 64.5, "128", 0, 64],
+            "BLOCK_N": [64, 64, 64, 64, " 32 "],
+            "BLOCK_K": [32] * 5,
+            "num_stages": [3] * 5,
+            "num_warps": [4, 4, 4, 4, 3],
+            "GROUP_M": [8] * 5,
+            "ORDER": ["grouped", " row", 2, "1", 5],
+            "SPLIT_K": [1] * 5,
+            "TEMPLATE": ["tma", 0, "persistent", 1, "pointer"],
+        }
+    )
+    cols, ok, why = parse_knobs(knobs, load_space("matmul", "cuda"))
+    assert {k: v.tolist() for k, v in cols.items()} == {
+        "BLOCK_M": [64, 16, 128, 16, 64],
+        "BLOCK_N": [64, 64, 64, 64, 32],
+        "BLOCK_K": [32] * 5,
+        "num_stages": [3] * 5,
+        "num_warps": [4, 4, 4, 4, 3],
+        "GROUP_M": [8] * 5,
+        "ORDER": [1, 0, 2, 1, 0],
+        "SPLIT_K": [1] * 5,
+        "TEMPLATE": [1, 0, 2, 1, 0],
+    }
+    block_m = "domain: BLOCK_M must be one of 16, 32, 64, 128, 256 (or any integer in 1..2147483647), got"
+    assert ok.tolist() == [True, False, True, False, False]
+    assert why == [
+        "",
+        f"{block_m} 64.5",
+        "",
+        f"{block_m} 0",
+        "domain: ORDER must be one of row, grouped, serpentine, got 5",
+    ]

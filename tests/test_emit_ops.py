@@ -19,6 +19,7 @@ import re
 import shutil
 import subprocess
 import textwrap
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -98,17 +99,58 @@ CASES = {
 }
 
 
+# What every emitted fragment opens with (after its comment lines): the stand-ins' two headers, in this order.
+STANDINS = '#include "register/op_def_registry.h"\n#include "register/tilingdata_base.h"\n'
+
+
+@dataclass(frozen=True)
+class Cxx:
+    """The compiler, and a folder whose register/op_def_registry.h.gch is STANDINS precompiled with FLAGS (g++
+    only; None without one)."""
+
+    path: str
+    pch: Path | None
+
+
 @pytest.fixture(scope="module")
-def cxx(tmp_path_factory) -> str:
-    """The compiler, once it has shown it takes C++17 (else the C++ tests skip)."""
+def cxx(tmp_path_factory) -> Cxx:
+    """The compiler, once it has shown it takes C++17 (else the C++ tests skip), with the stand-ins precompiled."""
     if CXX is None:
         pytest.skip("no C++ compiler (g++, clang++ or c++) on PATH")
-    probe = tmp_path_factory.mktemp("cxx") / "probe.cpp"
+    folder = tmp_path_factory.mktemp("cxx")
+    probe = folder / "probe.cpp"
     probe.write_text("#include <type_traits>\nstatic_assert(std::is_same_v<int, int>);\nint main() {}\n")
     proc = subprocess.run([CXX, "-std=c++17", "-fsyntax-only", str(probe)], capture_output=True, text=True)
     if proc.returncode != 0:
         pytest.skip(f"{CXX} does not compile C++17: {proc.stderr.strip()[:200]}")
-    return CXX
+    return Cxx(CXX, _precompiled_standins(folder / "pch"))
+
+
+def _precompiled_standins(folder: Path) -> Path | None:
+    """`folder` with STANDINS precompiled as register/op_def_registry.h.gch, or None (not g++, or it failed).
+
+    Every fragment compiles those two headers first (most of a compile's parsing: <string>, <vector>, ...). g++
+    takes an include's .gch in an earlier -I folder in place of the header when it is the translation unit's first
+    include and the flags match (else it reads the header), and the second header's guard is then already defined:
+    the same declarations as reading both. build_and_run passes the folder only for a source that opens with exactly
+    STANDINS, so a fragment that omits or reorders them is compiled from the headers as it is written."""
+    version = subprocess.run([CXX, "--version"], capture_output=True, text=True).stdout
+    if "Free Software Foundation" not in version:  # clang reads a .gch only for -include, not for #include
+        return None
+    (folder / "register").mkdir(parents=True)
+    (folder / "standins.h").write_text(STANDINS)
+    gch = folder / "register" / "op_def_registry.h.gch"
+    cmd = [CXX, *FLAGS, "-I", str(INCLUDE), "-x", "c++-header", str(folder / "standins.h"), "-o", str(gch)]
+    return folder if subprocess.run(cmd, capture_output=True).returncode == 0 else None
+
+
+def _opens_with_standins(source: str) -> bool:
+    """Whether `source` opens with // comment lines (none continued by a backslash) and then exactly STANDINS."""
+    lines = source.splitlines(keepends=True)
+    i = 0
+    while i < len(lines) and lines[i].startswith("//") and not lines[i].rstrip("\r\n").endswith("\\"):
+        i += 1
+    return "".join(lines[i : i + 2]) == STANDINS
 
 
 def search(op: str, chip: str, shape: str, extra: list[str], target: str, tmp_path: Path, capsys):
@@ -181,12 +223,13 @@ def _numbered(source: str) -> str:
     return "\n".join(f"{i:4} | {line}" for i, line in enumerate(source.splitlines(), 1))
 
 
-def build_and_run(cxx: str, tmp_path: Path, source: str, include: Path | None = None):
+def build_and_run(cxx: Cxx, tmp_path: Path, source: str, include: Path | None = None):
     """Compile and link `source`; run it when that worked. (compile process, run process or None)."""
     tu, exe = tmp_path / "tu.cpp", tmp_path / "tu"
     tu.write_text(source)
+    pch = ["-I", str(cxx.pch)] if cxx.pch is not None and _opens_with_standins(source) else []
     cmd = (
-        [cxx, *FLAGS, "-I", str(INCLUDE)]
+        [cxx.path, *FLAGS, *pch, "-I", str(INCLUDE)]
         + (["-I", str(include)] if include else [])
         + [str(tu), "-o", str(exe)]
     )
@@ -196,7 +239,7 @@ def build_and_run(cxx: str, tmp_path: Path, source: str, include: Path | None = 
     return proc, subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
 
 
-def run_fragment(cxx: str, tmp_path: Path, fragment: str):
+def run_fragment(cxx: Cxx, tmp_path: Path, fragment: str):
     """The fragment as a translation unit, with a main that runs its TilingFunc on a stand-in context."""
     source = fragment + FRAGMENT_MAIN
     proc, run = build_and_run(cxx, tmp_path, source)

@@ -60,43 +60,48 @@ def _problem_fields() -> set[str]:
     return {f.name for op, _ in known_ops() for f in fields(problem_class(op))} - {"dtype"}
 
 
-def _docstrings(tree: ast.AST) -> set[int]:
-    """ids of the string constants that are docstrings (module, class, function)."""
-    out = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
-            body = node.body
-            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
-                out.add(id(body[0].value))
-    return out
+def _docstring(node: ast.AST) -> ast.Constant | None:
+    """The docstring constant of a module, class or function node (None for other nodes or without one)."""
+    if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+        body = node.body
+        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+            return body[0].value
+    return None
 
 
 def _operator_knowledge(text: str, where: str, knobs: set[str], fields: set[str], ops: set[str]) -> list[str]:
     """Knob names (as identifiers or inside string literals, docstrings and comments aside), problem-field
-    accesses (`x.M`, `"K"`) and operator names (`op == "matmul"`, a default `--op`) in one file's source."""
+    accesses (`x.M`, `"K"`) and operator names (`op == "matmul"`, a default `--op`) in one file's source.
+
+    One walk: ast.walk goes breadth first, so a module, class or function is seen before its docstring, whose id
+    is noted then."""
     import re
 
     tree = ast.parse(text)
-    docs = _docstrings(tree)
+    docs: set[int] = set()
     word = re.compile(r"\b(" + "|".join(sorted(map(re.escape, knobs), key=len, reverse=True)) + r")\b")
     found = []
     for node in ast.walk(tree):
-        at = f"{where}:{getattr(node, 'lineno', '?')}"
+        if (doc := _docstring(node)) is not None:
+            docs.add(id(doc))
+        hit = None
         if isinstance(node, ast.Name) and node.id in knobs:
-            found.append(f"{at}: identifier {node.id}")
+            hit = f"identifier {node.id}"
         elif isinstance(node, ast.arg) and node.arg in knobs:
-            found.append(f"{at}: argument {node.arg}")
+            hit = f"argument {node.arg}"
         elif isinstance(node, ast.keyword) and node.arg in knobs:
-            found.append(f"{at}: keyword {node.arg}")
+            hit = f"keyword {node.arg}"
         elif isinstance(node, ast.Attribute) and (node.attr in knobs or node.attr in fields):
-            found.append(f"{at}: attribute .{node.attr}")
+            hit = f"attribute .{node.attr}"
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs:
             if node.value in fields:
-                found.append(f"{at}: field name {node.value!r}")
+                hit = f"field name {node.value!r}"
             elif node.value in ops:
-                found.append(f"{at}: operator name {node.value!r}")
+                hit = f"operator name {node.value!r}"
             elif m := word.search(node.value):
-                found.append(f"{at}: knob {m.group(1)!r} in {node.value[:60]!r}")
+                hit = f"knob {m.group(1)!r} in {node.value[:60]!r}"
+        if hit is not None:
+            found.append(f"{where}:{getattr(node, 'lineno', '?')}: {hit}")
     return found
 
 

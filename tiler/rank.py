@@ -106,30 +106,47 @@ def select_rows(problem: Problem, df: pd.DataFrame, impls: tuple[str, ...] = ())
     """The rows of `df` for `problem` and the operator's kernel, with a 1-based `row` column added.
 
     Rows whose `impl` column names another implementation than `impls` (the operator's IMPLS; cuBLAS through
-    torch, ...) are not tilings of the kernel and are skipped."""
-    out = df.copy()
-    out.insert(0, "row", np.arange(1, len(df) + 1))
-    if "impl" in out.columns and impls:
-        out = out[out["impl"].astype(str).str.strip().str.lower().isin(impls)]
-    shape = problem.shape()
-    if all(k in out.columns for k in problem.FIELDS):
-        for k, v in shape.items():
-            if k not in out.columns:
-                continue
-            if k in problem.CHOICES:  # a word: compared as text, an empty cell meaning the default
-                text = out[k].astype(str).str.strip().str.lower()
-                empty = text.isin(("", "nan", "none"))
-                keep = (text == v) | (empty & (v == problem.OPTIONAL.get(k)))
-                out = out[keep]
-                continue
-            col = pd.Series(numeric(out[k]), index=out.index)
-            # an optional field (batch) left empty means its default
-            keep = (col == v) | (col.isna() & (k in problem.OPTIONAL) & (v == problem.OPTIONAL.get(k)))
-            out = out[keep]
-        if "dtype" in out.columns:
-            dt = out["dtype"].astype(str).str.strip().str.lower()
-            out = out[(dt == problem.dtype) | dt.isin(("", "nan", "none"))]
+    torch, ...) are not tilings of the kernel and are skipped. Each test reads one column's cells of the rows the
+    earlier tests kept, and the frame is cut once at the end (calibration selects each problem's rows from the
+    whole table: a copy of the frame per field tested was most of the cost)."""
+    keep = np.ones(len(df), dtype=bool)
+
+    def cut(held: np.ndarray) -> None:
+        keep[np.flatnonzero(keep)[~held]] = False
+
+    if "impl" in df.columns and impls:
+        cut(df["impl"].astype(str).str.strip().str.lower().isin(impls).to_numpy())
+    if all(k in df.columns for k in problem.FIELDS):
+        for k, v in problem.shape().items():
+            if k in df.columns:
+                cut(_field_matches(problem, k, v, df[k][keep]))
+        if "dtype" in df.columns:
+            dt = _words(df["dtype"][keep])
+            cut((dt == problem.dtype) | _blank(dt))
+    out = df[keep].copy()
+    out.insert(0, "row", np.arange(1, len(df) + 1)[keep])
     return out
+
+
+def _field_matches(problem: Problem, k: str, v, col: pd.Series) -> np.ndarray:
+    """Per cell of `col` (the problem field `k`'s column), whether it holds `v`: a word compared as text, an empty
+    cell meaning the default; a number compared as float64, an empty cell of an optional field (batch) its
+    default."""
+    if k in problem.CHOICES:
+        text = _words(col)
+        return (text == v) | (_blank(text) & (v == problem.OPTIONAL.get(k)))
+    num = numeric(col)
+    return (num == v) | (np.isnan(num) & (k in problem.OPTIONAL) & (v == problem.OPTIONAL.get(k)))
+
+
+def _words(col: pd.Series) -> np.ndarray:
+    """A column's cells as stripped lower-case text (an object array), for element-wise comparison with a word."""
+    return col.astype(str).str.strip().str.lower().to_numpy()
+
+
+def _blank(text: np.ndarray) -> np.ndarray:
+    """Per cell of `_words`' text, whether it is empty ("", nan, none)."""
+    return (text == "") | (text == "nan") | (text == "none")
 
 
 def time_column(df: pd.DataFrame) -> tuple[str, float] | None:
@@ -274,11 +291,12 @@ def parse_knobs(
     rows = df["row"].to_numpy()
     for k, knob in space.knobs.items():
         raw = df[k]
-        text = raw.astype(str).str.strip()
+        text = None  # the cells as text: read for labels and for the rejected rows' reasons, else not made
         num = numeric(raw)
         if knob.labels:  # a categorical knob may be given by label
+            text = _text(raw)
             for code, label in zip(knob.codes or knob.values, knob.labels, strict=True):
-                num = np.where(text.to_numpy() == label, float(code), num)
+                num = np.where(text == label, float(code), num)
         bad = ~np.isfinite(num)
         if bad.any():
             i = int(np.nonzero(bad)[0][0])
@@ -293,12 +311,19 @@ def parse_knobs(
             )
         out = outside_domain(knob, num)
         first = out & ok
-        why[first] = [domain_reason(knob, t) for t in text.to_numpy()[first]]
+        if first.any():
+            text = _text(raw) if text is None else text
+            why[first] = [domain_reason(knob, t) for t in text[first]]
         ok &= ~out
         # a rejected row holds a valid stand-in (the knob's first value), so the models never see 0 or garbage
         cols[k] = np.where(out, knob.values[0], num).astype(np.int64)
     why = list(why)
     return cols, ok, why
+
+
+def _text(raw: pd.Series) -> np.ndarray:
+    """A column's cells as the stripped text a label or a rejection reason is read from."""
+    return raw.astype(str).str.strip().to_numpy()
 
 
 @dataclass(frozen=True)
