@@ -53,6 +53,9 @@ def walks(tm: int, tn: int, settings: np.ndarray) -> tuple[np.ndarray, np.ndarra
             rr.flags.writeable = cc.flags.writeable = False
             _WALKS[k] = (rr, cc)
         _WALK_ELEMS += r.size
+    if len(keys) == 1:  # one walk (a new grid's single setting): views of the cached arrays, not copies
+        r, c = _WALKS[keys[0]]
+        return r[None], c[None]
     return np.stack([_WALKS[k][0] for k in keys]), np.stack([_WALKS[k][1] for k in keys])
 
 
@@ -374,10 +377,9 @@ def _walk_types(tm, tn, cores, walk_keys, edge_m, edge_n) -> np.ndarray:
         etype += 2 * (r == tm - 1)
     if edge_n:
         etype += c == tn - 1
-    reuse = np.zeros_like(etype)
-    if tm * tn > cores:
-        reuse[:, cores:] = c[:, cores:] == c[:, :-cores]
-    return etype + 4 * reuse
+    if tm * tn > cores:  # the B-panel reuse adds 4 in place: no zero table of the reuse beside it
+        etype[:, cores:] += 4 * (c[:, cores:] == c[:, :-cores])
+    return etype
 
 
 def _core_work(tm, tn, splits, batch, cores, edge_m, edge_n, settings: np.ndarray) -> list[CoreWork]:
