@@ -72,6 +72,8 @@ def _compute_walks(tm: int, tn: int, settings: np.ndarray) -> tuple[np.ndarray, 
         sel = np.flatnonzero(settings[:, 1] == d)
         if not sel.size:
             continue
+        if sel.size == len(settings):  # every walk in this direction: slices, no gathered copies
+            sel = slice(None)
         a, b = (tm, tn) if d == 0 else (tn, tm)  # direction 1 walks the transposed grid
         off = np.minimum(settings[sel, 0], a)[:, None].astype(it)
         group = p // (off * b)
@@ -382,6 +384,16 @@ def _walk_types(tm, tn, cores, walk_keys, edge_m, edge_n) -> np.ndarray:
     return etype
 
 
+@lru_cache(maxsize=64)
+def _core_tables(cores: int) -> tuple[np.ndarray, np.ndarray]:
+    """_core_work's constants of a core count (built once, read-only): the circulant shift (x - s) mod cores,
+    and later[i, j] = i > j."""
+    x = np.arange(cores)
+    shifted, later = (x[:, None] - x[None, :]) % cores, x[:, None] > x[None, :]
+    shifted.flags.writeable = later.flags.writeable = False
+    return shifted, later
+
+
 def _core_work(tm, tn, splits, batch, cores, edge_m, edge_n, settings: np.ndarray) -> list[CoreWork]:
     """Assign `batch*splits*tm*tn` tiles to `cores` in traversal order (tile i -> core i % cores), for every
     row (offset, direction, serpentine, pieces) of `settings`.
@@ -424,7 +436,7 @@ def _core_work(tm, tn, splits, batch, cores, edge_m, edge_n, settings: np.ndarra
         counts = by_residue[walk_of].astype(np.float64)  # (S, cores, types)
     else:
         starts = _residue_hist(0, per, outer, cores)[0]  # slices starting on each core: one period counted
-        shifted = (np.arange(cores)[:, None] - np.arange(cores)[None, :]) % cores
+        shifted = _core_tables(cores)[0]
         # as a circulant (cores x cores) matrix times each walk's counts: whole numbers far below 2**53, so
         # every order of the sums gives the same float64
         counts = np.matmul(starts[shifted], by_residue.astype(np.float64))[walk_of]
@@ -447,9 +459,9 @@ def _core_work(tm, tn, splits, batch, cores, edge_m, edge_n, settings: np.ndarra
     exact = np.int32 if vectors.max() < 1 << 31 else np.int64  # compact where the counts fit
     small = vectors[:, :, vectors.any(axis=(0, 1))].astype(exact)  # the columns in use, exact
     ge = (small[:, None, :, :] >= small[:, :, None, :]).all(axis=3)  # ge[s, i, j]: core j covers core i
-    equal = ge & ge.transpose(0, 2, 1)
-    later = np.arange(cores)[None, :, None] > np.arange(cores)[None, None, :]
-    covered = ((ge & ~equal) | (equal & later)).any(axis=2)
+    # covered by a core j that is strictly above it, or equal to it and earlier (i > j): (ge & ~equal) |
+    # (equal & later) with equal = ge & ge.T, which is ge & (~ge.T | later)
+    covered = (ge & (~ge.transpose(0, 2, 1) | _core_tables(cores)[1])).any(axis=2)
     # each setting's kept cores first (in core order), then its first kept core repeated up to a power of two
     kept = (~covered).sum(axis=1)
     size = 1 << np.ceil(np.log2(kept)).astype(np.int64)
