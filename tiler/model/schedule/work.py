@@ -534,15 +534,18 @@ def _block_grid(gm, gn, splits, cores):
     return pick(um), pick(un), pick(bm), pick(bn)
 
 
-def block_work(gm: int, gn: int, splits: int, batch: int, cores: int, edge_m: bool, edge_n: bool) -> CoreWork:
+def block_work(
+    gm: int, gn: int, splits: int, batch: int, cores: int, edge_m: bool, edge_n: bool, shape=None
+) -> CoreWork:
     """What each core runs under AscendC's block split (block_grid): its block of tiles walked column by column
     (all rows of a block column, then the next: a core's consecutive tiles share the B panel, the reuse types), once
     per batch. The last block row (column) is shorter when the blocks do not divide the grid, and holds the edge
-    tile row (column) when there is one. Cached per grid."""
+    tile row (column) when there is one. Cached per grid. `shape`: block_grid's (um, un, bm, bn) of the grid when
+    the caller has already solved it (a table's new codes are solved together), else it is solved here."""
     key = ("block", gm, gn, splits, batch, cores, edge_m, edge_n)
     if key in _WORK:
         return _WORK[key]
-    um, un, bm, bn = (int(x) for x in block_grid(gm, gn, splits, cores))
+    um, un, bm, bn = (int(x) for x in (block_grid(gm, gn, splits, cores) if shape is None else shape))
     rows = [(bm, um - 1), (gm - (um - 1) * bm, 1)]  # (tile rows of a block, how many block rows have it)
     cols = [(bn, un - 1), (gn - (un - 1) * bn, 1)]
     vectors, counts = [], []
