@@ -230,3 +230,40 @@ def test_group_rows_any_with_wide_columns():
     assert np.array_equal(inv, want.ravel())
     for col in (t, a, b):  # each group's representative holds the group's values
         assert np.array_equal(col[first[inv]], col)
+
+
+def _space_folder(folder, base_m: list[int]):
+    """A user space folder whose matmul.toml is the shipped one with base_m narrowed to `base_m`."""
+    folder.mkdir()
+    text = _shipped_matmul_text()
+    head, rest = text.split("[ascend.base_m]", 1)
+    _, after = rest.split("values", 1)
+    after = after.split("\n", 1)[1]
+    (folder / "matmul.toml").write_text(f"{head}[ascend.base_m]\nvalues = {base_m}\n{after}")
+    return folder
+
+
+def _shipped_matmul_text() -> str:
+    from tiler.space import shipped_space_file
+
+    return shipped_space_file("matmul", "ascend").read_text()
+
+
+def test_load_space_cache_serves_no_stale_space(tmp_path):
+    """load_space keeps a parsed space by the file's identity (path as given, device, inode, size, times): a
+    folder reached through a symbolic link that now leads elsewhere, and a file rewritten in place, are read
+    again; an unchanged file is the same Space object."""
+    one = _space_folder(tmp_path / "one", [64])
+    two = _space_folder(tmp_path / "two", [128])
+    link = tmp_path / "cur"
+    link.symlink_to(one, target_is_directory=True)
+    first = load_space("matmul", "ascend", link)
+    assert first.knobs["base_m"].values == (64,)
+    assert load_space("matmul", "ascend", link) is first
+    link.unlink()
+    link.symlink_to(two, target_is_directory=True)
+    assert load_space("matmul", "ascend", link).knobs["base_m"].values == (128,)
+    assert load_space("matmul", "ascend", one).knobs["base_m"].values == (64,)
+    path = one / "matmul.toml"  # rewritten in place, one size longer (times may not move within a clock tick)
+    path.write_text(path.read_text().replace("values = [64]", "values = [32, 64]"))
+    assert load_space("matmul", "ascend", one).knobs["base_m"].values == (32, 64)

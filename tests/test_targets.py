@@ -124,7 +124,9 @@ def feasible_sample(problem, chip, space, model, rng, n: int = SAMPLED, keep: in
             c[k] = rng.choice(np.asarray(kn.values, dtype=np.int64), size=n)
     if resolved:
         c = model.resolve(problem, chip, c, space.domains(model.RESOLVED))
-    ok = np.logical_and.reduce([np.broadcast_to(m, n) for m in model.masks(problem, chip, c).values()])
+    ok = np.ones(n, dtype=bool)
+    for m in model.masks(problem, chip, c).values():  # an array or a scalar: &= broadcasts it (no copy)
+        ok &= m
     ok &= ~model.dominated(problem, chip, c, space.domains())
     return take(c, np.flatnonzero(ok)[:keep])
 

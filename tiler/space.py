@@ -358,12 +358,14 @@ _LOADED_MAX = 64
 
 
 def _file_key(path: Path) -> tuple | None:
-    """What identifies a file's contents cheaply: its resolved path, inode, size and change times (None: no file)."""
+    """What identifies a file's contents cheaply: the path as given, its device and inode (the file itself, where
+    the path leads now: what resolving the path told, without a system call per path component), size and change
+    times (None: no file)."""
     try:
         st = path.stat()
     except OSError:
         return None
-    return (str(path.resolve()), st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    return (str(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def load_space(op: str, family: str, spaces: str | os.PathLike | None = None, builtin: bool = False) -> Space:

@@ -53,6 +53,9 @@ def walks(tm: int, tn: int, settings: np.ndarray) -> tuple[np.ndarray, np.ndarra
             rr.flags.writeable = cc.flags.writeable = False
             _WALKS[k] = (rr, cc)
         _WALK_ELEMS += r.size
+    if len(keys) == 1:  # one walk (a new grid's single setting): views of the cached arrays, not copies
+        r, c = _WALKS[keys[0]]
+        return r[None], c[None]
     return np.stack([_WALKS[k][0] for k in keys]), np.stack([_WALKS[k][1] for k in keys])
 
 
@@ -69,6 +72,8 @@ def _compute_walks(tm: int, tn: int, settings: np.ndarray) -> tuple[np.ndarray, 
         sel = np.flatnonzero(settings[:, 1] == d)
         if not sel.size:
             continue
+        if sel.size == len(settings):  # every walk in this direction: slices, no gathered copies
+            sel = slice(None)
         a, b = (tm, tn) if d == 0 else (tn, tm)  # direction 1 walks the transposed grid
         off = np.minimum(settings[sel, 0], a)[:, None].astype(it)
         group = p // (off * b)
@@ -374,10 +379,19 @@ def _walk_types(tm, tn, cores, walk_keys, edge_m, edge_n) -> np.ndarray:
         etype += 2 * (r == tm - 1)
     if edge_n:
         etype += c == tn - 1
-    reuse = np.zeros_like(etype)
-    if tm * tn > cores:
-        reuse[:, cores:] = c[:, cores:] == c[:, :-cores]
-    return etype + 4 * reuse
+    if tm * tn > cores:  # the B-panel reuse adds 4 in place: no zero table of the reuse beside it
+        etype[:, cores:] += 4 * (c[:, cores:] == c[:, :-cores])
+    return etype
+
+
+@lru_cache(maxsize=64)
+def _core_tables(cores: int) -> tuple[np.ndarray, np.ndarray]:
+    """_core_work's constants of a core count (built once, read-only): the circulant shift (x - s) mod cores,
+    and later[i, j] = i > j."""
+    x = np.arange(cores)
+    shifted, later = (x[:, None] - x[None, :]) % cores, x[:, None] > x[None, :]
+    shifted.flags.writeable = later.flags.writeable = False
+    return shifted, later
 
 
 def _core_work(tm, tn, splits, batch, cores, edge_m, edge_n, settings: np.ndarray) -> list[CoreWork]:
@@ -422,7 +436,7 @@ def _core_work(tm, tn, splits, batch, cores, edge_m, edge_n, settings: np.ndarra
         counts = by_residue[walk_of].astype(np.float64)  # (S, cores, types)
     else:
         starts = _residue_hist(0, per, outer, cores)[0]  # slices starting on each core: one period counted
-        shifted = (np.arange(cores)[:, None] - np.arange(cores)[None, :]) % cores
+        shifted = _core_tables(cores)[0]
         # as a circulant (cores x cores) matrix times each walk's counts: whole numbers far below 2**53, so
         # every order of the sums gives the same float64
         counts = np.matmul(starts[shifted], by_residue.astype(np.float64))[walk_of]
@@ -445,9 +459,9 @@ def _core_work(tm, tn, splits, batch, cores, edge_m, edge_n, settings: np.ndarra
     exact = np.int32 if vectors.max() < 1 << 31 else np.int64  # compact where the counts fit
     small = vectors[:, :, vectors.any(axis=(0, 1))].astype(exact)  # the columns in use, exact
     ge = (small[:, None, :, :] >= small[:, :, None, :]).all(axis=3)  # ge[s, i, j]: core j covers core i
-    equal = ge & ge.transpose(0, 2, 1)
-    later = np.arange(cores)[None, :, None] > np.arange(cores)[None, None, :]
-    covered = ((ge & ~equal) | (equal & later)).any(axis=2)
+    # covered by a core j that is strictly above it, or equal to it and earlier (i > j): (ge & ~equal) |
+    # (equal & later) with equal = ge & ge.T, which is ge & (~ge.T | later)
+    covered = (ge & (~ge.transpose(0, 2, 1) | _core_tables(cores)[1])).any(axis=2)
     # each setting's kept cores first (in core order), then its first kept core repeated up to a power of two
     kept = (~covered).sum(axis=1)
     size = 1 << np.ceil(np.log2(kept)).astype(np.int64)
@@ -520,15 +534,18 @@ def _block_grid(gm, gn, splits, cores):
     return pick(um), pick(un), pick(bm), pick(bn)
 
 
-def block_work(gm: int, gn: int, splits: int, batch: int, cores: int, edge_m: bool, edge_n: bool) -> CoreWork:
+def block_work(
+    gm: int, gn: int, splits: int, batch: int, cores: int, edge_m: bool, edge_n: bool, shape=None
+) -> CoreWork:
     """What each core runs under AscendC's block split (block_grid): its block of tiles walked column by column
     (all rows of a block column, then the next: a core's consecutive tiles share the B panel, the reuse types), once
     per batch. The last block row (column) is shorter when the blocks do not divide the grid, and holds the edge
-    tile row (column) when there is one. Cached per grid."""
+    tile row (column) when there is one. Cached per grid. `shape`: block_grid's (um, un, bm, bn) of the grid when
+    the caller has already solved it (a table's new codes are solved together), else it is solved here."""
     key = ("block", gm, gn, splits, batch, cores, edge_m, edge_n)
     if key in _WORK:
         return _WORK[key]
-    um, un, bm, bn = (int(x) for x in block_grid(gm, gn, splits, cores))
+    um, un, bm, bn = (int(x) for x in (block_grid(gm, gn, splits, cores) if shape is None else shape))
     rows = [(bm, um - 1), (gm - (um - 1) * bm, 1)]  # (tile rows of a block, how many block rows have it)
     cols = [(bn, un - 1), (gn - (un - 1) * bn, 1)]
     vectors, counts = [], []

@@ -199,6 +199,14 @@ def _fill(cost: dict, ui: np.ndarray, out: dict) -> np.ndarray:
     return cost["fill"][ui, 0] + np.minimum(cost["drain"][ui, 0], out["drain"])
 
 
+def _sub_sizes(g: dict, pieces) -> tuple:
+    """The re-cut sub-tile's rows and columns: the tile cut into `pieces` along its longer side, in 16s."""
+    along_m = g["tm"] >= g["tn"]
+    sub_tm = np.where(along_m, round_up(ceil_div(g["tm"], pieces), 16), g["tm"])
+    sub_tn = np.where(along_m, g["tn"], round_up(ceil_div(g["tn"], pieces), 16))
+    return sub_tm, sub_tn
+
+
 def _record(
     p: Matmul, chip, c: dict, g: dict, out: dict, fill, cores_used, pieces, block, bm_t, bn_t
 ) -> dict:
@@ -231,8 +239,7 @@ def _record(
     l2_read = out["l2_read"]
     hit = 1.0 - out["hbm_read"] / np.maximum(l2_read, 1)
     need_sub = pieces >= 2
-    sub_tm = np.where(g["tm"] >= g["tn"], round_up(ceil_div(g["tm"], pieces), 16), g["tm"])
-    sub_tn = np.where(g["tm"] >= g["tn"], g["tn"], round_up(ceil_div(g["tn"], pieces), 16))
+    sub_tm, sub_tn = _sub_sizes(g, pieces) if need_sub.any() else (0, 0)  # 0 where no row is re-cut
     return {
         "time_us": time_us,
         "bound": bound,

@@ -128,7 +128,7 @@ def _new_work(p: Matmul, cores: int, codes: np.ndarray) -> tuple[list, np.ndarra
                 works[i] = w
         for i in idx:
             if block[i]:
-                works[i] = block_work(*grid)
+                works[i] = block_work(*grid, shape=blocks[i].tolist())
     return works, blocks
 
 
