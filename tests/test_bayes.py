@@ -651,6 +651,29 @@ def test_the_explore_note_counts_the_trials_that_escaped_repeats():
     assert _explore_notes([trial("explore")] * 3)[0].startswith("explore: 3 trials took")
 
 
+def test_the_feasible_grids_distinct_values_are_np_uniques():
+    """sampler._distinct (the feasible grid's columns and codes) is np.unique for integer columns of every shape it
+    takes a path for: strictly increasing, sorted with repeats, a small range, a wide range, negative values,
+    empty and one row, several dtypes; same values and dtype."""
+    import numpy as np
+
+    from tiler.search.bayes.sampler import _distinct
+
+    rng = np.random.default_rng(3)
+    cols = [np.zeros(0, dtype=np.int64), np.array([5]), np.array([-3, -3]), np.arange(10) * 7 - 20]
+    for _ in range(200):
+        n = int(rng.integers(0, 300))
+        span = int(rng.choice([1, 5, 600, 1 << 40]))
+        col = rng.integers(-span, span + 1, n)
+        if rng.random() < 0.3:
+            col = np.sort(col)
+        cols.append(col.astype(rng.choice([np.int64, np.int32, np.int16])) if span < 1 << 15 else col)
+    cols += [np.array([3, 1, 200], dtype=np.uint8), np.array([2**62, -(2**62), 0], dtype=np.int64)]
+    for col in cols:
+        got, want = _distinct(col), np.unique(col)
+        assert got.dtype == want.dtype and got.tolist() == want.tolist(), col
+
+
 def test_the_feasible_grid_counts_and_finds_exactly_its_points():
     """FeasibleGrid answers `len`, `in` and `contains` from packed codes, without its set of tuples: the same answers
     as the set (`keys`) on random product grids and masks, points outside the domains and keys of the wrong length
