@@ -477,9 +477,8 @@ def _replay(configs: np.ndarray, ms: np.ndarray, strategy: str, first: list[int]
             return int(seen.sum())
     while not seen.all():
         t = study.ask(dists)
-        want = np.array(
-            [vals[i].index(t.params[k]) if cat[i] else t.params[k] for i, k in enumerate(CUDA_KNOBS)]
-        )
+        params = t.params  # a copy per access (optuna deep-copies it): read once
+        want = np.array([vals[i].index(params[k]) if cat[i] else params[k] for i, k in enumerate(CUDA_KNOBS)])
         dist = np.abs(idx - want)
         dist[:, cat] = dist[:, cat] > 0
         d = dist.sum(axis=1).astype(float)
