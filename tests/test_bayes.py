@@ -673,6 +673,36 @@ def test_the_feasible_grids_distinct_values_are_np_uniques():
         assert got.dtype == want.dtype and got.tolist() == want.tolist(), col
 
 
+def test_the_feasible_grids_allowed_values_follow_any_order_of_asks():
+    """FeasibleGrid.allowed keeps its last row's grid rows and narrows them when the next row is one knob longer:
+    its answers are still the definition's (the values of the feasible points that agree with the row, and the
+    rules that cut some agreeing point) for walks, repeated asks, shorter rows and unrelated rows in any order."""
+    import numpy as np
+
+    from tiler.search.bayes import FeasibleGrid
+    from tiler.space import product
+
+    rng = np.random.default_rng(5)
+    for _ in range(40):
+        names = [f"k{i}" for i in range(int(rng.integers(1, 5)))]
+        domains = {n: np.sort(rng.choice(50, size=int(rng.integers(1, 5)), replace=False)) for n in names}
+        grid = product(*[{n: d} for n, d in domains.items()])
+        size = len(grid[names[0]])
+        rule_ok = {f"r{i}": rng.random(size) < 0.8 for i in range(int(rng.integers(0, 3)))}
+        ok = np.logical_and.reduce([*rule_ok.values(), np.ones(size, dtype=bool)])
+        fg = FeasibleGrid(names, grid, ok, rule_ok)
+        for _ in range(30):
+            row = {k: int(rng.choice(domains[k])) for k in names if rng.random() < 0.5}
+            for knob in [*row, *names][: int(rng.integers(1, 2 * len(names) + 1))]:
+                values = tuple(int(v) for v in domains[knob])
+                sel = np.logical_and.reduce([grid[k] == v for k, v in row.items()] + [np.ones(size, bool)])
+                keep = tuple(v for v in values if np.any(grid[knob][sel & ok] == v))
+                cut = [r for r, m in rule_ok.items() if not m[sel].all()]
+                assert fg.allowed(knob, row, values) == (keep, cut if keep or cut else list(rule_ok))
+                if rng.random() < 0.5 and knob not in row:  # the next ask one knob longer, as a walk asks
+                    row = {**row, knob: int(rng.choice(domains[knob]))}
+
+
 def test_the_feasible_grid_counts_and_finds_exactly_its_points():
     """FeasibleGrid answers `len`, `in` and `contains` from packed codes, without its set of tuples: the same answers
     as the set (`keys`) on random product grids and masks, points outside the domains and keys of the wrong length
