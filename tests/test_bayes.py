@@ -668,6 +668,8 @@ def test_the_feasible_grids_distinct_values_are_np_uniques():
             col = np.sort(col)
         cols.append(col.astype(rng.choice([np.int64, np.int32, np.int16])) if span < 1 << 15 else col)
     cols += [np.array([3, 1, 200], dtype=np.uint8), np.array([2**62, -(2**62), 0], dtype=np.int64)]
+    cols += [np.array([-100, 100, 5, 5], dtype=np.int8), np.array([2**64 - 1, 2**64 - 3, 7], dtype=np.uint64)]
+    cols += [np.array([2**63 + 5, 2**63 + 1, 2**63 + 5], dtype=np.uint64)]
     for col in cols:
         got, want = _distinct(col), np.unique(col)
         assert got.dtype == want.dtype and got.tolist() == want.tolist(), col

@@ -108,8 +108,8 @@ def _distinct(col: np.ndarray) -> np.ndarray:
     if col.size < 2 or bool(np.all(col[1:] > col[:-1])):
         return col.copy()
     lo, hi = int(col.min()), int(col.max())
-    if hi - lo < 4 * col.size + 1024:
-        seen = np.bincount((col - lo).astype(np.int64, copy=False), minlength=hi - lo + 1)
+    if hi - lo < 4 * col.size + 1024 and -(1 << 62) <= lo and hi < 1 << 62:  # offsets in int64, any dtype
+        seen = np.bincount(col.astype(np.int64, copy=False) - lo, minlength=hi - lo + 1)
         return (np.flatnonzero(seen) + lo).astype(col.dtype, copy=False)
     return unique_inverse(col)[0]
 

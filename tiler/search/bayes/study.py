@@ -75,7 +75,7 @@ def _share_alembic_scripts() -> None:
 
     optuna's _VersionManager builds a new ScriptDirectory each time it asks alembic for the schema's head or stamps
     a new database: three times for each RDBStorage on a new file, once on an existing one, and each one execs all
-    of optuna's revision scripts again (~30 ms each; 0.11 -> 0.03 s of CPU per new SQLite study). The directory
+    of optuna's revision scripts again (~30 ms each; 0.11 -> 0.02 s of CPU per new SQLite study). The directory
     is optuna's own shipped migration scripts, read-only, and nothing in it depends on the storage's URL (that is
     only in the alembic Config, which `upgrade` still builds afresh): one per script location is the same answer.
     Another optuna without this method keeps its own behaviour."""
