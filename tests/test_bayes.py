@@ -477,9 +477,8 @@ def _replay(configs: np.ndarray, ms: np.ndarray, strategy: str, first: list[int]
             return int(seen.sum())
     while not seen.all():
         t = study.ask(dists)
-        want = np.array(
-            [vals[i].index(t.params[k]) if cat[i] else t.params[k] for i, k in enumerate(CUDA_KNOBS)]
-        )
+        params = t.params  # a copy per access (optuna deep-copies it): read once
+        want = np.array([vals[i].index(params[k]) if cat[i] else params[k] for i, k in enumerate(CUDA_KNOBS)])
         dist = np.abs(idx - want)
         dist[:, cat] = dist[:, cat] > 0
         d = dist.sum(axis=1).astype(float)
@@ -580,6 +579,27 @@ def test_killed_run_resumes_with_the_same_study_name(b3, space, tmp_path):
 
 
 @pytest.mark.slow
+def test_new_sqlite_storages_are_stamped_with_optunas_head_through_one_script_directory(tmp_path):
+    """open_storage shares one alembic ScriptDirectory per process (optuna built one up to three times per new
+    storage): every new SQLite file is still stamped with the head revision a fresh directory names, and an
+    existing file opens against it."""
+    import sqlite3
+
+    from alembic.script import ScriptDirectory
+
+    stores = [bayes.open_storage(tmp_path / f"{n}.db") for n in ("a", "b")]
+    managers = [s._version_manager for s in stores]
+    assert managers[0]._create_alembic_script() is managers[1]._create_alembic_script()
+    head = ScriptDirectory.from_config(managers[0]._create_alembic_config()).get_current_head()
+    assert head
+    for n in ("a", "b"):
+        con = sqlite3.connect(tmp_path / f"{n}.db")
+        assert con.execute("SELECT version_num FROM alembic_version").fetchall() == [(head,)]
+        con.close()
+    again = bayes.open_storage(tmp_path / "a.db")
+    assert again._version_manager.get_current_version() == head
+
+
 def test_four_processes_on_one_sqlite_study_share_one_budget(tmp_path):
     """Four `tiler search --strategy tpe` processes on one SQLite study (issue 31): all exit 0 with no traceback,
     the study holds exactly the requested budget of evaluations, and no tiling is evaluated twice."""
@@ -628,6 +648,61 @@ def test_the_explore_note_counts_the_trials_that_escaped_repeats():
     one = f"explore: 1 trial took a random unseen feasible point after {ESCAPE} repeats in a row"
     assert _explore_notes([trial("explore"), trial("tpe")]) == [one]
     assert _explore_notes([trial("explore")] * 3)[0].startswith("explore: 3 trials took")
+
+
+def test_the_feasible_grids_distinct_values_are_np_uniques():
+    """sampler._distinct (the feasible grid's columns and codes) is np.unique for integer columns of every shape it
+    takes a path for: strictly increasing, sorted with repeats, a small range, a wide range, negative values,
+    empty and one row, several dtypes; same values and dtype."""
+    import numpy as np
+
+    from tiler.search.bayes.sampler import _distinct
+
+    rng = np.random.default_rng(3)
+    cols = [np.zeros(0, dtype=np.int64), np.array([5]), np.array([-3, -3]), np.arange(10) * 7 - 20]
+    for _ in range(200):
+        n = int(rng.integers(0, 300))
+        span = int(rng.choice([1, 5, 600, 1 << 40]))
+        col = rng.integers(-span, span + 1, n)
+        if rng.random() < 0.3:
+            col = np.sort(col)
+        cols.append(col.astype(rng.choice([np.int64, np.int32, np.int16])) if span < 1 << 15 else col)
+    cols += [np.array([3, 1, 200], dtype=np.uint8), np.array([2**62, -(2**62), 0], dtype=np.int64)]
+    cols += [np.array([-100, 100, 5, 5], dtype=np.int8), np.array([2**64 - 1, 2**64 - 3, 7], dtype=np.uint64)]
+    cols += [np.array([2**63 + 5, 2**63 + 1, 2**63 + 5], dtype=np.uint64)]
+    for col in cols:
+        got, want = _distinct(col), np.unique(col)
+        assert got.dtype == want.dtype and got.tolist() == want.tolist(), col
+
+
+def test_the_feasible_grids_allowed_values_follow_any_order_of_asks():
+    """FeasibleGrid.allowed keeps its last row's grid rows and narrows them when the next row is one knob longer:
+    its answers are still the definition's (the values of the feasible points that agree with the row, and the
+    rules that cut some agreeing point) for walks, repeated asks, shorter rows and unrelated rows in any order."""
+    import numpy as np
+
+    from tiler.search.bayes import FeasibleGrid
+    from tiler.space import product
+
+    rng = np.random.default_rng(5)
+    for _ in range(40):
+        names = [f"k{i}" for i in range(int(rng.integers(1, 5)))]
+        domains = {n: np.sort(rng.choice(50, size=int(rng.integers(1, 5)), replace=False)) for n in names}
+        grid = product(*[{n: d} for n, d in domains.items()])
+        size = len(grid[names[0]])
+        rule_ok = {f"r{i}": rng.random(size) < 0.8 for i in range(int(rng.integers(0, 3)))}
+        ok = np.logical_and.reduce([*rule_ok.values(), np.ones(size, dtype=bool)])
+        fg = FeasibleGrid(names, grid, ok, rule_ok)
+        for _ in range(30):
+            row = {k: int(rng.choice(domains[k])) for k in names if rng.random() < 0.5}
+            for knob in [*row, *names][: int(rng.integers(1, 2 * len(names) + 1))]:
+                values = tuple(int(v) for v in domains[knob])
+                sel = np.logical_and.reduce([grid[k] == v for k, v in row.items()] + [np.ones(size, bool)])
+                keep = tuple(v for v in values if np.any(grid[knob][sel & ok] == v))
+                cut = [r for r, m in rule_ok.items() if not m[sel].all()]
+                assert fg.allowed(knob, row, values) == (keep, cut if keep or cut else list(rule_ok))
+                if rng.random() < 0.5 and knob not in row:  # the next ask one knob longer, as a walk asks
+                    row = {**row, knob: int(rng.choice(domains[knob]))}
 
 
 def test_the_feasible_grid_counts_and_finds_exactly_its_points():

@@ -31,11 +31,15 @@ def study(storage, name):
 
 
 def names(st) -> set[str]:
-    return {p for t in st.trials for p in t.params}
+    return {p for t in st.get_trials(deepcopy=False) for p in t.params}
 
 
 def evaluated(st):
-    return [t for t in st.trials if "tiling" in t.user_attrs and "repeat_of" not in t.user_attrs]
+    return [
+        t
+        for t in st.get_trials(deepcopy=False)
+        if "tiling" in t.user_attrs and "repeat_of" not in t.user_attrs
+    ]
 
 
 @pytest.mark.parametrize("inner", ["none", "grid"])
@@ -52,13 +56,13 @@ def test_param_names_are_the_knob_names(b3, space, inner):
     assert names(st) == set(obj.sampled)  # exactly the sampled knobs, each under its own name
     assert all("|" not in n for n in names(st))
     # one distribution per knob, its whole domain
-    for t in st.trials:
+    for t in st.get_trials(deepcopy=False):
         for k, d in t.distributions.items():
             assert list(d.choices) == [space.knobs[k].label(v) for v in space.knobs[k].values]
     # every proposal stays inside its knob's cut set (the values that pass the rules with the knobs sampled
     # before it), so the single name never lets a rule between two knobs be broken
     checked = 0
-    for t in st.trials:
+    for t in st.get_trials(deepcopy=False):
         row: dict[str, int] = {}
         for k in obj.order:
             if k not in t.params:

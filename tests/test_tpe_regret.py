@@ -29,7 +29,9 @@ def study_of(storage, name="t"):
 
 
 def evaluated(st):
-    return [t for t in st.trials if t.value is not None and "repeat_of" not in t.user_attrs]
+    return [
+        t for t in st.get_trials(deepcopy=False) if t.value is not None and "repeat_of" not in t.user_attrs
+    ]
 
 
 @pytest.mark.parametrize(
@@ -81,7 +83,7 @@ def test_local_search_proposes_only_sure_improvements():
         progress=False,
     )
     st = study_of(storage)
-    by_number = {t.number: t for t in st.trials}
+    by_number = {t.number: t for t in st.get_trials(deepcopy=False)}
     local = [t for t in evaluated(st) if t.user_attrs.get("source") == "local"]
     assert len(local) >= 3
     for t in local:
@@ -203,7 +205,9 @@ def test_local_search_is_refused_for_a_measurement_and_off_for_random():
     r = bayes.run(
         mm(1024, 1024, 1024), c, space, "random", seed=0, trials=30, storage=storage, study_name="t"
     )
-    assert not [t for t in study_of(storage).trials if t.user_attrs.get("source") == "local"]
+    assert not [
+        t for t in study_of(storage).get_trials(deepcopy=False) if t.user_attrs.get("source") == "local"
+    ]
     assert not any("local search" in n for n in r.notes)
 
 
@@ -214,7 +218,12 @@ def test_same_seed_same_trials_with_the_local_search():
     for _ in range(2):
         storage = optuna.storages.InMemoryStorage()
         bayes.run(mm(333, 777, 2048), c, space, "tpe", seed=5, trials=40, storage=storage, study_name="t")
-        runs.append([(t.params, t.value, t.user_attrs.get("source")) for t in study_of(storage).trials])
+        runs.append(
+            [
+                (t.params, t.value, t.user_attrs.get("source"))
+                for t in study_of(storage).get_trials(deepcopy=False)
+            ]
+        )
     assert runs[0] == runs[1]
     assert any(s == "local" for _, _, s in runs[0])
     assert np.isfinite([v for _, v, _ in runs[0] if v is not None]).all()
