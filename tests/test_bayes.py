@@ -579,27 +579,6 @@ def test_killed_run_resumes_with_the_same_study_name(b3, space, tmp_path):
 
 
 @pytest.mark.slow
-def test_new_sqlite_storages_are_stamped_with_optunas_head_through_one_script_directory(tmp_path):
-    """open_storage shares one alembic ScriptDirectory per process (optuna built one up to three times per new
-    storage): every new SQLite file is still stamped with the head revision a fresh directory names, and an
-    existing file opens against it."""
-    import sqlite3
-
-    from alembic.script import ScriptDirectory
-
-    stores = [bayes.open_storage(tmp_path / f"{n}.db") for n in ("a", "b")]
-    managers = [s._version_manager for s in stores]
-    assert managers[0]._create_alembic_script() is managers[1]._create_alembic_script()
-    head = ScriptDirectory.from_config(managers[0]._create_alembic_config()).get_current_head()
-    assert head
-    for n in ("a", "b"):
-        con = sqlite3.connect(tmp_path / f"{n}.db")
-        assert con.execute("SELECT version_num FROM alembic_version").fetchall() == [(head,)]
-        con.close()
-    again = bayes.open_storage(tmp_path / "a.db")
-    assert again._version_manager.get_current_version() == head
-
-
 def test_four_processes_on_one_sqlite_study_share_one_budget(tmp_path):
     """Four `tiler search --strategy tpe` processes on one SQLite study (issue 31): all exit 0 with no traceback,
     the study holds exactly the requested budget of evaluations, and no tiling is evaluated twice."""

@@ -45,7 +45,6 @@ def open_storage(storage=None):
             "postgresql://user@host/db, memory)"
         )
     engine_kwargs = _sqlite_kwargs(url)
-    _share_alembic_scripts()
     for attempt in range(3):
         try:
             with warnings.catch_warnings(), setup_lock(url):
@@ -65,37 +64,6 @@ def open_storage(storage=None):
                 continue
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
             _raise_storage(url, first[:200])
-
-
-_ALEMBIC_SCRIPTS: dict = {}
-
-
-def _share_alembic_scripts() -> None:
-    """Make optuna's storage version checks share one alembic ScriptDirectory per process.
-
-    optuna's _VersionManager builds a new ScriptDirectory each time it asks alembic for the schema's head or stamps
-    a new database: three times for each RDBStorage on a new file, once on an existing one, and each one execs all
-    of optuna's revision scripts again (~30 ms each; 0.11 -> 0.02 s of CPU per new SQLite study). The directory
-    is optuna's own shipped migration scripts, read-only, and nothing in it depends on the storage's URL (that is
-    only in the alembic Config, which `upgrade` still builds afresh): one per script location is the same answer.
-    Another optuna without this method keeps its own behaviour."""
-    try:
-        from optuna.storages._rdb.storage import _VersionManager
-    except ImportError:
-        return
-    build = getattr(_VersionManager, "_create_alembic_script", None)
-    if build is None or getattr(build, "_tiler_shared", False):
-        return
-
-    def shared(self):
-        where = self._create_alembic_config().get_main_option("script_location")
-        script = _ALEMBIC_SCRIPTS.get(where)
-        if script is None:
-            script = _ALEMBIC_SCRIPTS[where] = build(self)
-        return script
-
-    shared._tiler_shared = True
-    _VersionManager._create_alembic_script = shared
 
 
 def _check_tables(rdb, url: str):
