@@ -413,56 +413,20 @@ if triton is not None:
         a1 = tl.zeros((BS, G), dtype=tl.float32)
         a2 = tl.zeros((BS, G), dtype=tl.float32)
         a3 = tl.zeros((BS, G), dtype=tl.float32)
+        # fmt: off
         if ROW_LOOP:
             for th in range(KH):
                 a0, a1, a2, a3 = _dw_nhwc_strip_row(
-                    a0,
-                    a1,
-                    a2,
-                    a3,
-                    x_img,
-                    w_ptr,
-                    th,
-                    oh,
-                    ow0,
-                    s_mask,
-                    cs,
-                    c_mask,
-                    H,
-                    W,
-                    C,
-                    KW,
-                    STRIDE,
-                    PAD,
-                    PADW,
-                    DIL,
-                    SW,
+                    a0, a1, a2, a3, x_img, w_ptr, th, oh, ow0, s_mask, cs, c_mask, H, W, C, KW, STRIDE, PAD, PADW,
+                    DIL, SW,
                 )
         else:
             for th in tl.static_range(KH):
                 a0, a1, a2, a3 = _dw_nhwc_strip_row(
-                    a0,
-                    a1,
-                    a2,
-                    a3,
-                    x_img,
-                    w_ptr,
-                    th,
-                    oh,
-                    ow0,
-                    s_mask,
-                    cs,
-                    c_mask,
-                    H,
-                    W,
-                    C,
-                    KW,
-                    STRIDE,
-                    PAD,
-                    PADW,
-                    DIL,
-                    SW,
+                    a0, a1, a2, a3, x_img, w_ptr, th, oh, ow0, s_mask, cs, c_mask, H, W, C, KW, STRIDE, PAD, PADW,
+                    DIL, SW,
                 )
+        # fmt: on
         out = out_ptr + n.to(tl.int64) * OH * OW * C + ((oh * OW + ow0) * C)[:, None] + cs[None, :]
         om = s_mask[:, None] & c_mask[None, :]
         ty = out_ptr.dtype.element_ty
