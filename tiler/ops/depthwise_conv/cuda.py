@@ -34,7 +34,7 @@ from ...model.common import ceil_div, classify_bound, roofline_us
 from ...operator import Operator, register
 from ..triton_measure import TritonRunner
 from . import views
-from .geometry import VECTOR, input_elems, scheme_groups, useful_fraction
+from .geometry import VECTOR, input_elems, scheme_groups, strip_tiles, useful_fraction
 from .problem import DepthwiseConv
 
 KNOBS = ("scheme", "groups_per_op", "BLOCK_P", "BLOCK_K", "num_warps", "num_stages", "STRIP")
@@ -206,9 +206,7 @@ def prepare(p: DepthwiseConv, chip, c: dict) -> dict[str, np.ndarray]:
     evicted = float(np.clip(1.0 - chip["l2_bytes"] / in_bytes, 0.0, 1.0)) if nhwc else 0.0
     hbm_bytes = p.compulsory_bytes + in_bytes * (sector_waste - 1.0) * evicted
     plane = p.out_h * p.out_w
-    # a program covers bp / sw strips of sw columns: ceil(out_w / sw) strips an output row (the last one's
-    # columns past out_w are masked lanes)
-    programs = ceil_div(p.out_h * ceil_div(p.out_w, sw), bp // sw) * ceil_div(p.C, g) * p.N
+    programs = strip_tiles(p, bp, sw) * ceil_div(p.C, g) * p.N
     steps = ceil_div(g * p.taps, bk)
     npad = _np16(g)
     zero = np.zeros(scheme.shape)

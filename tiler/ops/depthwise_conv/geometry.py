@@ -37,6 +37,13 @@ def input_elems(p: DepthwiseConv, pixels) -> np.ndarray:
     return np.where(pixels >= plane, planes * p.H, np.minimum(in_rows, 2 * p.H)) * p.W
 
 
+def strip_tiles(p: DepthwiseConv, block_p, strip):
+    """Pixel tiles of one channel group of one image on the GPU: a tile covers block_p // strip strips of `strip`
+    adjacent output columns, ceil(out_w / strip) strips an output row (columns past out_w masked); with strip 1,
+    ceil(out_h * out_w / block_p)."""
+    return ceil_div(p.out_h * ceil_div(p.out_w, strip), block_p // strip)
+
+
 def k0(p: DepthwiseConv) -> int:
     """The cube fractal's depth in elements: 32 bytes (16 for fp16/bf16, 32 for int8, 8 for fp32)."""
     return 32 // p.in_bytes

@@ -12,7 +12,7 @@ from ...model.common import round_up
 from ...target import Target
 from ..ascendc_tiling import TilingData, space_codes
 from ..triton_config import triton_config
-from .geometry import input_elems, packed_k
+from .geometry import input_elems, packed_k, strip_tiles
 from .problem import DepthwiseConv
 
 _INT = {"type": "integer", "minimum": 1}
@@ -139,7 +139,7 @@ def triton_view(p: DepthwiseConv, chip, tiling: dict, row: dict) -> dict:
     grid; the tensors' layout is the problem's (the export's problem.layout)."""
     g, bp = int(tiling["groups_per_op"]), int(tiling["BLOCK_P"])
     scheme, sw = tiling["scheme"], int(tiling.get("STRIP", 1))
-    view = {
+    return {
         "kernel": triton_kernel(p, scheme, sw),
         # the filter as the kernel reads it (triton_kernels.filter_for): torch's on nchw, a tap's channels
         # contiguous on nhwc
@@ -154,13 +154,11 @@ def triton_view(p: DepthwiseConv, chip, tiling: dict, row: dict) -> dict:
         "STRIP": sw,
         "grid": _triton_grid(p, bp, g, sw),
     }
-    return view
 
 
 def _triton_grid(p: DepthwiseConv, bp: int, g: int, strip: int) -> list[int]:
-    """[programs over the pixels, channel groups, N]: a program covers bp // strip strips of `strip` output
-    columns, ceil(out_w / strip) strips an output row."""
-    return [_cdiv(p.out_h * _cdiv(p.out_w, strip), bp // strip), _cdiv(p.C, g), p.N]
+    """[pixel tiles (`strip_tiles`), channel groups, N]."""
+    return [int(strip_tiles(p, bp, strip)), _cdiv(p.C, g), p.N]
 
 
 ASCENDC_CONV_SCHEMA = {
