@@ -2,6 +2,8 @@
 No GPU needed: Triton compiles for sm_90 (the H200) on any machine where it is installed.
 
     python -m bench.dwconv_sass compile [--out bench/data/h200_dwconv_nhwc_sass.csv] [--jobs N]
+    python -m bench.dwconv_sass compile --grid bench/data/h200_dwconv_nhwc_strip_grid.csv \
+        --out bench/data/h200_dwconv_nhwc_strip_sass.csv
     python -m bench.dwconv_sass summary
     python -m bench.dwconv_sass strips      # one tiling of three layers compiled with strips of 1, 2 and 4
 
@@ -36,6 +38,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 GRID = ROOT / "bench" / "data" / "h200_dwconv_nhwc.csv"
+STRIP_GRID = ROOT / "bench" / "data" / "h200_dwconv_nhwc_strip_grid.csv"
 KERNELS = ROOT / "tiler" / "ops" / "depthwise_conv" / "triton_kernels.py"
 KEY = ("kh", "kw", "stride", "pad", "dilation", "groups_per_op", "BLOCK_P", "num_warps")
 SHAPE = ("N", "C", "H", "W")
@@ -146,20 +149,22 @@ def compile_kernel(key: tuple, shape: tuple, strip: int = 1) -> dict:
 
 
 def _task(item):
-    key, shape = item
+    (key, strip), shape = item
     try:
-        return key, shape, compile_kernel(key, shape), ""
+        return (key, strip), shape, compile_kernel(key, shape, strip), ""
     except Exception as e:  # noqa: BLE001 - one line in the table
         return key, shape, {}, f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
 
 
-def kernels() -> dict[tuple, tuple]:
-    """Each distinct kernel of the timed NHWC grid, with the first shape (N, C, H, W) that ran it."""
+def kernels(grid: Path) -> dict[tuple, tuple]:
+    """Each distinct kernel of a timed NHWC grid, (KEY, STRIP), with the first shape (N, C, H, W) that ran it (strip
+    1 where the grid predates the knob)."""
     out: dict[tuple, tuple] = {}
-    with GRID.open(newline="") as f:
+    with grid.open(newline="") as f:
         for r in csv.DictReader(f):
             if r["impl"] == "triton":
-                out.setdefault(tuple(int(r[k]) for k in KEY), tuple(int(r[k]) for k in SHAPE))
+                key = (tuple(int(r[k]) for k in KEY), int(float(r.get("STRIP") or 1)))
+                out.setdefault(key, tuple(int(r[k]) for k in SHAPE))
     return out
 
 
@@ -177,6 +182,8 @@ def summary(path: Path) -> int:
     chip = load_chip("h200")
     e = get_operator("depthwise_conv", "cuda").constants(chip)
     t = pd.read_csv(path)
+    if "STRIP" not in t:  # a table of the one-pixel kernel only
+        t["STRIP"] = 1
     t["ept"] = t["groups_per_op"] * t["BLOCK_P"] / (32 * t["num_warps"])
     loop = np.where(t["body_total"] > 0, t["kh"], 0)  # the row loop runs kh times
     per = t["ept"] * t["kh"] * t["kw"]  # outputs x taps a thread computes
@@ -186,7 +193,7 @@ def summary(path: Path) -> int:
     for key, rows in t.groupby([*KEY[:5], *SHAPE]).groups.items():
         fields = dict(zip((*KEY[:5], *SHAPE), (int(v) for v in key), strict=True))
         p = parse_problem("depthwise_conv", {**fields, "layout": "nhwc"}, "fp16")
-        c = {k: t.loc[rows, k].to_numpy(np.int64) for k in ("groups_per_op", "BLOCK_P", "num_warps")}
+        c = {k: t.loc[rows, k].to_numpy(np.int64) for k in ("groups_per_op", "BLOCK_P", "num_warps", "STRIP")}
         c |= {
             "scheme": np.full(len(rows), VECTOR),
             "BLOCK_K": np.full(len(rows), 16),
@@ -195,7 +202,7 @@ def summary(path: Path) -> int:
         model[t.index.get_indexer(rows)] = cuda._registers(cuda.prepare(p, chip, c), e)
     t["model_regs"] = model
     t["spills"] = t["stack_bytes"] > 0
-    g = t.groupby(["kh", "kw", "ept"])
+    g = t.groupby(["kh", "kw", "STRIP", "ept"])
     out = g[["n_regs", "model_regs"]].median().join(g["spills"].mean())
     out = out.join(g[[*CLASSES, "other", "total"]].median())
     print(
@@ -234,6 +241,12 @@ def main(argv=None) -> int:
     ap.add_argument("what", choices=("compile", "summary", "strips"))
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "data" / "h200_dwconv_nhwc_sass.csv")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    ap.add_argument(
+        "--grid",
+        type=Path,
+        default=GRID,
+        help=f"the timed grid whose kernels to compile ({STRIP_GRID.name}: strips)",
+    )
     args = ap.parse_args(argv)
     if args.what == "summary":
         return summary(args.out)
@@ -241,16 +254,17 @@ def main(argv=None) -> int:
         return strips()
     import triton
 
-    todo = sorted(kernels().items())
-    cols = [*KEY, *SHAPE, "n_regs", "stack_bytes", *sass_counts("").keys(), "error"]
+    todo = sorted(kernels(args.grid).items())
+    cols = [*KEY, "STRIP", *SHAPE, "n_regs", "stack_bytes", *sass_counts("").keys(), "error"]
     t0 = time.time()
     print(f"{len(todo)} kernels, triton {triton.__version__}, {args.jobs} jobs", file=sys.stderr)
     rows = []
     with Pool(args.jobs) as pool:
-        for n, (key, shape, res, err) in enumerate(pool.imap_unordered(_task, todo), 1):
+        for n, ((key, strip), shape, res, err) in enumerate(pool.imap_unordered(_task, todo), 1):
             rows.append(
                 {
                     **dict(zip(KEY, key, strict=True)),
+                    "STRIP": strip,
                     **dict(zip(SHAPE, shape, strict=True)),
                     **res,
                     "error": err,
@@ -258,7 +272,7 @@ def main(argv=None) -> int:
             )
             if n % 50 == 0:
                 print(f"{n}/{len(todo)} in {time.time() - t0:.0f} s", file=sys.stderr)
-    rows.sort(key=lambda r: tuple(r[k] for k in KEY))
+    rows.sort(key=lambda r: tuple(r[k] for k in (*KEY, "STRIP")))
     with args.out.open("w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=cols)
         w.writeheader()
