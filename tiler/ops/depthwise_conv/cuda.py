@@ -256,9 +256,10 @@ def prepare(p: DepthwiseConv, chip, c: dict) -> dict[str, np.ndarray]:
     }
 
 
-def timing(g: dict, chip, e: dict[str, float]) -> dict[str, np.ndarray]:
-    """The estimate record from prepared columns and the constants (see the module docstring)."""
-    f = chip.clock_hz
+def sm_terms(g: dict, chip, e: dict[str, float]) -> dict[str, np.ndarray]:
+    """An SM's cycles by term from prepared columns and the constants: `issue` (+ `overhead`), `tensor`, and
+    `latency` (the programs' dependent chains, wave by wave), with the counts they rest on (`regs`, `occupancy`,
+    `per_sm` programs, `miss`, the L1 re-reads' share that misses to L2). The SM's time is the largest term."""
     sms = chip.cores
     threads = 32 * g["warps"]
     regs = _registers(g, e)
@@ -309,7 +310,26 @@ def timing(g: dict, chip, e: dict[str, float]) -> dict[str, np.ndarray]:
         + mma
     )
     latency = np.ceil(per_sm / occupancy) * chain
-    sm_cycles = np.maximum(np.maximum(issue + overhead, tensor), latency)
+    return {
+        "issue": issue,
+        "overhead": overhead,
+        "tensor": tensor,
+        "latency": latency,
+        "regs": regs,
+        "occupancy": occupancy,
+        "per_sm": per_sm,
+        "miss": miss,
+    }
+
+
+def timing(g: dict, chip, e: dict[str, float]) -> dict[str, np.ndarray]:
+    """The estimate record from prepared columns and the constants (see the module docstring)."""
+    f = chip.clock_hz
+    sms = chip.cores
+    t = sm_terms(g, chip, e)
+    issue, overhead, tensor, miss, per_sm = t["issue"], t["overhead"], t["tensor"], t["miss"], t["per_sm"]
+    regs, occupancy = t["regs"], t["occupancy"]
+    sm_cycles = np.maximum(np.maximum(issue + overhead, tensor), t["latency"])
     hbm_s = g["hbm_bytes"] / (chip["hbm_gbps"] * 1e9 * e["hbm_efficiency"])
     l2_bytes = g["l2_bytes"] + miss * g["programs"] * g["load_bytes"]
     l2_s = l2_bytes / (chip["l2_gbps"] * 1e9)
@@ -438,6 +458,14 @@ class DepthwiseConvCuda(TritonRunner, Operator):
 
     def timing(self, prepared: dict, chip, constants: dict[str, float]) -> dict[str, np.ndarray]:
         return timing(prepared, chip, constants)
+
+    def tie_rank(self, p: DepthwiseConv, chip, c: dict) -> np.ndarray:
+        """Among exactly tied predictions, the shortest latency term first. A tie means the same binding term
+        (issue, or HBM/L2): tilings that differ only in warps a program, say, issue the same instructions. The
+        latency chain below it is what the model knows least (a warp's stalls beyond its counted rounds: 1-warp
+        programs on ConvNeXt s3 measured 1.7x slower than the 2-warp ones tied with them), so the tiling with
+        the most slack before its chain binds goes first (docs/model_cuda.md 9b)."""
+        return sm_terms(prepare(p, chip, c), chip, self.constants(chip))["latency"]
 
     def advice(self, p: DepthwiseConv, chip, c: dict, est: dict, row: int) -> list[str]:
         out = []
