@@ -34,7 +34,7 @@ MISSING_GPU_STACK = f"the Triton runner needs torch and triton: {GPU_EXTRA}"
 
 CONFIG_KEYS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_stages", "num_warps", "GROUP_M", "ORDER", "SPLIT_K")
 # keys a config may leave out, with the value it then takes (TEMPLATE 0: the pointer kernel; triton_tma)
-OPTIONAL_KEYS = {"TEMPLATE": 0}
+OPTIONAL_KEYS = {"TEMPLATE": 0, "TAIL_SPLIT": 1}
 DTYPES = {
     "fp16": "float16",
     "float16": "float16",
@@ -201,6 +201,15 @@ def check_config(config) -> dict:
     if out.get("TEMPLATE", 0) == 3 and out["SPLIT_K"] > 1:
         # measured on the H200 with Triton 3.6: the warp-specialised loop's split-K atomics left the output zero
         raise SpaceError("TEMPLATE 3 (persistent_ws) needs SPLIT_K 1, got SPLIT_K " + str(out["SPLIT_K"]))
+    tail = out.get("TAIL_SPLIT", 1)
+    if tail < 1:
+        raise SpaceError(f"TAIL_SPLIT must be >= 1, got {tail}")
+    if tail > 1 and (out.get("TEMPLATE", 0) != 2 or out["SPLIT_K"] > 1):
+        # the last wave's K slices are work items of the persistent grid, and they are the only split
+        raise SpaceError(
+            f"TAIL_SPLIT {tail} needs TEMPLATE 2 (persistent) and SPLIT_K 1, got TEMPLATE "
+            f"{out.get('TEMPLATE', 0)} and SPLIT_K {out['SPLIT_K']}"
+        )
     return out
 
 

@@ -13,7 +13,10 @@
   operand one element at a time on the synchronous path, on every K step of every tile that reads it.
 * 2 ``persistent``: the `tma` loads in a persistent grid: one program per SM walks the (tile, K slice) work items
   with a stride of the grid size, so there is one launch wave and the next tile's loads start while the last
-  tile's epilogue runs (`tl.range(..., flatten=True)`).
+  tile's epilogue runs (`tl.range(..., flatten=True)`). With ``TAIL_SPLIT`` > 1 (and SPLIT_K 1) the tiles of the
+  last, partial wave are split along K into TAIL_SPLIT slices each (split-K on the last wave only, the data-parallel
+  + split-K hybrid of the stream-K paper): each slice stores its fp32 sum in a workspace tile of its own, and
+  `_tail_store_kernel` adds a tail tile's slices and writes the tile to C after the GEMM. The whole waves keep their one-item tiles.
 * 3 ``persistent_ws``: `persistent` with Triton's warp specialisation (producer warps issue the TMA copies,
   consumer warps the wgmma), where the installed Triton supports it on the device.
 
@@ -97,17 +100,42 @@ if _triton is not None:
             tl.atomic_add(c_tile, acc, mask=in_c)
 
     @_triton.jit
+    def _epilogue(
+        c_desc,
+        c_ptr,
+        acc,
+        om,
+        on,
+        M,
+        N,
+        stride_cm,
+        stride_cn,
+        BLOCK_M: tl.constexpr,
+        BLOCK_N: tl.constexpr,
+        SPLIT_K: tl.constexpr,
+        C_DESC: tl.constexpr,
+    ):
+        """A finished C tile out: one bulk copy through the descriptor (the copy engine clips the edges), or
+        masked pointer stores (atomic adds with SPLIT_K > 1)."""
+        if C_DESC:
+            c_desc.store([om, on], acc.to(c_ptr.dtype.element_ty))
+        else:
+            _store_tile(c_ptr, acc, om, on, M, N, stride_cm, stride_cn, BLOCK_M, BLOCK_N, SPLIT_K)
+
+    @_triton.jit
     def _gemm_tma_kernel(
         a_desc,
         b_desc,
         c_desc,
         c_ptr,
+        ws_ptr,
         M,
         N,
         K,
         stride_cm,
         stride_cn,
         n_programs,
+        full_tiles,
         BLOCK_M: tl.constexpr,
         BLOCK_N: tl.constexpr,
         BLOCK_K: tl.constexpr,
@@ -120,22 +148,34 @@ if _triton is not None:
         FLATTEN: tl.constexpr,
         WARP_SPEC: tl.constexpr,
         C_DESC: tl.constexpr,
+        TAIL_SPLIT: tl.constexpr,
     ):
         tiles_m = tl.cdiv(M, BLOCK_M)
         tiles_n = tl.cdiv(N, BLOCK_N)
         tiles = tiles_m * tiles_n
         k_tiles = tl.cdiv(K, BLOCK_K)
-        per_split = tl.cdiv(k_tiles, SPLIT_K)
-        work = tiles * SPLIT_K
+        per_split = tl.cdiv(k_tiles, SPLIT_K * TAIL_SPLIT)
+        # TAIL_SPLIT > 1 (persistent, SPLIT_K 1): the first `full_tiles` tiles (whole waves of the grid) are work
+        # items of their own; each tile of the last, partial wave is TAIL_SPLIT items of one K slice each
+        tail = tiles - full_tiles
+        work = tiles * SPLIT_K + tail * (TAIL_SPLIT - 1)
         # one program per work item (the loop runs once), or a persistent grid of n_programs striding the items
         if PERSISTENT:
             step = n_programs
         else:
             step = work
         for w in tl.range(tl.program_id(0), work, step, flatten=FLATTEN, warp_specialize=WARP_SPEC):
-            tile_m, tile_n = _tile_of(w % tiles, tiles_m, tiles_n, GROUP_M, ORDER)
-            kt_begin = (w // tiles) * per_split
-            kt_end = tl.minimum(kt_begin + per_split, k_tiles)
+            if TAIL_SPLIT > 1:
+                part = w >= full_tiles  # a K slice of a tail tile
+                j = tl.maximum(w - full_tiles, 0)
+                t = tl.where(part, full_tiles + j % tl.maximum(tail, 1), w)
+                kt_begin = tl.where(part, (j // tl.maximum(tail, 1)) * per_split, 0)
+                kt_end = tl.where(part, tl.minimum(kt_begin + per_split, k_tiles), k_tiles)
+            else:
+                t = w % tiles
+                kt_begin = (w // tiles) * per_split
+                kt_end = tl.minimum(kt_begin + per_split, k_tiles)
+            tile_m, tile_n = _tile_of(t, tiles_m, tiles_n, GROUP_M, ORDER)
             om = tile_m * BLOCK_M
             on = tile_n * BLOCK_N
             acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
@@ -150,13 +190,48 @@ if _triton is not None:
                 else:
                     b = b_desc.load([k, on])
                 acc = tl.dot(a, b, acc)
-            if C_DESC:  # the tile goes out as one bulk copy; the copy engine clips the edges
-                c_desc.store([om, on], acc.to(c_ptr.dtype.element_ty))
+            if TAIL_SPLIT > 1:
+                if part:  # the slice's fp32 sum into its own workspace tile; _tail_store_kernel adds them up
+                    r = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
+                    slot = (t - full_tiles) * TAIL_SPLIT + j // tl.maximum(tail, 1)
+                    tl.store(ws_ptr + slot * (BLOCK_M * BLOCK_N) + r, acc)
+                else:
+                    _epilogue(
+                        c_desc, c_ptr, acc, om, on, M, N, stride_cm, stride_cn, BLOCK_M, BLOCK_N, 1, C_DESC
+                    )
             else:
-                _store_tile(c_ptr, acc, om, on, M, N, stride_cm, stride_cn, BLOCK_M, BLOCK_N, SPLIT_K)
+                _epilogue(
+                    c_desc, c_ptr, acc, om, on, M, N, stride_cm, stride_cn, BLOCK_M, BLOCK_N, SPLIT_K, C_DESC
+                )
+
+    @_triton.jit
+    def _tail_store_kernel(
+        ws_ptr,
+        c_ptr,
+        M,
+        N,
+        stride_cm,
+        stride_cn,
+        full_tiles,
+        BLOCK_M: tl.constexpr,
+        BLOCK_N: tl.constexpr,
+        GROUP_M: tl.constexpr,
+        ORDER: tl.constexpr,
+        TAIL_SPLIT: tl.constexpr,
+    ):
+        """One program per tail tile (TAIL_SPLIT > 1): the sum of its K slices' workspace tiles into C."""
+        i = tl.program_id(0)
+        tile_m, tile_n = _tile_of(full_tiles + i, tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M, ORDER)
+        r = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for s in tl.static_range(TAIL_SPLIT):
+            acc += tl.load(ws_ptr + (i * TAIL_SPLIT + s) * (BLOCK_M * BLOCK_N) + r)
+        _store_tile(
+            c_ptr, acc, tile_m * BLOCK_M, tile_n * BLOCK_N, M, N, stride_cm, stride_cn, BLOCK_M, BLOCK_N, 1
+        )
 
 else:
-    _gemm_tma_kernel = _tile_of = _store_tile = None
+    _gemm_tma_kernel = _tail_store_kernel = _epilogue = _tile_of = _store_tile = None
 
 
 def _staged(x):
@@ -182,9 +257,20 @@ def _descriptor(t, block_rows: int, block_cols: int):
     return TensorDescriptor(t, list(t.shape), list(t.stride()), [block_rows, block_cols])
 
 
+def tail_tiles(M: int, N: int, cfg: dict, sms: int) -> tuple[int, int]:
+    """(full, tail): tiles in whole waves of `sms` programs, and the last partial wave's, which TAIL_SPLIT > 1
+    splits into K slices (full = every tile, tail 0, without it)."""
+    tiles = math.ceil(M / cfg["BLOCK_M"]) * math.ceil(N / cfg["BLOCK_N"])
+    if cfg.get("TAIL_SPLIT", 1) == 1:
+        return tiles, 0
+    full = tiles // sms * sms
+    return full, tiles - full
+
+
 def programs(M: int, N: int, cfg: dict, sms: int) -> int:
     """Programs launched: a persistent template runs min(SMs, work items) programs; the others one per item."""
-    work = math.ceil(M / cfg["BLOCK_M"]) * math.ceil(N / cfg["BLOCK_N"]) * cfg["SPLIT_K"]
+    full, tail = tail_tiles(M, N, cfg, sms)
+    work = (full + tail) * cfg["SPLIT_K"] + tail * (cfg.get("TAIL_SPLIT", 1) - 1)
     return min(sms, work) if cfg["TEMPLATE"] >= 2 else work
 
 
@@ -252,6 +338,8 @@ def launcher(a, b, c, cfg: dict, sms: int, c_desc: bool | None = None):
     else:
         use_c_desc = c_desc
     c_d = _descriptor(c, bm, bn) if use_c_desc else a_desc  # unused (a placeholder) when C_DESC is off
+    full, tail = tail_tiles(M, N, cfg, sms)
+    split_tail = cfg.get("TAIL_SPLIT", 1)
     kw = {
         "BLOCK_M": bm,
         "BLOCK_N": bn,
@@ -262,17 +350,31 @@ def launcher(a, b, c, cfg: dict, sms: int, c_desc: bool | None = None):
         "A_T": a_t,
         "B_T": b_t,
         "PERSISTENT": template >= 2,
-        "FLATTEN": template >= 2 and cfg["SPLIT_K"] == 1,
+        "FLATTEN": template >= 2 and cfg["SPLIT_K"] == 1 and split_tail == 1,
         "WARP_SPEC": template == 3,
         "C_DESC": use_c_desc,
+        "TAIL_SPLIT": split_tail,
         "num_warps": cfg["num_warps"],
         "num_stages": cfg["num_stages"],
     }
     kernel = _gemm_tma_kernel[grid]
+    tail_kw = {"BLOCK_M": bm, "BLOCK_N": bn, "GROUP_M": cfg["GROUP_M"], "ORDER": cfg["ORDER"]}
+    tail_kw |= {"TAIL_SPLIT": split_tail, "num_warps": 8}
+    import torch
+
+    unused_ws = torch.empty(1, dtype=torch.float32, device=c.device)  # no tail: the kernel never touches it
 
     def fn():
         for copy in copies:
             copy()
-        kernel(a_desc, b_desc, c_d, c, M, N, K, c.stride(0), c.stride(1), grid[0], **kw)
+        # one fp32 workspace tile per K slice of a tail tile (each written whole by its slice: no zeroing)
+        ws = (
+            torch.empty(tail * split_tail * bm * bn, dtype=torch.float32, device=c.device)
+            if tail
+            else unused_ws
+        )
+        kernel(a_desc, b_desc, c_d, c, ws, M, N, K, c.stride(0), c.stride(1), grid[0], full, **kw)
+        if tail:
+            _tail_store_kernel[(tail,)](ws, c, M, N, c.stride(0), c.stride(1), full, **tail_kw)
 
     return fn
