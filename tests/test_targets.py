@@ -54,6 +54,9 @@ SEED = {"catlass": 2101, "ascendc": 2102, "triton": 2103}
 CASES = 2000  # exercised cases per target in the fast property
 MAX_DRAWS = 3000  # draws allowed to reach them (refused and infeasible cases are drawn too)
 SAMPLED = 256  # random candidates drawn per case
+# the cuda space's TAIL_SPLIT > 1 runs only on the persistent template without SPLIT_K (rule tail_split): about 38% of
+# random draws pass that rule, so the triton target draws three times as many for the same share of cases missed
+SAMPLED_OF = {"triton": 3 * SAMPLED}
 ESTIMATED = 8  # of which at most this many feasible ones are estimated (one vectorised call)
 E2E = {"catlass": 25, "ascendc": 25, "triton": 6}  # exhaustive searches per target in the end-to-end layer
 DIM_MAX = 65536
@@ -270,7 +273,7 @@ def test_every_sampled_tiling_passes_its_target(target):
             seen["refused"] += 1
             continue
         space = target_space(chip.family, target)
-        cands = feasible_sample(p, chip, space, model, rng)
+        cands = feasible_sample(p, chip, space, model, rng, SAMPLED_OF.get(target, SAMPLED))
         if cands is None or not length(cands):
             # no feasible row sampled: the exhaustive search decides whether there is none at all
             try:

@@ -79,14 +79,42 @@ def report(path: Path) -> int:
     wide["best"] = wide[list(SPLITS)].min(axis=1)
     wide["cublas_over_1"] = [cublas[k[:3]] / v for k, v in zip(wide.index, wide[1], strict=True)]
     wide["cublas_over_best"] = [cublas[k[:3]] / v for k, v in zip(wide.index, wide["best"], strict=True)]
-    with pd.option_context("display.width", 220, "display.max_rows", 500):
+    pred = _predicted(wide.index.to_frame(index=False))
+    for s in SPLITS[1:]:
+        wide[f"model_x{s}"] = pred[1] / pred[s]
+    with pd.option_context("display.width", 240, "display.max_rows", 500):
         print(wide.round(4).to_string())
     g = lambda x: float(np.exp(np.log(np.asarray(x, dtype=float)).mean()))  # noqa: E731
     print(f"\n{len(wide)} tilings; speed-up over TAIL_SPLIT 1 (geomean): "
           + ", ".join(f"{s}: {g(wide[f'x{s}']):.3f}" for s in SPLITS[1:])
           + f"; best split {g(wide[1] / wide['best']):.3f}; cuBLAS / tiling: at 1 {g(wide['cublas_over_1']):.3f}, "
           f"best split {g(wide['cublas_over_best']):.3f}; outputs off by > 1e-2: {len(bad)}")  # fmt: skip
+    for s in SPLITS[1:]:
+        m, x = np.log(wide[f"x{s}"]), np.log(wide[f"model_x{s}"])
+        print(f"split {s}: the model (shipped h200 profile) predicts {g(wide[f'model_x{s}']):.3f}; faster or not "
+              f"as measured on {int(((m > 0) == (x > 0)).sum())} of {len(wide)}; median |log(model/measured)| of "
+              f"the speed-up {float(np.median(np.abs(x - m))):.3f}")  # fmt: skip
     return 0
+
+
+def _predicted(t) -> dict:
+    """The shipped model's time of each (M, N, K, tiling) at each split: {split: array}."""
+    import numpy as np
+
+    from tiler.hardware import load_chip
+    from tiler.operator import get_operator
+    from tiler.problem import parse_problem
+
+    chip, op = load_chip("h200"), get_operator("matmul", "cuda")
+    out = {s: np.empty(len(t)) for s in SPLITS}
+    for (m, n, k), rows in t.groupby(["M", "N", "K"]).groups.items():
+        p = parse_problem("matmul", {"M": int(m), "N": int(n), "K": int(k)}, "fp16")
+        c = {key: t.loc[rows, key].to_numpy(np.int64) for key in TILING}
+        c |= {"SPLIT_K": np.ones(len(rows), np.int64), "TEMPLATE": np.full(len(rows), 2)}
+        for s in SPLITS:
+            idx = t.index.get_indexer(rows)
+            out[s][idx] = op.estimate(p, chip, {**c, "TAIL_SPLIT": np.full(len(rows), s)})["time_us"]
+    return out
 
 
 def main(argv=None) -> int:

@@ -331,7 +331,7 @@ def picks_plan(path: Path) -> int:
                                runnable=False, diverse=diverse)  # fmt: skip
             for i in range(min(TOP, len(res.est["time_us"]))):
                 t = res.tiling(i)
-                cfg = {k: res.space.knobs[k].parse(t[k]) for k in (*KNOBS, "TEMPLATE")}
+                cfg = {k: res.space.knobs[k].parse(t[k]) for k in (*KNOBS, "TEMPLATE", "TAIL_SPLIT")}
                 rows.append({"M": M, "N": N, "K": K, "group": group, "source": f"{kind}{i + 1}", **cfg,
                              "predicted_us": float(res.est["time_us"][i])})  # fmt: skip
     _write(path, rows)

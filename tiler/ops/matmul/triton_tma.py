@@ -350,7 +350,7 @@ def launcher(a, b, c, cfg: dict, sms: int, c_desc: bool | None = None):
         "A_T": a_t,
         "B_T": b_t,
         "PERSISTENT": template >= 2,
-        "FLATTEN": template >= 2 and cfg["SPLIT_K"] == 1 and split_tail == 1,
+        "FLATTEN": template >= 2 and cfg["SPLIT_K"] == 1,
         "WARP_SPEC": template == 3,
         "C_DESC": use_c_desc,
         "TAIL_SPLIT": split_tail,

@@ -108,6 +108,7 @@ class MatmulCuda(TritonRunner, Operator):
         "GROUP_M": "1",
         "SPLIT_K": "1",
         "TEMPLATE": "pointer",
+        "TAIL_SPLIT": "1",
     }
     TARGETS = {"triton": views.TRITON}
     RUNNERS = ("triton",)
@@ -138,6 +139,10 @@ class MatmulCuda(TritonRunner, Operator):
                 out[r] = np.full(n, chip.macs_per_cycle(p.dtype) > 0)
             elif r == "tma":
                 out[r] = (_i(c, "TEMPLATE") == POINTER) | tma_runs(p, chip)
+            elif r == "tail_split":
+                out[r] = (_i(c, "TAIL_SPLIT") == 1) | (
+                    (_i(c, "TEMPLATE") == PERSISTENT) & (_i(c, "SPLIT_K") == 1)
+                )
             elif r == "pow2":
                 out[r] = np.logical_and.reduce([(_i(c, k) & (_i(c, k) - 1)) == 0 for k in RULES[r]])
             elif r == "dot_min":
@@ -162,7 +167,8 @@ class MatmulCuda(TritonRunner, Operator):
 
         GROUP_M is ignored unless ORDER is grouped: keep the smallest GROUP_M in the table. Groups of at least all
         tile rows are one and the same walk: keep the smallest such GROUP_M. Split-K slices past the last K step
-        only add atomics of zeros: a smaller SPLIT_K runs the same main loop with fewer programs.
+        only add atomics of zeros: a smaller SPLIT_K runs the same main loop with fewer programs. A TAIL_SPLIT
+        above 1 where the tiles fill whole waves of the SMs splits nothing.
         """
         n = len(next(iter(c.values()))) if c else 0
         out = np.zeros(n, dtype=bool)
@@ -171,6 +177,10 @@ class MatmulCuda(TritonRunner, Operator):
             sk = _i(c, "SPLIT_K")
             per = ceil_div(k_tiles, sk)
             out |= (sk > 1) & ((sk - 1) * per >= k_tiles)
+        if "TAIL_SPLIT" in c and "BLOCK_M" in c and "BLOCK_N" in c:
+            # a tail split without a partial last wave (tiles a multiple of the SMs) runs what 1 runs
+            tiles = ceil_div(p.M, _i(c, "BLOCK_M")) * ceil_div(p.N, _i(c, "BLOCK_N"))
+            out |= (_i(c, "TAIL_SPLIT") > 1) & (tiles % chip.cores == 0)
         if "ORDER" in c and "GROUP_M" in c and n:
             order, gm = _i(c, "ORDER"), _i(c, "GROUP_M")
             vals = np.unique(gm)
@@ -207,6 +217,7 @@ class MatmulCuda(TritonRunner, Operator):
             ORDER=1,
             SPLIT_K=1,
             TEMPLATE=0,
+            TAIL_SPLIT=1,
         )
 
     def constants(self, chip) -> dict[str, float]:

@@ -49,13 +49,21 @@ def prefix_bound(p: Matmul, chip, c: dict, domains: dict) -> np.ndarray:
       fewest stages, threads with the fewest warps, registers at least accumulator + base (capped) per warp count.
     TEMPLATE (the last level): the least of the floors of the kinds of template in domains["TEMPLATE"] the problem
     can run (pointer; TMA loads, which take no synchronous path and no address registers; the persistent grid, one
-    program per SM whose later tiles cost persistent_tile_cycles instead of a fill).
+    program per SM whose later tiles cost persistent_tile_cycles instead of a fill), and for the persistent grid
+    each TAIL_SPLIT in the domain (the last partial wave's tiles in K slices: the busiest SM's steps are its whole
+    tiles' and its slices'; the slices' workspace stores and the second kernel, both positive, left out).
     """
     templates = [
         int(t) for t in domains.get("TEMPLATE", (POINTER,)) if int(t) == POINTER or tma_runs(p, chip)
     ]
     variants = sorted({(t >= TMA, t == PERSISTENT) for t in templates}) or [(False, False)]
-    return np.minimum.reduce([_prefix_floor(p, chip, c, domains, tma, per) for tma, per in variants])
+    splits = sorted({int(s) for s in domains.get("TAIL_SPLIT", (1,))} | {1})
+    floors = [
+        _prefix_floor(p, chip, c, domains, tma, per, s)
+        for tma, per in variants
+        for s in (splits if per else (1,))
+    ]
+    return np.minimum.reduce(floors)
 
 
 def _occupancy_ceiling(p: Matmul, chip, ibm, ibn, ibk, st_min: int, w_dom: list, tma: bool) -> np.ndarray:
@@ -83,8 +91,11 @@ def _occupancy_ceiling(p: Matmul, chip, ibm, ibn, ibk, st_min: int, w_dom: list,
     return occ_ub
 
 
-def _prefix_floor(p: Matmul, chip, c: dict, domains: dict, tma: bool, persistent: bool) -> np.ndarray:
-    """prefix_bound's floor for one kind of template: TMA loads or pointer loads, persistent grid or not."""
+def _prefix_floor(
+    p: Matmul, chip, c: dict, domains: dict, tma: bool, persistent: bool, tail_split: int = 1
+) -> np.ndarray:
+    """prefix_bound's floor for one kind of template: TMA loads or pointer loads, persistent grid or not (and its
+    split of the last wave, `tail_split`)."""
     e = efficiency(chip)
     f, sms = chip.clock_hz, chip.cores
     bm, bn, bk, sk = (_i(c, k).astype(np.float64) for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "SPLIT_K"))
@@ -149,6 +160,19 @@ def _prefix_floor(p: Matmul, chip, c: dict, domains: dict, tma: bool, persistent
     ]
     loop = steps * soft_max(terms, pw)
     elems = bm * bn * n_sm
+    if persistent and tail_split > 1:
+        # the persistent grid runs n_sm items an SM one after another (rounds = n_sm): its loop is n_sm * steps
+        # unit steps (the soft max is homogeneous); with the split, the busiest SM runs its whole tiles' steps and
+        # ceil(tail * split / SMs) slices of ceil(steps / split) steps. SMs loading at once stay at least hi
+        tiles = tm * tn
+        tail = np.where(isk == 1, tiles - tiles // sms * sms, 0)
+        t_rounds = ceil_div(tail * tail_split, sms).astype(np.float64)
+        items = np.where(tail > 0, n_sm - 1.0 + t_rounds, n_sm)
+        work = np.where(tail > 0, (n_sm - 1.0) * steps + t_rounds * ceil_div(steps, tail_split), n_sm * steps)
+        unit = [np.maximum(t_mma, chain), t_mte1, t_x, t_unal1, np.full_like(t_mma, t_lat)]
+        loop = work * soft_max(unit, pw)
+        rounds = items
+        elems = bm * bn * np.where(tail > 0, n_sm - 1.0, n_sm)  # the slices' fp32 stores left out
     # a TMA template may store C through a descriptor (16-byte rows): the aligned rate, the floor of either store
     unal_store = unal_c and not (tma and (p.N * ob) % TMA_ALIGN_BYTES == 0)
     store = np.where(unal_store, elems / (e["unaligned_elems_per_cycle"] * f), elems * ob / sm_bw)

@@ -14,6 +14,7 @@ KNOBS = (
     "ORDER",
     "SPLIT_K",
     "TEMPLATE",
+    "TAIL_SPLIT",
 )
 # TEMPLATE (triton_tma.py): 0 pointer loads, 1 TMA loads, 2 TMA loads in a persistent grid; a table without the
 # knob is the pointer kernel (the user's own kernels, measurements from before the templates)
@@ -25,7 +26,7 @@ ORDER_KNOBS = ("GROUP_M", "ORDER")
 SCHEDULE_KNOBS: tuple[str, ...] = ORDER_KNOBS
 # Enumeration levels: the tile grid and K split first (prefix_bound bounds each row over every completion), then
 # the pipelining depth and warps (the capacity rules prune before the schedule knobs multiply the table).
-LEVELS = (("BLOCK_M", "BLOCK_N", "BLOCK_K", "SPLIT_K"), ("num_stages", "num_warps", "TEMPLATE"))
+LEVELS = (("BLOCK_M", "BLOCK_N", "BLOCK_K", "SPLIT_K"), ("num_stages", "num_warps", "TEMPLATE", "TAIL_SPLIT"))
 
 RULES = {
     "pow2": ("BLOCK_M", "BLOCK_N", "BLOCK_K"),
@@ -36,6 +37,7 @@ RULES = {
     "occupancy": ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_stages", "num_warps"),
     "dtype": (),
     "tma": ("TEMPLATE",),
+    "tail_split": ("SPLIT_K", "TEMPLATE", "TAIL_SPLIT"),
 }
 RULE_TEXT = {
     "pow2": "BLOCK_M, BLOCK_N, BLOCK_K powers of two (tl.arange: 'arange's range must be a power of 2')",
@@ -48,6 +50,8 @@ RULE_TEXT = {
     "dtype": "the chip's tensor cores support the dtype (macs_per_cycle_<dtype> > 0)",
     "tma": "TEMPLATE tma/persistent: a chip with TMA (Hopper: mma_version 3); an operand whose row stride is not a "
     "multiple of 16 bytes (cuTensorMapEncodeTiled) is staged into padded rows first",
+    "tail_split": "TAIL_SPLIT > 1 (the last partial wave's tiles in K slices) runs on TEMPLATE persistent with SPLIT_K "
+    "1 only (its slices are the persistent grid's work items and the only split)",
 }
 
 # The [efficiency] constants the model reads, with the value used when a profile lacks them (uncalibrated).

@@ -100,6 +100,7 @@ def prepare(p: Matmul, chip, c: dict, l2_hits: bool = True) -> dict[str, np.ndar
     k_last = n_sm - (rounds - 1) * occ_eff
     k_full = np.minimum(occ_eff, n_sm)
     hi = programs - (n_sm - 1) * sms  # SMs that run n_sm programs (the rest run n_sm - 1)
+    tail = _tail_split(p, c, tpl, sk, tm * tn, steps, sms)
     act_full = np.minimum(programs, sms)
     act_last = np.where((k_last >= 2) & (programs >= sms), sms, hi)
     rows_a = np.minimum(bm, p.M)  # A rows wrap (offs % M): a tile never reads more distinct rows than M
@@ -147,9 +148,28 @@ def prepare(p: Matmul, chip, c: dict, l2_hits: bool = True) -> dict[str, np.ndar
         "k_last": f(k_last),
         "act_full": f(act_full),
         "act_last": f(act_last),
+        **tail,
         **_memory(p, chip, bm, bn, bk, sk, programs, steps, a_hit, b_hit, rows_a),
         "macs_per_cycle": np.full(n, chip.macs_per_cycle(p.dtype)),
         "peak": np.full(n, chip.peak_tflops(p.dtype) * 1e12),
+    }
+
+
+def _tail_split(p: Matmul, c: dict, tpl, sk, tiles, steps, sms: int) -> dict[str, np.ndarray]:
+    """prepare()'s columns of TAIL_SPLIT (triton_tma.tail_tiles): the persistent grid's last, partial wave of
+    `tail_tiles` tiles split into `tail_split` K slices of `tail_steps` steps, `tail_rounds` slices on the busiest
+    SM and `tail_act` SMs at work; tail_tiles 0 where there is no split (or no partial wave)."""
+    split = _i(c, "TAIL_SPLIT") if "TAIL_SPLIT" in c else np.ones_like(sk)
+    split = np.where((tpl == PERSISTENT) & (sk == 1) & (p.batch == 1), split, 1)
+    tail = np.where(split > 1, tiles - tiles // sms * sms, 0)
+    slices = tail * split
+    f = lambda x: np.asarray(x, dtype=np.float64)  # noqa: E731
+    return {
+        "tail_tiles": f(tail),
+        "tail_split": f(split),
+        "tail_rounds": f(ceil_div(slices, sms)),
+        "tail_act": f(np.clip(slices, 1, sms)),
+        "tail_steps": f(ceil_div(steps, split)),
     }
 
 
@@ -304,7 +324,17 @@ def timing(g: dict, chip, e: dict[str, float]) -> dict[str, np.ndarray]:
     refill = np.where(persist, e["persistent_tile_cycles"] / f, fill)
     r_full = g["rounds"] - 1.0
     steps = g["steps"]
-    main = r_full * (steps * s_full + refill + epi_f) + steps * s_last + fill + epi_l
+    # the last round: its tiles whole, or (TAIL_SPLIT) tail_rounds K slices a busiest SM, each storing its fp32
+    # sum as a workspace tile, one later slice's setup after another
+    tail = g["tail_tiles"] > 0
+    s_tail, mac_t, mte1_t, mte2_t, _ = step(np.ones_like(steps), g["tail_act"])
+    ws_tile = g["bm"] * g["bn"] * 4.0
+    epi_t = ws_tile / np.minimum(sm_bw, hbm_bw / g["tail_act"]) + lat
+    t_rounds, t_steps = g["tail_rounds"], g["tail_steps"]
+    last = np.where(
+        tail, t_rounds * (t_steps * s_tail + epi_t) + (t_rounds - 1.0) * refill, steps * s_last + epi_l
+    )
+    main = r_full * (steps * s_full + refill + epi_f) + last + fill
     hbm_t = np.maximum(g["a_miss"] / ra + g["b_miss"] / rb + g["out_hbm"] / rc, g["compulsory"]) / hbm_bw
     l2_t = g["l2_total"] / l2_bw
     body = np.maximum(main, np.maximum(hbm_t, l2_t))
@@ -319,21 +349,25 @@ def timing(g: dict, chip, e: dict[str, float]) -> dict[str, np.ndarray]:
     stage = (
         g["stage_elems"] / (e["stage_gelems_per_s"] * 1e9) + g["stage_copies"] * e["extra_kernel_us"] * 1e-6
     )
+    # TAIL_SPLIT's second kernel: it reads the tail tiles' workspace slices and writes those tiles of C
+    tail_bytes = g["tail_tiles"] * (g["tail_split"] * ws_tile + g["bm"] * g["bn"] * g["out_bytes"])
+    extra = extra + np.where(tail, tail_bytes / hbm_bw + e["extra_kernel_us"] * 1e-6, 0.0)
     launch = float(chip["launch_us"])
     time_us = (body + extra + stage) * 1e6 + launch
     # the GPU's pipes (common.PIPES_OF["cuda"]): tensor cores, CUDA-core math (split-K's extra kernels), issue
     # overhead, shared -> registers, global -> shared, epilogue stores / atomics
+    last_of = lambda whole, sliced: np.where(tail, t_rounds * t_steps * sliced, steps * whole)  # noqa: E731
     pipes = {
-        "tensor": (r_full * steps * mac_f + steps * mac_l) * 1e6,
+        "tensor": (r_full * steps * mac_f + last_of(mac_l, mac_t)) * 1e6,
         "alu": extra * 1e6,
         # program starts: one per round, or one per SM and a tile setup per later tile (persistent)
         "issue": (
             r_full * steps * sc_f + steps * sc_l + prog_ovh + r_full * np.where(persist, refill, prog_ovh)
         )
         * 1e6,
-        "smem": (r_full * steps * mte1_f + steps * mte1_l) * 1e6,
-        "load": (r_full * steps * mte2_f + steps * mte2_l + stage) * 1e6,
-        "store": (r_full * (epi_f - lat) + epi_l - lat) * 1e6,
+        "smem": (r_full * steps * mte1_f + last_of(mte1_l, mte1_t)) * 1e6,
+        "load": (r_full * steps * mte2_f + last_of(mte2_l, mte2_t) + stage) * 1e6,
+        "store": (r_full * (epi_f - lat) + np.where(tail, t_rounds * (epi_t - lat), epi_l - lat)) * 1e6,
     }
     bound = classify_bound({k: pipes[k] for k in ("tensor", "load", "smem", "store", "issue")}, body * 1e6)
     bound[hbm_t >= main] = "load"

@@ -22,13 +22,14 @@ TRITON_KERNELS = (  # by TEMPLATE (tiler/ops/matmul/triton_tma.py)
 
 def _triton_grid(p: Problem, kw: dict, sms: int) -> list[int]:
     """The launch grid of the view's kernel: the pointer kernel (tiles, SPLIT_K); a TMA template one program per
-    (tile, K slice), the persistent ones min(SMs, that) programs (triton_tma.programs)."""
-    tiles = -(-p.M // kw["BLOCK_M"]) * -(-p.N // kw["BLOCK_N"])
+    work item (a tile and K slice; with TAIL_SPLIT, each last-wave tile's slices), the persistent ones min(SMs,
+    that) programs (triton_tma.programs, which the launcher reads)."""
+    from ..triton_tma import programs
+
     template = kw.get("TEMPLATE", 0)
     if template == 0:
-        return [tiles, kw["SPLIT_K"]]
-    work = tiles * kw["SPLIT_K"]
-    return [min(sms, work) if template >= 2 else work, 1]
+        return [-(-p.M // kw["BLOCK_M"]) * -(-p.N // kw["BLOCK_N"]), kw["SPLIT_K"]]
+    return [programs(p.M, p.N, {**kw, "TEMPLATE": template}, sms), 1]
 
 
 def triton_view(p: Problem, chip, t: dict, row: dict) -> dict:
@@ -38,6 +39,9 @@ def triton_view(p: Problem, chip, t: dict, row: dict) -> dict:
     template = _knob(t, "TEMPLATE", "cuda") if "TEMPLATE" in t else 0
     if template:
         kwargs["TEMPLATE"] = template
+    tail = _knob(t, "TAIL_SPLIT", "cuda") if "TAIL_SPLIT" in t else 1
+    if tail > 1:
+        kwargs["TAIL_SPLIT"] = tail
     return {
         "kernel": TRITON_KERNELS[template],
         "kwargs": kwargs,
@@ -76,11 +80,15 @@ def check_triton(v: dict, chip, p: Problem) -> list[str]:
         )
     if template == 3 and kw["SPLIT_K"] > 1:
         bad.append("TEMPLATE 3 (persistent_ws) needs SPLIT_K 1")
+    tail = kw.get("TAIL_SPLIT", 1)
+    if tail < 1 or (tail > 1 and (template != 2 or kw["SPLIT_K"] > 1)):
+        bad.append(f"TAIL_SPLIT = {tail}: 1, or more with TEMPLATE 2 (persistent) and SPLIT_K 1")
     want = _triton_grid(p, kw, chip.cores)
     if list(v["grid"]) != want:
         bad.append(
             f"grid = {want}: [ceil(M/BLOCK_M)*ceil(N/BLOCK_N), SPLIT_K] for the pointer kernel, [tiles*SPLIT_K, 1] "
-            "for tma, [min(SMs, tiles*SPLIT_K), 1] for the persistent templates"
+            "for tma, [min(SMs, work items), 1] for the persistent templates (tiles*SPLIT_K, or with TAIL_SPLIT "
+            "the last partial wave's tiles TAIL_SPLIT items each)"
         )
     if v.get("kernel", TRITON_KERNELS[template]) != TRITON_KERNELS[template]:
         bad.append(f"kernel = {TRITON_KERNELS[template]} for TEMPLATE {template}")
@@ -109,6 +117,7 @@ TRITON_SCHEMA = {
                 **{k: _INT for k in TRITON_KWARGS},
                 "ORDER": {"enum": [0, 1, 2]},
                 "TEMPLATE": {"enum": [1, 2, 3]},  # absent: the pointer kernel (0)
+                "TAIL_SPLIT": {"type": "integer", "minimum": 2},  # absent: no split of the last wave (1)
             },
             "additionalProperties": False,
         },
