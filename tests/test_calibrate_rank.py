@@ -23,9 +23,10 @@ DATA = ROOT / "tests" / "data" / "h200_matmul_cal.csv"
 
 @pytest.fixture(scope="module")
 def data():
-    # the pointer kernel's measurements (before the templates): TEMPLATE 0 on the Triton rows
+    # the pointer kernel's measurements (before the templates): TEMPLATE 0 and TAIL_SPLIT 1 on the Triton rows
     d = pd.read_csv(DATA)
-    return d.assign(TEMPLATE=np.where(d.impl == "triton", 0, np.nan))
+    triton = d.impl == "triton"
+    return d.assign(TEMPLATE=np.where(triton, 0, np.nan), TAIL_SPLIT=np.where(triton, 1, np.nan))
 
 
 @pytest.fixture(scope="module")
@@ -452,7 +453,7 @@ def _tutorial(data, shapes=None) -> pd.DataFrame:
         keep &= data.apply(lambda r: f"{r.M}x{r.N}x{r.K}" in shapes, axis=1)
     return (
         data[keep]
-        .drop(columns=["ORDER", "SPLIT_K", "TEMPLATE"])
+        .drop(columns=["ORDER", "SPLIT_K", "TEMPLATE", "TAIL_SPLIT"])
         .rename(columns=TUTORIAL)
         .reset_index(drop=True)
     )
@@ -466,7 +467,7 @@ def test_measured_rows_take_the_absent_defaults_not_the_models_choice(chip, data
     tut = _tutorial(data)
     ranked, rejected = rank_candidates(p, chip, tut)
     assert len(ranked) > 50 and len(rejected) == 0
-    assert set(ranked["defaulted"]) == {"ORDER SPLIT_K TEMPLATE"} and "completed" not in ranked
+    assert set(ranked["defaulted"]) == {"ORDER SPLIT_K TEMPLATE TAIL_SPLIT"} and "completed" not in ranked
     assert set(ranked["ORDER"]) == {"grouped"} and set(ranked["SPLIT_K"]) == {1}
     # the same predictions as the rows written out whole
     whole = data[(data.ORDER == 1) & (data.SPLIT_K == 1)]
@@ -479,7 +480,8 @@ def test_measured_rows_take_the_absent_defaults_not_the_models_choice(chip, data
     # without the times the model completes the order: not what these rows measured
     completed, _ = rank_candidates(p, chip, tut.drop(columns=["ms"]))
     assert (
-        set(completed["completed"]) == {"ORDER SPLIT_K TEMPLATE"} and (completed["ORDER"] != "grouped").any()
+        set(completed["completed"]) == {"ORDER SPLIT_K TEMPLATE TAIL_SPLIT"}
+        and (completed["ORDER"] != "grouped").any()
     )
 
 
@@ -492,17 +494,19 @@ def test_a_kernel_without_a_group_size_launches_row_major(chip, data):
         "ORDER": "grouped",
         "SPLIT_K": "1",
         "TEMPLATE": "pointer",
+        "TAIL_SPLIT": "1",
     }
     assert absent_defaults(model, {"BLOCK_M"}) == {
         "ORDER": "row",
         "GROUP_M": "1",
         "SPLIT_K": "1",
         "TEMPLATE": "pointer",
+        "TAIL_SPLIT": "1",
     }
     assert absent_defaults(model, set(mc.KNOBS)) == {}
     tut = _tutorial(data).drop(columns=["GROUP_SIZE_M"])
     ranked, _ = rank_candidates(Matmul(4096, 4096, 4096), chip, tut)
-    assert set(ranked["defaulted"]) == {"GROUP_M ORDER SPLIT_K TEMPLATE"}
+    assert set(ranked["defaulted"]) == {"GROUP_M ORDER SPLIT_K TEMPLATE TAIL_SPLIT"}
     assert set(ranked["ORDER"]) == {"row"} and set(ranked["GROUP_M"]) == {1}
 
 
@@ -696,7 +700,8 @@ def test_calibrate_takes_the_users_columns(raw_chip, data, tmp_path, capsys):
     b = calibrate(raw_chip, "matmul", whole, folds=0, fit_shapes=shapes, date="2026-01-01")
     assert (
         a.values == b.values
-        and a.defaulted == {"ORDER": ["grouped"], "SPLIT_K": ["1"], "TEMPLATE": ["pointer"]}
+        and a.defaulted
+        == {"ORDER": ["grouped"], "SPLIT_K": ["1"], "TEMPLATE": ["pointer"], "TAIL_SPLIT": ["1"]}
         and not b.defaulted
     )
     assert "ORDER=grouped, SPLIT_K=1" in a.summary() and "default" not in b.summary()
@@ -783,6 +788,7 @@ def test_select_rows_and_parse_knobs_read_untidy_cells_as_before():
             "ORDER": ["grouped", " row", 2, "1", 5],
             "SPLIT_K": [1] * 5,
             "TEMPLATE": ["tma", 0, "persistent", 1, "pointer"],
+            "TAIL_SPLIT": [1, 1, " 2", "4", 1.0],
         }
     )
     cols, ok, why = parse_knobs(knobs, load_space("matmul", "cuda"))
@@ -796,6 +802,7 @@ def test_select_rows_and_parse_knobs_read_untidy_cells_as_before():
         "ORDER": [1, 0, 2, 1, 0],
         "SPLIT_K": [1] * 5,
         "TEMPLATE": [1, 0, 2, 1, 0],
+        "TAIL_SPLIT": [1, 1, 2, 4, 1],
     }
     block_m = "domain: BLOCK_M must be one of 16, 32, 64, 128, 256 (or any integer in 1..2147483647), got"
     assert ok.tolist() == [True, False, True, False, False]

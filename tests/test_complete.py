@@ -78,7 +78,7 @@ def test_rank_completes_missing_columns_per_row():
     )
     ranked, rejected = tiler.rank(op="matmul", chip="h200", shape=SHAPE, candidates=rows)
     assert len(ranked) == 3 and len(rejected) == 0
-    assert set(ranked["completed"]) == {"BLOCK_K num_stages GROUP_M ORDER SPLIT_K TEMPLATE"}
+    assert set(ranked["completed"]) == {"BLOCK_K num_stages GROUP_M ORDER SPLIT_K TEMPLATE TAIL_SPLIT"}
     for _, r in ranked.iterrows():  # each row is its own given knobs' best completion
         ex = tiler.explain(
             op="matmul",

@@ -115,7 +115,7 @@ def test_tutorial_space_expands_to_the_itertools_count_with_the_restrictions():
     assert [label(p) for p in us.configs()] == [label(p) for p in want]  # same configs, product order
     # the tutorial's names need no key map; the kernel has GROUP_SIZE_M, so it launches grouped, and no split-K
     assert us.key_map == MODEL_NAME
-    assert us.builtin == ("ORDER", "SPLIT_K", "TEMPLATE")
+    assert us.builtin == ("ORDER", "SPLIT_K", "TEMPLATE", "TAIL_SPLIT")
     knobs = us.model_space.knobs
     assert knobs["ORDER"].label(us.defaults["ORDER"]) == "grouped" and us.defaults["SPLIT_K"] == 1
     assert (
@@ -128,12 +128,12 @@ def test_without_a_group_param_the_builtin_order_is_row_major():
     params = {"BLOCK_M": [64], "BLOCK_N": [64], "BLOCK_K": [32], "num_warps": [4], "num_stages": [3]}
     us = tt.load_user_space({"op": "matmul", "params": params})
     knobs = us.model_space.knobs
-    assert us.builtin == ("GROUP_M", "ORDER", "SPLIT_K", "TEMPLATE")
+    assert us.builtin == ("GROUP_M", "ORDER", "SPLIT_K", "TEMPLATE", "TAIL_SPLIT")
     assert knobs["ORDER"].label(us.defaults["ORDER"]) == "row" and us.defaults["GROUP_M"] == 1
     # a kernel that hard-codes its group size says so in defaults: then it launches grouped
     us = tt.load_user_space({"op": "matmul", "params": params, "defaults": {"GROUP_SIZE_M": 8}})
     assert knobs["ORDER"].label(us.defaults["ORDER"]) == "grouped" and us.defaults["GROUP_M"] == 8
-    assert us.builtin == ("ORDER", "SPLIT_K", "TEMPLATE")
+    assert us.builtin == ("ORDER", "SPLIT_K", "TEMPLATE", "TAIL_SPLIT")
 
 
 RESTRICTIONS = [
@@ -285,7 +285,7 @@ def test_space_refuses_the_options_of_a_model_search_in_one_line(tmp_path, capsy
 
 def test_rank_configs_agrees_with_tiler_rank_in_the_models_names():
     """The user's configs ranked by rank_configs get, config by config, the time `tiler.rank` gives the same
-    tilings written in the model's own names (with the defaults ORDER=grouped, SPLIT_K=1, TEMPLATE=pointer), and the same order;
+    tilings written in the model's own names (with the defaults ORDER=grouped, SPLIT_K=1, TEMPLATE=pointer, TAIL_SPLIT=1), and the same order;
     an infeasible config comes last with its rule."""
     from tiler import api
 
@@ -296,7 +296,7 @@ def test_rank_configs_agrees_with_tiler_rank_in_the_models_names():
     ranked = tt.rank_configs(points, "matmul", CHIP, shape, space=TUTORIAL)
     assert len(ranked) == len(points) and sorted(r.index for r in ranked) == list(range(len(points)))
     table = pd.DataFrame([{MODEL_NAME[k]: v for k, v in p.items()} for p in points]).assign(
-        ORDER="grouped", SPLIT_K=1, TEMPLATE="pointer"
+        ORDER="grouped", SPLIT_K=1, TEMPLATE="pointer", TAIL_SPLIT=1
     )
     want, rejected = api.rank("matmul", CHIP, shape, table)
     assert [r.index for r in ranked if r.feasible] == list(want["row"] - 1)
@@ -310,6 +310,7 @@ def test_rank_configs_agrees_with_tiler_rank_in_the_models_names():
         "ORDER": "grouped",
         "SPLIT_K": 1,
         "TEMPLATE": "pointer",
+        "TAIL_SPLIT": 1,
     }
 
 

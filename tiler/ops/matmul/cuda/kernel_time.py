@@ -331,10 +331,8 @@ def timing(g: dict, chip, e: dict[str, float]) -> dict[str, np.ndarray]:
     ws_tile = g["bm"] * g["bn"] * 4.0
     epi_t = ws_tile / np.minimum(sm_bw, hbm_bw / g["tail_act"]) + lat
     t_rounds, t_steps = g["tail_rounds"], g["tail_steps"]
-    last = np.where(
-        tail, t_rounds * (t_steps * s_tail + epi_t) + (t_rounds - 1.0) * refill, steps * s_last + epi_l
-    )
-    main = r_full * (steps * s_full + refill + epi_f) + last + fill
+    last = np.where(tail, t_rounds * (t_steps * s_tail + epi_t) + (t_rounds - 1.0) * refill, steps * s_last)
+    main = r_full * (steps * s_full + refill + epi_f) + last + fill + np.where(tail, 0.0, epi_l)
     hbm_t = np.maximum(g["a_miss"] / ra + g["b_miss"] / rb + g["out_hbm"] / rc, g["compulsory"]) / hbm_bw
     l2_t = g["l2_total"] / l2_bw
     body = np.maximum(main, np.maximum(hbm_t, l2_t))
