@@ -109,6 +109,17 @@ def target_space(family: str, target: str):
     return _SPACES[key]
 
 
+_VALUES: dict = {}
+
+
+def _knob_values(space) -> dict[str, np.ndarray]:
+    """Each knob's values as an int64 array (cached per space: target_space's spaces live for the session)."""
+    key = id(space)
+    if key not in _VALUES or _VALUES[key][0] is not space:
+        _VALUES[key] = (space, {k: np.asarray(kn.values, dtype=np.int64) for k, kn in space.knobs.items()})
+    return _VALUES[key][1]
+
+
 def feasible_sample(problem, chip, space, model, rng, n: int = SAMPLED, keep: int = ESTIMATED):
     """Random candidates of `space` that the search could score: first-level rows that pass their rules, the other
     knobs drawn from their domains, the RESOLVED knobs filled by `model.resolve`, then every mask (the operator's
@@ -122,9 +133,11 @@ def feasible_sample(problem, chip, space, model, rng, n: int = SAMPLED, keep: in
         c = take(prefixes, rng.integers(length(prefixes), size=n))
     else:
         c = {}
-    for k, kn in space.knobs.items():
+    for k, values in _knob_values(space).items():
         if k not in c and k not in resolved:
-            c[k] = rng.choice(np.asarray(kn.values, dtype=np.int64), size=n)
+            # rng.choice(values, size=n)'s draws (with replacement it takes rng.integers(len, size=n) and indexes:
+            # the same stream, the same rows) without choice's argument checks, 5 us a knob
+            c[k] = values[rng.integers(len(values), size=n)]
     if resolved:
         c = model.resolve(problem, chip, c, space.domains(model.RESOLVED))
     ok = np.ones(n, dtype=bool)

@@ -241,7 +241,7 @@ class Operator(ABC):
         if not ok.any():
             return ok
         for m in {**self.feasible(p, chip, c), **t.rule_masks(p, chip, c)}.values():
-            ok &= np.broadcast_to(np.asarray(m, dtype=bool), ok.shape)
+            ok &= np.asarray(m, dtype=bool)  # an array or a scalar: &= broadcasts it (no broadcast_to view)
         return ok
 
     def derived(self, p: Problem, tiling: dict, row: dict) -> dict[str, Any]:

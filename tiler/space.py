@@ -18,6 +18,7 @@ from .errors import ConfigError, SpaceError, closest
 Candidates = dict[str, np.ndarray]
 OPEN_MAX = 2**31 - 1  # the largest value an open knob may be pinned to (the models compute in int64)
 _BOOL_WORDS = {"true": 1, "yes": 1, "on": 1, "false": 0, "no": 0, "off": 0}  # Knob.parse, 0/1 knobs only
+_EXACT = 1 << 53  # integers below this are exact in float64 (Knob.parse reads its text through float())
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,10 @@ class Knob:
 
     def parse(self, text: str | int) -> int:
         """A pinned value from `--fix` or a tiling file: a code, a label, or (open knobs) any integer."""
+        if type(text) is int and not self.labels and text in self.values and abs(text) < _EXACT:
+            # a value of the domain as a Python integer (a decoded tiling's, the views read every knob so): what
+            # the text path gives it (its decimal is no boolean word, and float() holds it exactly)
+            return text
         s = str(text).strip()
         if self.labels and s in self.labels:
             v = self.codes[self.labels.index(s)]

@@ -115,6 +115,17 @@ _NOTES = frozenset(
 )
 
 
+Verdict = bool | None  # True valid, False invalid, None not decided here
+Decider = Callable[[object], "bool | None"]
+
+# (id of the schema, id of the root) -> (schema, root, its decider): each schema node is compiled once; the schema
+# objects are kept so that a later object at the same id is not taken for it. Schemas are not changed once used
+# (the shipped ones and the views' are module constants).
+_DECIDERS: dict[tuple[int, int], tuple[object, object, Decider]] = {}
+# entries kept before all start over (a caller's one-off schemas cannot grow it for ever)
+_DECIDERS_MAX = 4096
+
+
 def _decide(value, schema, root: dict | None = None) -> bool | None:
     """Whether `value` matches `schema` under JSON Schema 2020-12 as jsonschema decides it: True (valid), False
     (invalid) or None (not decided here). Decided: the keywords the shipped and view schemas use (types, bounds,
@@ -122,24 +133,68 @@ def _decide(value, schema, root: dict | None = None) -> bool | None:
     propertyNames, items, allOf, anyOf, oneOf, not, if, and `$ref`s of the form `#/...` into `root`) on plain
     JSON values; any other keyword or value is None. A valid document is then accepted without building a
     jsonschema sub-validator per value (most of the time a valid document took), and check_schema leaves every
-    document not decided valid to jsonschema, so errors are jsonschema's own."""
+    document not decided valid to jsonschema, so errors are jsonschema's own.
+
+    The schema is compiled once into nested functions (_decider), not read keyword by keyword on every call:
+    `tiler check` of a library decides thousands of views against the same schema."""
+    return _decider(schema, root)(value)
+
+
+def _decider(schema, root) -> Decider:
+    """The compiled decision of `schema` (with `$ref`s into `root`), kept per (schema, root)."""
+    key = (id(schema), id(root))
+    got = _DECIDERS.get(key)
+    if got is not None and got[0] is schema and got[1] is root:
+        return got[2]
+    fn = _compile(schema, root)
+    if len(_DECIDERS) >= _DECIDERS_MAX:
+        _DECIDERS.clear()
+    _DECIDERS[key] = (schema, root, fn)
+    return fn
+
+
+def _undecided(value) -> None:
+    return None
+
+
+def _valid(value) -> bool:
+    return True
+
+
+def _compile(schema, root) -> Decider:
+    """One schema node as a function of the value, deciding as the keyword-by-keyword reading does: a bool schema
+    is itself, anything but an object undecided; the keywords in the node's order, False at the first rule that
+    fails, None where one could not decide; an unknown keyword (not a note) ends the node undecided unless a
+    rule before it failed. Sub-schemas are compiled with it, `$ref`s when first followed."""
     if schema is True or schema is False:
-        return schema
-    if type(schema) is not dict or type(value) not in _PLAIN:
-        return None
-    verdict: bool | None = True
+        return _valid if schema else lambda value: False
+    if type(schema) is not dict:
+        return _undecided
+    rules: list[Decider] = []
+    unknown = False
     for key, arg in schema.items():
-        rule = _KEYWORDS.get(key)
-        if rule is None:
+        make = _KEYWORDS.get(key)
+        if make is None:
             if key in _NOTES or (key == "$id" and schema is root):
                 continue
+            unknown = True
+            break
+        rules.append(make(arg, schema, root))
+    last: Verdict = None if unknown else True
+
+    def decide(value) -> bool | None:
+        if type(value) not in _PLAIN:
             return None
-        got = rule(value, arg, schema, root)
-        if got is False:
-            return False
-        if got is None:
-            verdict = None
-    return verdict
+        verdict: bool | None = last
+        for rule in rules:
+            got = rule(value)
+            if got is False:
+                return False
+            if got is None:
+                verdict = None
+        return verdict
+
+    return decide
 
 
 def _surely_valid(value, schema) -> bool:
@@ -158,23 +213,29 @@ def _all(verdicts) -> bool | None:
     return out
 
 
-def _type(value, arg, schema, root):
+def _type(arg, schema, root) -> Decider:
     kinds = arg if type(arg) is list else [arg]
-    t = type(value)
-    matched = False
+    exact: set[type] = set()
+    integral = False  # a float of integral value is an integer
     for k in kinds:
         if type(k) is not str:
-            return None
+            return _undecided
         if k == "integer":
-            hit = t is int or (t is float and value.is_integer())
+            exact.add(int)
+            integral = True
         elif k == "number":
-            hit = t is int or t is float
+            exact.update((int, float))
         elif k in _TYPES:
-            hit = t is _TYPES[k]
+            exact.add(_TYPES[k])
         else:
-            return None
-        matched = matched or hit
-    return matched
+            return _undecided
+    frozen = frozenset(exact)
+
+    def rule(value) -> bool:
+        t = type(value)
+        return t in frozen or (integral and t is float and value.is_integer())
+
+    return rule
 
 
 _TYPES = {"string": str, "boolean": bool, "null": type(None), "object": dict, "array": list}
@@ -194,12 +255,15 @@ def _equal(value, options: list) -> bool | None:
     return None
 
 
-def _enum(value, arg, schema, root):
-    return None if type(arg) is not list else _equal(value, arg)
+def _enum(arg, schema, root) -> Decider:
+    if type(arg) is not list:
+        return _undecided
+    return lambda value: _equal(value, arg)
 
 
-def _const(value, arg, schema, root):
-    return _equal(value, [arg])
+def _const(arg, schema, root) -> Decider:
+    options = [arg]
+    return lambda value: _equal(value, options)
 
 
 def _finite(x) -> bool:
@@ -210,112 +274,215 @@ def _finite(x) -> bool:
 def _bound(test):
     """A numeric bound keyword: it holds for a value that is not a number (bool is not one)."""
 
-    def rule(value, arg, schema, root):
-        t = type(value)
-        if t is not int and t is not float:
+    def make(arg, schema, root) -> Decider:
+        usable = type(arg) in (int, float) and _finite(arg)
+
+        def rule(value) -> bool | None:
+            t = type(value)
+            if t is not int and t is not float:
+                return True
+            if not usable or not _finite(value):
+                return None
+            return test(value, arg)
+
+        return rule
+
+    return make
+
+
+def _pattern(arg, schema, root) -> Decider:
+    compiled: list = []  # the pattern, compiled when a string first meets it (jsonschema's own re.search test)
+
+    def rule(value) -> bool | None:
+        if type(value) is not str:
             return True
-        if type(arg) not in (int, float) or not _finite(value) or not _finite(arg):
+        if type(arg) is not str:
             return None
-        return test(value, arg)
+        if not compiled:
+            compiled.append(re.compile(arg))
+        return compiled[0].search(value) is not None
 
     return rule
-
-
-def _pattern(value, arg, schema, root):
-    if type(value) is not str:
-        return True
-    return None if type(arg) is not str else re.search(arg, value) is not None  # jsonschema's own test
 
 
 def _size(kind: type, test):
     """A size keyword of objects or arrays: it holds for a value of another kind."""
 
-    def rule(value, arg, schema, root):
-        if type(value) is not kind:
+    def make(arg, schema, root) -> Decider:
+        usable = type(arg) is int
+
+        def rule(value) -> bool | None:
+            if type(value) is not kind:
+                return True
+            return test(len(value), arg) if usable else None
+
+        return rule
+
+    return make
+
+
+def _required(arg, schema, root) -> Decider:
+    usable = type(arg) is list
+
+    def rule(value) -> bool | None:
+        if type(value) is not dict:
             return True
-        return None if type(arg) is not int else test(len(value), arg)
+        return all(k in value for k in arg) if usable else None
 
     return rule
 
 
-def _required(value, arg, schema, root):
-    if type(value) is not dict:
-        return True
-    return None if type(arg) is not list else all(k in value for k in arg)
+def _not_object(value) -> bool | None:
+    """An object keyword that cannot be decided: it holds for a value that is not an object."""
+    return True if type(value) is not dict else None
 
 
-def _properties(value, arg, schema, root):
-    if type(value) is not dict:
-        return True
+def _properties(arg, schema, root) -> Decider:
     if type(arg) is not dict:
-        return None
-    return _all(_decide(value[k], sub, root) for k, sub in arg.items() if k in value)
+        return _not_object
+    subs = [(k, _compile(sub, root)) for k, sub in arg.items()]
+
+    def rule(value) -> bool | None:
+        if type(value) is not dict:
+            return True
+        out: bool | None = True
+        for k, decide in subs:
+            if k in value:
+                got = decide(value[k])
+                if got is False:
+                    return False
+                if got is None:
+                    out = None
+        return out
+
+    return rule
 
 
-def _additional(value, arg, schema, root):
-    if type(value) is not dict:
-        return True
+def _additional(arg, schema, root) -> Decider:
     known = schema.get("properties", {})
     if "patternProperties" in schema or type(known) is not dict:
-        return None
-    return _all(_decide(v, arg, root) for k, v in value.items() if k not in known)
+        return _not_object
+    decide = _compile(arg, root)
+
+    def rule(value) -> bool | None:
+        if type(value) is not dict:
+            return True
+        return _all(decide(v) for k, v in value.items() if k not in known)
+
+    return rule
 
 
-def _property_names(value, arg, schema, root):
-    if type(value) is not dict:
-        return True
-    return _all(_decide(k, arg, root) for k in value)
+def _property_names(arg, schema, root) -> Decider:
+    decide = _compile(arg, root)
+
+    def rule(value) -> bool | None:
+        if type(value) is not dict:
+            return True
+        return _all(decide(k) for k in value)
+
+    return rule
 
 
-def _items(value, arg, schema, root):
-    if type(value) is not list:
-        return True
-    return _all(_decide(v, arg, root) for v in value)
+def _items(arg, schema, root) -> Decider:
+    decide = _compile(arg, root)
+
+    def rule(value) -> bool | None:
+        if type(value) is not list:
+            return True
+        out: bool | None = True
+        for v in value:
+            got = decide(v)
+            if got is False:
+                return False
+            if got is None:
+                out = None
+        return out
+
+    return rule
 
 
-def _all_of(value, arg, schema, root):
-    return None if type(arg) is not list else _all(_decide(value, s, root) for s in arg)
+def _each(arg, root) -> list[Decider] | None:
+    """The compiled schemas of a combination keyword's list, or None when its argument is not a list."""
+    return None if type(arg) is not list else [_compile(s, root) for s in arg]
 
 
-def _any_of(value, arg, schema, root):
-    if type(arg) is not list:
-        return None
-    found = [_decide(value, s, root) for s in arg]
-    return True if True in found else None if None in found else False
+def _all_of(arg, schema, root) -> Decider:
+    subs = _each(arg, root)
+    if subs is None:
+        return _undecided
+    return lambda value: _all(decide(value) for decide in subs)
 
 
-def _one_of(value, arg, schema, root):
-    if type(arg) is not list:
-        return None
-    found = [_decide(value, s, root) for s in arg]
-    valid = found.count(True)
-    return False if valid > 1 else None if None in found else valid == 1
+def _any_of(arg, schema, root) -> Decider:
+    subs = _each(arg, root)
+    if subs is None:
+        return _undecided
+
+    def rule(value) -> bool | None:
+        found = [decide(value) for decide in subs]
+        return True if True in found else None if None in found else False
+
+    return rule
 
 
-def _not(value, arg, schema, root):
-    got = _decide(value, arg, root)
-    return None if got is None else not got
+def _one_of(arg, schema, root) -> Decider:
+    subs = _each(arg, root)
+    if subs is None:
+        return _undecided
+
+    def rule(value) -> bool | None:
+        found = [decide(value) for decide in subs]
+        valid = found.count(True)
+        return False if valid > 1 else None if None in found else valid == 1
+
+    return rule
 
 
-def _if(value, arg, schema, root):
-    got = _decide(value, arg, root)
-    if got is None:
-        return None
-    branch = "then" if got else "else"
-    return _decide(value, schema[branch], root) if branch in schema else True
+def _not(arg, schema, root) -> Decider:
+    decide = _compile(arg, root)
+
+    def rule(value) -> bool | None:
+        got = decide(value)
+        return None if got is None else not got
+
+    return rule
 
 
-def _ref(value, arg, schema, root):
-    """A `$ref` to a JSON pointer into the root schema (`#/$defs/name`); any other reference is not decided."""
-    if root is None or type(arg) is not str or not arg.startswith("#/") or "%" in arg:
-        return None
-    node = root
-    for part in arg[2:].split("/"):
-        part = part.replace("~1", "/").replace("~0", "~")
-        if type(node) is not dict or part not in node:
+def _if(arg, schema, root) -> Decider:
+    test = _compile(arg, root)
+    then = _compile(schema["then"], root) if "then" in schema else _valid
+    other = _compile(schema["else"], root) if "else" in schema else _valid
+
+    def rule(value) -> bool | None:
+        got = test(value)
+        if got is None:
             return None
-        node = node[part]
-    return _decide(value, node, root)
+        return then(value) if got else other(value)
+
+    return rule
+
+
+def _ref(arg, schema, root) -> Decider:
+    """A `$ref` to a JSON pointer into the root schema (`#/$defs/name`); any other reference is not decided. The
+    target is found and compiled when the reference is first followed (a schema may refer to itself)."""
+    if root is None or type(arg) is not str or not arg.startswith("#/") or "%" in arg:
+        return _undecided
+    target: list[Decider] = []
+
+    def rule(value) -> bool | None:
+        if not target:
+            node = root
+            for part in arg[2:].split("/"):
+                part = part.replace("~1", "/").replace("~0", "~")
+                if type(node) is not dict or part not in node:
+                    target.append(_undecided)
+                    break
+                node = node[part]
+            else:
+                target.append(_compile(node, root))
+        return target[0](value)
+
+    return rule
 
 
 _KEYWORDS = {

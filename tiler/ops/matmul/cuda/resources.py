@@ -99,10 +99,13 @@ def tma_runs(p: Matmul, chip) -> bool:
 
 
 def _warps_v3(bm, w):
-    """Triton warpsPerTileV3: start from one warpgroup along M (4, 1); double M while BLOCK_M > 16*wm, else N."""
+    """Triton warpsPerTileV3: start from one warpgroup along M (4, 1); double M while BLOCK_M > 16*wm, else N.
+    The doubling stops where no row grows: nothing changes after that (num_warps 4: no step, 16: two steps)."""
     wm, wn = np.full_like(bm, 4), np.ones_like(bm)
     for _ in range(6):
         grow = wm * wn < w
+        if not grow.any():
+            break
         along_m = grow & (bm > 16 * wm)
         wm = np.where(along_m, wm * 2, wm)
         wn = np.where(grow & ~along_m, wn * 2, wn)
@@ -110,11 +113,14 @@ def _warps_v3(bm, w):
 
 
 def _warps_v2(bm, bn, w):
-    """Triton warpsPerTileV2: balance the 16x8 mma repetitions between M and N."""
+    """Triton warpsPerTileV2: balance the 16x8 mma repetitions between M and N. The doubling stops where no row
+    grows: nothing changes after that (every update is masked by `grow`)."""
     rm, rn = ceil_div(bm, 16), ceil_div(bn, 8)
     wm, wn = np.ones_like(bm), np.ones_like(bm)
     for _ in range(6):
         grow = wm * wn < w
+        if not grow.any():
+            break
         go_m = grow & (rm >= rn)
         wm = np.where(go_m, wm * 2, wm)
         rm = np.where(go_m & (rm != 1), rm // 2, rm)
