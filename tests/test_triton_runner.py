@@ -82,6 +82,14 @@ def test_template_key_is_optional_and_checked():
         tm.check_config(cfg(TEMPLATE=4))
     with pytest.raises(SpaceError, match="TEMPLATE 3 \\(persistent_ws\\) needs SPLIT_K 1"):
         tm.check_config(cfg(TEMPLATE=3, SPLIT_K=2))
+    # TAIL_SPLIT: optional (1), and more only on the persistent template without SPLIT_K
+    assert "TAIL_SPLIT" not in tm.check_config(cfg(TEMPLATE=2))
+    assert tm.check_config(cfg(TEMPLATE=2, TAIL_SPLIT=4))["TAIL_SPLIT"] == 4
+    for bad in (cfg(TEMPLATE=1, TAIL_SPLIT=2), cfg(TEMPLATE=2, SPLIT_K=2, TAIL_SPLIT=2), cfg(TAIL_SPLIT=2)):
+        with pytest.raises(SpaceError, match="TAIL_SPLIT 2 needs TEMPLATE 2 \\(persistent\\) and SPLIT_K 1"):
+            tm.check_config(bad)
+    with pytest.raises(SpaceError, match="TAIL_SPLIT must be >= 1"):
+        tm.check_config(cfg(TEMPLATE=2, TAIL_SPLIT=0))
     from tiler.ops.matmul.triton_tma import tma_ok
 
     assert tma_ok(
@@ -183,6 +191,37 @@ def test_tma_templates_match_torch(torch, template, M, N, K, layout, dtype, conf
     assert torch.isfinite(c).all()
     assert (torch.linalg.vector_norm(c.float() - ref) / torch.linalg.vector_norm(ref)).item() < 1e-2
     assert torch.equal(a, a0) and torch.equal(b, b0)
+
+
+TAIL_CASES = [
+    # (M, N, K, layout, dtype, config, TAIL_SPLIT) on the GPU's SMs: a partial last wave, none at all (tiles a
+    # multiple of the SMs is not needed: a grid smaller than the SMs puts every tile in the tail), staged rows,
+    # K slices past the last K step (empty slices), every layout
+    (3000, 3000, 3000, "nn", "fp16", cfg(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, num_warps=8), 4),
+    (512, 512, 32768, "nn", "bf16", cfg(BLOCK_M=64, BLOCK_N=128, BLOCK_K=64, num_warps=4), 4),
+    (1000, 999, 1001, "nt", "fp16", cfg(ORDER=1, GROUP_M=8), 2),
+    (1536, 1536, 6144, "tn", "fp16", cfg(BLOCK_M=64, BLOCK_N=128, BLOCK_K=64, ORDER=2, GROUP_M=1), 8),
+    (333, 776, 200, "tt", "bf16", cfg(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, num_warps=8), 8),
+]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("M,N,K,layout,dtype,config,split", TAIL_CASES)
+def test_tail_split_matches_torch(torch, M, N, K, layout, dtype, config, split):
+    """The persistent template with the last wave's tiles in K slices (TAIL_SPLIT) computes the product: every
+    element of a poisoned output written, the tail tiles from the summed workspace slices, the same numbers as
+    the unsplit kernel up to the fp32 sum's order."""
+    dt = {"fp16": torch.float16, "bf16": torch.bfloat16}[dtype]
+    g = torch.Generator(device="cuda")
+    g.manual_seed(M + N + K + split)
+    a, b = tm.operands(torch, M, N, K, layout, g, "cuda", dt)
+    out = torch.full((M, N), float("nan"), dtype=dt, device="cuda")
+    c = tm.matmul(a, b, dict(config, TEMPLATE=2, TAIL_SPLIT=split), out=out)
+    ref = torch.matmul(a.float(), b.float())
+    assert torch.isfinite(c).all()
+    assert (torch.linalg.vector_norm(c.float() - ref) / torch.linalg.vector_norm(ref)).item() < 1e-2
+    whole = tm.matmul(a, b, dict(config, TEMPLATE=2)).float()
+    assert (torch.linalg.vector_norm(c.float() - whole) / torch.linalg.vector_norm(whole)).item() < 1e-2
 
 
 @pytest.mark.gpu
