@@ -90,6 +90,11 @@ def test_template_key_is_optional_and_checked():
             tm.check_config(bad)
     with pytest.raises(SpaceError, match="TAIL_SPLIT must be >= 1"):
         tm.check_config(cfg(TEMPLATE=2, TAIL_SPLIT=0))
+    # EPILOGUE_SUBTILE: optional (1), 2 only where C can go out through a descriptor (a TMA template)
+    assert tm.check_config(cfg(TEMPLATE=1, EPILOGUE_SUBTILE=2))["EPILOGUE_SUBTILE"] == 2
+    for bad in (cfg(EPILOGUE_SUBTILE=2), cfg(TEMPLATE=2, EPILOGUE_SUBTILE=4)):
+        with pytest.raises(SpaceError, match="EPILOGUE_SUBTILE must be 1, or 2 with a TMA template"):
+            tm.check_config(bad)
     from tiler.ops.matmul.triton_tma import tma_ok
 
     assert tma_ok(
@@ -222,6 +227,21 @@ def test_tail_split_matches_torch(torch, M, N, K, layout, dtype, config, split):
     assert (torch.linalg.vector_norm(c.float() - ref) / torch.linalg.vector_norm(ref)).item() < 1e-2
     whole = tm.matmul(a, b, dict(config, TEMPLATE=2)).float()
     assert (torch.linalg.vector_norm(c.float() - whole) / torch.linalg.vector_norm(whole)).item() < 1e-2
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("template", [1, 2])
+@pytest.mark.parametrize("M,N,K,layout,dtype,config", TEMPLATE_CASES[:3] + TEMPLATE_CASES[5:7])
+def test_a_subtiled_epilogue_matches_the_whole_tile(torch, template, M, N, K, layout, dtype, config):
+    """EPILOGUE_SUBTILE 2 stores C in two halves of BLOCK_N / 2 columns (through the descriptor where C's rows
+    allow it, else through pointers as before): the same numbers as one tile, every element of a poisoned output."""
+    dt = {"fp16": torch.float16, "bf16": torch.bfloat16}[dtype]
+    g = torch.Generator(device="cuda")
+    g.manual_seed(M + N + K + 2 * template)
+    a, b = tm.operands(torch, M, N, K, layout, g, "cuda", dt)
+    out = torch.full((M, N), float("nan"), dtype=dt, device="cuda")
+    c = tm.matmul(a, b, dict(config, TEMPLATE=template, EPILOGUE_SUBTILE=2), out=out)
+    assert torch.equal(c, tm.matmul(a, b, dict(config, TEMPLATE=template)))
 
 
 @pytest.mark.gpu

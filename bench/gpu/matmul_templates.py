@@ -143,9 +143,10 @@ def _tasks(plan_rows, staged_only: bool = False) -> list[tuple]:
         if staged_only and tma_ok(M, N, K, "nn", 2):
             continue
         cfg = {k: int(r[k]) for k in KNOBS}
-        if r.get("TEMPLATE", "") != "":  # a picks plan: each row under its own template (and tail split)
-            if int(float(r.get("TAIL_SPLIT") or 1)) > 1:
-                cfg["TAIL_SPLIT"] = int(float(r["TAIL_SPLIT"]))
+        if r.get("TEMPLATE", "") != "":  # a picks plan: each row under its own template (and optional keys)
+            for key in ("TAIL_SPLIT", "EPILOGUE_SUBTILE"):
+                if int(float(r.get(key) or 1)) > 1:
+                    cfg[key] = int(float(r[key]))
             out.append((M, N, K, {**cfg, "TEMPLATE": int(r["TEMPLATE"])}, r["source"], r["group"]))
             continue
         tiling = tuple(cfg[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_stages", "num_warps"))

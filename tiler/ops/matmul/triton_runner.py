@@ -34,7 +34,7 @@ MISSING_GPU_STACK = f"the Triton runner needs torch and triton: {GPU_EXTRA}"
 
 CONFIG_KEYS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_stages", "num_warps", "GROUP_M", "ORDER", "SPLIT_K")
 # keys a config may leave out, with the value it then takes (TEMPLATE 0: the pointer kernel; triton_tma)
-OPTIONAL_KEYS = {"TEMPLATE": 0, "TAIL_SPLIT": 1}
+OPTIONAL_KEYS = {"TEMPLATE": 0, "TAIL_SPLIT": 1, "EPILOGUE_SUBTILE": 1}
 DTYPES = {
     "fp16": "float16",
     "float16": "float16",
@@ -209,6 +209,14 @@ def check_config(config) -> dict:
         raise SpaceError(
             f"TAIL_SPLIT {tail} needs TEMPLATE 2 (persistent) and SPLIT_K 1, got TEMPLATE "
             f"{out.get('TEMPLATE', 0)} and SPLIT_K {out['SPLIT_K']}"
+        )
+    if out.get("EPILOGUE_SUBTILE", 1) not in (1, 2) or (
+        out.get("EPILOGUE_SUBTILE", 1) == 2 and not out.get("TEMPLATE")
+    ):
+        # the halves are two bulk copies through C's descriptor: a TMA template's epilogue
+        raise SpaceError(
+            f"EPILOGUE_SUBTILE must be 1, or 2 with a TMA template, got {out.get('EPILOGUE_SUBTILE')} with TEMPLATE "
+            f"{out.get('TEMPLATE', 0)}"
         )
     return out
 

@@ -114,10 +114,17 @@ if _triton is not None:
         BLOCK_N: tl.constexpr,
         SPLIT_K: tl.constexpr,
         C_DESC: tl.constexpr,
+        EPI_SUBTILE: tl.constexpr,
     ):
-        """A finished C tile out: one bulk copy through the descriptor (the copy engine clips the edges), or
-        masked pointer stores (atomic adds with SPLIT_K > 1)."""
-        if C_DESC:
+        """A finished C tile out: one bulk copy through the descriptor (the copy engine clips the edges; with
+        EPI_SUBTILE 2, two copies of BLOCK_N / 2 columns, each staged in half the shared memory), or masked
+        pointer stores (atomic adds with SPLIT_K > 1)."""
+        if C_DESC and EPI_SUBTILE == 2:
+            halves = tl.permute(tl.reshape(acc, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1))
+            left, right = tl.split(halves)
+            c_desc.store([om, on], left.to(c_ptr.dtype.element_ty))
+            c_desc.store([om, on + BLOCK_N // 2], right.to(c_ptr.dtype.element_ty))
+        elif C_DESC:
             c_desc.store([om, on], acc.to(c_ptr.dtype.element_ty))
         else:
             _store_tile(c_ptr, acc, om, on, M, N, stride_cm, stride_cn, BLOCK_M, BLOCK_N, SPLIT_K)
@@ -149,6 +156,7 @@ if _triton is not None:
         WARP_SPEC: tl.constexpr,
         C_DESC: tl.constexpr,
         TAIL_SPLIT: tl.constexpr,
+        EPI_SUBTILE: tl.constexpr,
     ):
         tiles_m = tl.cdiv(M, BLOCK_M)
         tiles_n = tl.cdiv(N, BLOCK_N)
@@ -197,11 +205,37 @@ if _triton is not None:
                     tl.store(ws_ptr + slot * (BLOCK_M * BLOCK_N) + r, acc)
                 else:
                     _epilogue(
-                        c_desc, c_ptr, acc, om, on, M, N, stride_cm, stride_cn, BLOCK_M, BLOCK_N, 1, C_DESC
+                        c_desc,
+                        c_ptr,
+                        acc,
+                        om,
+                        on,
+                        M,
+                        N,
+                        stride_cm,
+                        stride_cn,
+                        BLOCK_M,
+                        BLOCK_N,
+                        1,
+                        C_DESC,
+                        EPI_SUBTILE,
                     )
             else:
                 _epilogue(
-                    c_desc, c_ptr, acc, om, on, M, N, stride_cm, stride_cn, BLOCK_M, BLOCK_N, SPLIT_K, C_DESC
+                    c_desc,
+                    c_ptr,
+                    acc,
+                    om,
+                    on,
+                    M,
+                    N,
+                    stride_cm,
+                    stride_cn,
+                    BLOCK_M,
+                    BLOCK_N,
+                    SPLIT_K,
+                    C_DESC,
+                    EPI_SUBTILE,
                 )
 
     @_triton.jit
@@ -279,14 +313,16 @@ C_STORE_RESERVED = (
 )
 
 
-def tma_c_store(c_rows_ok, bm, bn, bk, stages, split_k, in_bytes: int, out_bytes: int, smem_limit: int):
+def tma_c_store(
+    c_rows_ok, bm, bn, bk, stages, split_k, in_bytes: int, out_bytes: int, smem_limit: int, subtile=1
+):
     """Whether the epilogue stores C through a TMA descriptor (numbers or numpy columns): C's rows describable
     (`c_rows_ok`: 16-byte multiples from a 16-byte-aligned start), no split-K (whose partial sums are atomic adds),
     and the C tile, staged in shared memory for the bulk copy, fitting beside the K loop's `stages` buffers of A
     and B. Else masked pointer stores, which Triton vectorises only where it can prove 16-element rows (measured
     on the H200: 3000^3 from 200 to 141 us with the descriptor, bench/data/h200_tma_store_ab.csv). The model
     (tiler.ops.matmul.cuda) and the launcher decide with this one function."""
-    need = stages * (bm + bn) * bk * in_bytes + bm * bn * out_bytes + C_STORE_RESERVED
+    need = stages * (bm + bn) * bk * in_bytes + bm * bn * out_bytes // subtile + C_STORE_RESERVED
     return c_rows_ok & (split_k == 1) & (need <= smem_limit)
 
 
@@ -333,11 +369,13 @@ def launcher(a, b, c, cfg: dict, sms: int, c_desc: bool | None = None):
                 a.element_size(),
                 c.element_size(),
                 limit,
+                cfg.get("EPILOGUE_SUBTILE", 1),
             )  # fmt: skip
         )
     else:
         use_c_desc = c_desc
-    c_d = _descriptor(c, bm, bn) if use_c_desc else a_desc  # unused (a placeholder) when C_DESC is off
+    subtile = cfg.get("EPILOGUE_SUBTILE", 1)
+    c_d = _descriptor(c, bm, bn // subtile) if use_c_desc else a_desc  # a placeholder when C_DESC is off
     full, tail = tail_tiles(M, N, cfg, sms)
     split_tail = cfg.get("TAIL_SPLIT", 1)
     kw = {
@@ -354,6 +392,7 @@ def launcher(a, b, c, cfg: dict, sms: int, c_desc: bool | None = None):
         "WARP_SPEC": template == 3,
         "C_DESC": use_c_desc,
         "TAIL_SPLIT": split_tail,
+        "EPI_SUBTILE": subtile,
         "num_warps": cfg["num_warps"],
         "num_stages": cfg["num_stages"],
     }
