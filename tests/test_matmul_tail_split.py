@@ -12,6 +12,7 @@ workspace and the second kernel cannot see the loss.
 from __future__ import annotations
 
 import numpy as np
+from test_matmul_templates import feasible_rows
 
 from tiler.hardware import load_chip
 from tiler.operator import get_operator
@@ -91,12 +92,7 @@ def test_prefix_bound_stays_a_floor_with_each_split_pinned():
     rng = np.random.default_rng(11)
     for shape in ((3000, 3000, 3000), (512, 512, 32768), (1536, 1536, 6144), (777, 7777, 777)):
         p = Matmul(*shape)
-        grid = space.pin({"TEMPLATE": 2}).product(space.names)
-        ok = np.logical_and.reduce(
-            [np.broadcast_to(m, len(grid["BLOCK_M"])) for m in MODEL.masks(p, H200, grid).values()]
-        )
-        idx = rng.choice(np.flatnonzero(ok), 3000, replace=False)
-        c = {k: v[idx] for k, v in grid.items()}
+        c = feasible_rows(p, space.pin({"TEMPLATE": 2}), rng)
         q = MODEL.quick_bound(p, H200, c)
         first = {k: c[k] for k in mc.LEVELS[0]}
         every = MODEL.prefix_bound(p, H200, first, space.domains())

@@ -118,6 +118,16 @@ def test_searches_pick_tma_where_it_pays_and_never_where_it_cannot_run():
     assert {res.tiling(i)["TEMPLATE"] for i in range(20)} == {"pointer"}
 
 
+def feasible_rows(p, space, rng, n: int = 3000) -> dict:
+    """n random tilings of `space`'s whole product that pass every rule for `p` on the H200."""
+    grid = space.product(space.names)
+    ok = np.logical_and.reduce(
+        [np.broadcast_to(m, len(grid["BLOCK_M"])) for m in MODEL.masks(p, H200, grid).values()]
+    )
+    idx = rng.choice(np.flatnonzero(ok), n, replace=False)
+    return {k: v[idx] for k, v in grid.items()}
+
+
 def test_prefix_bound_stays_a_floor_with_each_template_pinned():
     """prefix_bound over a domain of one template is a floor of that template's completions, and the bound over
     all templates is at most each of those."""
@@ -125,12 +135,7 @@ def test_prefix_bound_stays_a_floor_with_each_template_pinned():
     rng = np.random.default_rng(7)
     for shape in ((3000, 3000, 3000), (8192, 8192, 1024), (64, 4096, 4096)):
         p = Matmul(*shape)
-        grid = space.product(space.names)
-        ok = np.logical_and.reduce(
-            [np.broadcast_to(m, len(grid["BLOCK_M"])) for m in MODEL.masks(p, H200, grid).values()]
-        )
-        idx = rng.choice(np.flatnonzero(ok), 3000, replace=False)
-        c = {k: v[idx] for k, v in grid.items()}
+        c = feasible_rows(p, space, rng)
         q = MODEL.quick_bound(p, H200, c)
         first = {k: c[k] for k in mc.LEVELS[0]}
         every = MODEL.prefix_bound(p, H200, first, space.domains())
