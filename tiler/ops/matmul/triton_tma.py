@@ -16,13 +16,15 @@
   tile's epilogue runs (`tl.range(..., flatten=True)`). With ``TAIL_SPLIT`` > 1 (and SPLIT_K 1) the tiles of the
   last, partial wave are split along K into TAIL_SPLIT slices each (split-K on the last wave only, the data-parallel
   + split-K hybrid of the stream-K paper): each slice stores its fp32 sum in a workspace tile of its own, and
-  `_tail_store_kernel` adds a tail tile's slices and writes the tile to C after the GEMM. The whole waves keep their one-item tiles.
+  `_tail_store_kernel` adds a tail tile's slices and writes the tile to C after the GEMM. The whole waves keep
+  their one-item tiles.
 * 3 ``persistent_ws``: `persistent` with Triton's warp specialisation (producer warps issue the TMA copies,
   consumer warps the wgmma), where the installed Triton supports it on the device.
 
 The epilogue stores C through a TMA descriptor where C's rows are 16-byte multiples and the C tile fits in shared
-memory beside the stages (`tma_c_store`; the copy engine clips the edges), else through masked pointers; with SPLIT_K > 1 it adds into the zeroed fp32 buffer with atomics,
-as the pointer kernel does. C = A @ B, fp16/bf16, fp32 accumulation.
+memory beside the stages (`tma_c_store`; the copy engine clips the edges; with EPILOGUE_SUBTILE 2 in two halves of
+BLOCK_N / 2 columns, each staged in half the shared memory), else through masked pointers; with SPLIT_K > 1 it adds
+into the zeroed fp32 buffer with atomics, as the pointer kernel does. C = A @ B, fp16/bf16, fp32 accumulation.
 """
 
 from __future__ import annotations
