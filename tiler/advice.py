@@ -19,30 +19,37 @@ def advice(problem, chip, space: Space, cand: Candidates, est: dict, min_gain: f
     base = float(est["time_us"][0])
     bound = str(est["bound"][0])
     lines = [f"bound {bound}: {model.CHECKLIST.get(bound, '')}".rstrip(": ")]
+    # every what-if flip of every knob in one table: one mask and one estimate call (a call's fixed cost, not
+    # its rows, dominates on a handful of rows); each knob's best feasible flip is read from its own rows
+    flips = [(knob, item, [v for v in values if v != int(cand[knob][0])]) for knob, (item, values) in
+             model.WHAT_IF.items() if knob in cand]  # fmt: skip
+    flips = [(knob, item, alts) for knob, item, alts in flips if alts]
+    if not flips:
+        return lines + model.advice(problem, chip, cand, est, 0)
+    sizes = [len(alts) for _, _, alts in flips]
+    trial = {k: np.repeat(v, sum(sizes)) for k, v in cand.items()}
+    owner = np.repeat(np.arange(len(flips)), sizes)
+    for i, (knob, _, alts) in enumerate(flips):
+        trial[knob] = trial[knob].copy()
+        trial[knob][owner == i] = alts
+    ok = np.logical_and.reduce(
+        [np.broadcast_to(m, owner.shape) for m in model.masks(problem, chip, trial).values()]
+    )
+    t = np.full(owner.shape, np.inf)
+    if ok.any():
+        t[ok] = model.estimate(problem, chip, {k: v[ok] for k, v in trial.items()})["time_us"]
     gains = []
-    for knob, (item, values) in model.WHAT_IF.items():
-        if knob not in cand:
+    for i, (knob, item, _) in enumerate(flips):
+        mine = np.flatnonzero((owner == i) & ok)
+        if not mine.size:
             continue
-        cur = int(cand[knob][0])
-        alts = [v for v in values if v != cur]
-        if not alts:
-            continue
-        trial = {k: np.repeat(v, len(alts)) for k, v in cand.items()}
-        trial[knob] = np.array(alts, dtype=np.int64)
-        ok = np.logical_and.reduce(list(model.masks(problem, chip, trial).values()))
-        if not ok.any():
-            continue
-        t = model.estimate(problem, chip, {k: v[ok] for k, v in trial.items()})["time_us"]
-        i = int(np.argmin(t))
-        gain = 1.0 - float(t[i]) / base
+        j = mine[int(np.argmin(t[mine]))]
+        gain = 1.0 - float(t[j]) / base
         if gain >= min_gain:
-            label = (
-                space.knobs[knob].label(np.array(alts)[ok][i])
-                if knob in space.knobs
-                else np.array(alts)[ok][i]
-            )
+            value = trial[knob][j]
+            label = space.knobs[knob].label(value) if knob in space.knobs else value
             gains.append(
-                (gain, f"{item}: {knob}={label} predicts -{gain:.0%} ({base:.1f} -> {float(t[i]):.1f} us)")
+                (gain, f"{item}: {knob}={label} predicts -{gain:.0%} ({base:.1f} -> {float(t[j]):.1f} us)")
             )
     lines += [text for _, text in sorted(gains, reverse=True)]
     lines += model.advice(problem, chip, cand, est, 0)
