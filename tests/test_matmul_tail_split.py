@@ -83,6 +83,11 @@ def test_a_split_without_a_partial_wave_is_a_duplicate():
     c = rows([1, 2, 4], BLOCK_M=128, BLOCK_N=128)
     assert list(MODEL.dominated(Matmul(128 * 12, 128 * 22, 4096), H200, c)) == [False, True, True]
     assert list(MODEL.dominated(Matmul(3000, 3000, 3000), H200, c)) == [False, False, False]
+    # a batched problem (the kernel splits no batch) runs the same at any split; with 1 out of the domain (a pinned
+    # split) nothing is dropped: there is no twin left to keep
+    assert list(MODEL.dominated(Matmul(3000, 3000, 3000, batch=2), H200, c)) == [False, True, True]
+    pinned = {"TAIL_SPLIT": (2,)}
+    assert not MODEL.dominated(Matmul(128 * 12, 128 * 22, 4096), H200, c, pinned).any()
 
 
 def test_prefix_bound_stays_a_floor_with_each_split_pinned():

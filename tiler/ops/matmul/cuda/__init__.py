@@ -177,10 +177,16 @@ class MatmulCuda(TritonRunner, Operator):
             sk = _i(c, "SPLIT_K")
             per = ceil_div(k_tiles, sk)
             out |= (sk > 1) & ((sk - 1) * per >= k_tiles)
-        if "TAIL_SPLIT" in c and "BLOCK_M" in c and "BLOCK_N" in c:
-            # a tail split without a partial last wave (tiles a multiple of the SMs) runs what 1 runs
+        if (
+            "TAIL_SPLIT" in c
+            and "BLOCK_M" in c
+            and "BLOCK_N" in c
+            and 1 in (domains or {}).get("TAIL_SPLIT", (1,))
+        ):
+            # a tail split without a partial last wave (tiles a multiple of the SMs), or of a batched problem (the
+            # kernel has no batch axis), runs what 1 runs: its twin at 1 is in the domain
             tiles = ceil_div(p.M, _i(c, "BLOCK_M")) * ceil_div(p.N, _i(c, "BLOCK_N"))
-            out |= (_i(c, "TAIL_SPLIT") > 1) & (tiles % chip.cores == 0)
+            out |= (_i(c, "TAIL_SPLIT") > 1) & ((tiles % chip.cores == 0) | (p.batch != 1))
         if "ORDER" in c and "GROUP_M" in c and n:
             order, gm = _i(c, "ORDER"), _i(c, "GROUP_M")
             vals = np.unique(gm)

@@ -117,7 +117,10 @@ TRITON_SCHEMA = {
                 **{k: _INT for k in TRITON_KWARGS},
                 "ORDER": {"enum": [0, 1, 2]},
                 "TEMPLATE": {"enum": [1, 2, 3]},  # absent: the pointer kernel (0)
-                "TAIL_SPLIT": {"type": "integer", "minimum": 2},  # absent: no split of the last wave (1)
+                "TAIL_SPLIT": {
+                    "type": "integer",
+                    "minimum": 1,
+                },  # absent (the views write it only above 1): 1
             },
             "additionalProperties": False,
         },
