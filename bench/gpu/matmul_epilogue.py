@@ -24,20 +24,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from bench.gpu.matmul_templates import KNOBS
+
 DATA = Path(__file__).resolve().parents[1] / "data"
 SOURCE = DATA / "h200_matmul_template_picks_tail_ab.csv"
 PLAN = DATA / "matmul_epilogue_plan.csv"
-TILING = (
-    "BLOCK_M",
-    "BLOCK_N",
-    "BLOCK_K",
-    "num_stages",
-    "num_warps",
-    "GROUP_M",
-    "ORDER",
-    "SPLIT_K",
-    "TEMPLATE",
-)
+TILING = (*KNOBS, "TEMPLATE")  # the tiling a picks row names
 KEY = ["M", "N", "K", *TILING]
 PER_CLASS = 30
 SMEM_LIMIT = 232448  # the H200's shared memory a block may opt into (torch: shared_memory_per_block_optin)

@@ -23,11 +23,13 @@ import argparse
 import math
 from pathlib import Path
 
+from bench.gpu.matmul_templates import KNOBS
+
 DATA = Path(__file__).resolve().parents[1] / "data"
 SOURCE = DATA / "h200_matmul_template_picks_cstore.csv"
 PLAN = DATA / "matmul_tail_plan.csv"
 SPLITS = (1, 2, 4, 8)
-TILING = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_stages", "num_warps", "GROUP_M", "ORDER")
+TILING = tuple(k for k in KNOBS if k != "SPLIT_K")  # a persistent tiling (SPLIT_K is 1 with a split)
 SMS = 132  # the H200's SMs: the persistent grid's size
 
 
