@@ -1,6 +1,7 @@
 """Measure the project's flash-attention kernel on the GPU machine: a grid of tilings on attention shapes.
 
     python -m bench.gpu.fa_measure --out $OUT [--budget 480] [--shapes held|cal|all] [--wide] [--jobs 12] [--only 3,4,5]
+        [--loads 1]
 
 For every shape: torch's scaled_dot_product_attention (the anchor), then every tiling of the grid (the knobs of
 bench/data/h200_fa_cal.csv: BLOCK_M, BLOCK_N in 32/64/128 (and 16 for short S1), num_stages 2-4, num_warps 4/8,
@@ -13,7 +14,9 @@ budget. The kernel file is loaded by path, so nothing of tiler but that file is 
 `cal` / `held`). `--wide` adds the tilings the first grids never timed though the space holds them: 256 query rows
 on 8 warps, 256 key rows per step, and 5 stages on the 128-row blocks (the large tiles a long prefill may want).
 `--jobs N` compiles every (shape, tiling) first in N spawned processes, one launch each, into Triton's on-disk
-cache, so the timing loop does not wait on the compiler.
+cache, so the timing loop does not wait on the compiler. `--loads 1` times every tiling with the kernel's LOADS 1
+(K and V through TMA descriptors) and adds a LOADS column; without it the configs carry no LOADS (the pointer
+kernel) and the table its usual columns.
 """
 
 from __future__ import annotations
@@ -78,7 +81,7 @@ def load_kernels():
     return load_module("fa_kernels", HERE / "tiler/ops/flash_attention/triton_kernels.py")
 
 
-def configs(S1: int, causal: int, wide: bool = False):
+def configs(S1: int, causal: int, wide: bool = False, loads: int = 0):
     blocks_m = (16, 32, 64) if S1 <= 64 else (32, 64, 128)
     grid = [
         (bm, bn, st, w)
@@ -93,6 +96,8 @@ def configs(S1: int, causal: int, wide: bool = False):
     for bm, bn, st, w in grid:
         for order in (0, 1) if causal else (0,):
             out.append(dict(BLOCK_M=bm, BLOCK_N=bn, num_stages=st, num_warps=w, ORDER=order))
+            if loads:
+                out[-1]["LOADS"] = loads
     return out
 
 
@@ -146,6 +151,7 @@ def main() -> None:
     ap.add_argument("--wide", action="store_true", help="add 256-row blocks, 256-key steps and 5 stages")
     ap.add_argument("--jobs", type=int, default=0, help="compile first in this many processes (0: as timed)")
     ap.add_argument("--only", help="comma-separated positions in the chosen shape list (e.g. 3,4,5)")
+    ap.add_argument("--loads", type=int, choices=(0, 1), default=0, help="the kernel's LOADS knob (1: TMA)")
     args = ap.parse_args()
     sets = {"held": [("held", s) for s in HELD], "cal": [("cal", s) for s in CAL]}
     todo = sets["cal"] + sets["held"] if args.shapes == "all" else sets[args.shapes]
@@ -163,13 +169,15 @@ def main() -> None:
     )
     with (args.out / "h200_fa_measured.csv").open("w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(COLUMNS)
+        extra = ["LOADS"] if args.loads else []
+        loads_col = [args.loads] if args.loads else []
+        w.writerow(COLUMNS + extra)
         if args.jobs:
             names = ("B", "heads", "kv_heads", "S1", "S2", "D", "causal")
             tasks = [
                 (dict(zip(names, s, strict=True)), cfg)
                 for _, s in todo
-                for cfg in configs(s[3], s[6], args.wide)
+                for cfg in configs(s[3], s[6], args.wide, args.loads)
             ]
             precompile(tasks, args.jobs, t0 + 0.5 * args.budget)
         for label, (B, H, KVH, S1, S2, D, causal) in todo:
@@ -185,9 +193,12 @@ def main() -> None:
 
             ms = triton.testing.do_bench(sdpa, warmup=10, rep=40, return_mode="median")
             base = [label, B, H, KVH, S1, S2, D, causal]
-            w.writerow([*base, "torch_sdpa", "", "", "", "", "", f"{ms:.5f}", f"{flop / ms / 1e9:.2f}", ""])
+            w.writerow(
+                [*base, "torch_sdpa", "", "", "", "", "", f"{ms:.5f}", f"{flop / ms / 1e9:.2f}", ""]
+                + [""] * len(extra)
+            )
             best = (float("inf"), None)
-            for cfg in configs(S1, causal, args.wide):
+            for cfg in configs(S1, causal, args.wide, args.loads):
                 if time.time() - t0 > args.budget:
                     break
                 knobs = [cfg[k] for k in ("BLOCK_M", "BLOCK_N", "num_stages", "num_warps", "ORDER")]
@@ -195,7 +206,7 @@ def main() -> None:
                     res = tk.time_config(shape, cfg)
                 except Exception as exc:  # does not compile, launch, or is wrong: recorded as a failure
                     print(f"FAIL {shape} {cfg}: {type(exc).__name__}: {str(exc).splitlines()[0][:120]}")
-                    w.writerow([*base, "triton", *knobs, "", "", "fail"])
+                    w.writerow([*base, "triton", *knobs, "", "", "fail", *loads_col])
                     continue
                 w.writerow(
                     [
@@ -205,6 +216,7 @@ def main() -> None:
                         f"{res['ms']:.5f}",
                         f"{flop / res['ms'] / 1e9:.2f}",
                         f"{res['max_abs_err']:.2e}",
+                        *loads_col,
                     ]
                 )
                 if res["ms"] < best[0]:

@@ -27,7 +27,7 @@ def _vendor(problem: dict, dtype) -> tuple[str, float]:
 
 RUNNER = DocumentRunner(
     FlashAttention,
-    knobs=f"{__package__}.triton_kernels:KNOBS",
+    knobs=f"{__package__}.triton_kernels:RUNNER_KNOBS",
     time=_time,
     vendor=_vendor,
 )
