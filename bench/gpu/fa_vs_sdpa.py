@@ -42,13 +42,13 @@ def shapes() -> list[dict]:
     return seen
 
 
-def picks(shape: dict) -> list[dict]:
-    """The model's diverse top TOP for the shape: knob -> value (ORDER as its code)."""
+def picks(shape: dict, top: int = TOP) -> list[dict]:
+    """The model's diverse top `top` for the shape: knob -> value (ORDER as its code)."""
     import tiler
 
-    res = tiler.search(op="flash_attention", chip="h200", shape=shape, dtype="fp16", top=TOP, diverse=True)
+    res = tiler.search(op="flash_attention", chip="h200", shape=shape, dtype="fp16", top=top, diverse=True)
     out = []
-    for i in range(min(TOP, len(res.est["time_us"]))):
+    for i in range(min(top, len(res.est["time_us"]))):
         t = res.tiling(i)
         out.append(
             {k: (0 if t[k] == "natural" else 1 if t[k] == "heavy_first" else int(t[k])) for k in KNOBS}
