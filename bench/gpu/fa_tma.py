@@ -285,7 +285,7 @@ def report(path: Path) -> int:
     d = pd.read_csv(path)
     gm = lambda x: float(np.exp(np.mean(np.log(np.asarray(x, dtype=float))))) if len(x) else math.nan  # noqa: E731
     print(f"failed or wrong: {int(d['ms'].isna().sum())} of {len(d)} timings")
-    for msg, n in d.loc[d["ms"].isna(), "fail"].fillna("").str[:90].value_counts().items():
+    for msg, n in d.loc[d["ms"].isna(), "fail"].fillna("").astype(str).str[:90].value_counts().items():
         print(f"  {n:3d} x {msg}")
     per_shape = []
     for _, s in d.groupby(list(FIELDS), sort=False):
