@@ -338,7 +338,15 @@ def timing(g: dict, chip, e: dict[str, float]) -> dict[str, np.ndarray]:
     t_rounds, t_steps = g["tail_rounds"], g["tail_steps"]
     last = np.where(tail, t_rounds * (t_steps * s_tail + epi_t) + (t_rounds - 1.0) * refill, steps * s_last)
     main = r_full * (steps * s_full + refill + epi_f) + last + fill + np.where(tail, 0.0, epi_l)
-    hbm_t = np.maximum(g["a_miss"] / ra + g["b_miss"] / rb + g["out_hbm"] / rc, g["compulsory"]) / hbm_bw
+    # the C the GEMM writes to HBM: all of it but the tail tiles of a split last wave, which the second kernel
+    # writes (counted there, once; at most C's own bytes, where edge tiles are clipped)
+    tail_c = np.minimum(g["tail_tiles"] * g["bm"] * g["bn"], g["mn"]) * g["out_bytes"]
+    hbm_t = (
+        np.maximum(
+            g["a_miss"] / ra + g["b_miss"] / rb + (g["out_hbm"] - tail_c) / rc, g["compulsory"] - tail_c
+        )
+        / hbm_bw
+    )
     l2_t = g["l2_total"] / l2_bw
     body = np.maximum(main, np.maximum(hbm_t, l2_t))
     split = g["sk"] > 1
@@ -353,7 +361,7 @@ def timing(g: dict, chip, e: dict[str, float]) -> dict[str, np.ndarray]:
         g["stage_elems"] / (e["stage_gelems_per_s"] * 1e9) + g["stage_copies"] * e["extra_kernel_us"] * 1e-6
     )
     # TAIL_SPLIT's second kernel: it reads the tail tiles' workspace slices and writes those tiles of C
-    tail_bytes = g["tail_tiles"] * (g["tail_split"] * ws_tile + g["bm"] * g["bn"] * g["out_bytes"])
+    tail_bytes = g["tail_tiles"] * g["tail_split"] * ws_tile + tail_c
     extra = extra + np.where(tail, tail_bytes / hbm_bw + e["extra_kernel_us"] * 1e-6, 0.0)
     launch = float(chip["launch_us"])
     time_us = (body + extra + stage) * 1e6 + launch
