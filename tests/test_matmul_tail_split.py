@@ -184,3 +184,20 @@ def test_the_tail_tiles_of_c_are_written_once():
     bw = H200["hbm_gbps"] * 1e3 * e["hbm_efficiency"]  # bytes per us
     workspace = 32 * 4 * 64 * 128 * 4
     assert np.isclose(t[1] - t[0], workspace / bw + e["extra_kernel_us"])
+
+
+def test_the_advice_weighs_a_tail_split_where_the_space_has_it():
+    """The what-ifs flip TAIL_SPLIT as they flip SPLIT_K: on the unsplit tiling of 512x512x32768 (32 tiles on 132
+    SMs) the split to 4 slices is the predicted gain; a table without the knob (a kernel from before the
+    templates) is not offered it."""
+    from tiler.advice import advice
+
+    space = load_space("matmul", "cuda")
+    p = Matmul(512, 512, 32768)
+    c = rows([1], BLOCK_M=64, BLOCK_N=128, num_stages=6, num_warps=4)
+    lines = advice(p, H200, space, c, MODEL.estimate(p, H200, c))
+    assert any(line.startswith("multi-core") and "TAIL_SPLIT=4" in line for line in lines), lines
+    plain = {k: v for k, v in c.items() if k != "TAIL_SPLIT"}
+    assert not any(
+        "TAIL_SPLIT" in line for line in advice(p, H200, space, plain, MODEL.estimate(p, H200, plain))
+    )

@@ -108,6 +108,10 @@ class MatmulCuda(TritonRunner, Operator):
         "ORDER": ("memory: tile order for L2 reuse", (0, 1, 2)),
         "GROUP_M": ("memory: grouped order width", (1, 4, 8, 16)),
         "num_warps": ("latency: warps per block (occupancy vs registers)", (2, 4, 8)),
+        "TAIL_SPLIT": (
+            "multi-core: split the last partial wave's tiles along K onto the idle SMs",
+            (1, 2, 4),
+        ),
     }
     FITTABLE = FITTABLE
     CONSTANTS = DEFAULTS
