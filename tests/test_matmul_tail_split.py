@@ -121,3 +121,83 @@ def test_the_triton_view_carries_the_split_and_launches_the_work_items():
     bad = {**v, "kwargs": {**v["kwargs"], "TEMPLATE": 1}}
     assert any("TAIL_SPLIT" in b for b in views.check_triton(bad, H200, p))
     assert any("grid" in b for b in views.check_triton({**v, "grid": [32, 1]}, H200, p))
+
+
+def test_the_record_describes_the_split_grid_the_view_launches():
+    """32 tiles of 64x128 (512x512x32768), all in the one partial wave: at 4 slices the grid runs 128 programs of
+    one slice each (then `_tail_store_kernel`). The record's launch fields say so (work items, SMs used, the last
+    wave's SMs, waves, the balance of K steps), the export's launch gives the view's block count and names the
+    second kernel, the issue pipe counts a slice's K steps, not the whole tile's, and the advice does not offer
+    SPLIT_K for SMs the split already fills."""
+    p = Matmul(512, 512, 32768)
+    c = rows([1, 4], BLOCK_M=64, BLOCK_N=128, num_stages=6, num_warps=4)
+    est = MODEL.estimate(p, H200, c)
+    for k in ("tiles", "programs", "cores_used", "tail_sms"):
+        assert list(est[k]) == [32, 128], k
+    assert list(est["waves"]) == [1, 1]
+    steps = 32768 // 64
+    assert np.isclose(est["balance"][0], 32 / 132)
+    assert np.isclose(est["balance"][1], 32 * steps / (132 * steps / 4))  # mean over the busiest SM's steps
+    prog = MODEL.constants(H200)["program_overhead_cycles"] / H200.clock_hz * 1e6
+    assert np.isclose(est["issue_us"][0] - prog, 4 * (est["issue_us"][1] - prog))
+    space = load_space("matmul", "cuda")
+    tiling = space.decode(c, 1)
+    row = {k: v[1] for k, v in est.items()}
+    launch = MODEL.launch(p, tiling, row)
+    assert launch["block_dim"] == 128 == views.triton_view(p, H200, tiling, row)["grid"][0]
+    assert launch["tiles"] == 128 and launch["waves"] == 1
+    assert "_tail_store_kernel" in launch["schedule"] and "32" in launch["schedule"]
+    unsplit = MODEL.launch(p, space.decode(c, 0), {k: v[0] for k, v in est.items()})
+    assert unsplit["schedule"] == "GROUP_M=1, ORDER=row" and unsplit["block_dim"] == 32
+    text = " ".join(MODEL.advice(p, H200, c, est, 1))
+    assert "SPLIT_K" not in text
+    assert "SPLIT_K" in " ".join(MODEL.advice(p, H200, c, est, 0))  # unsplit: 32 programs, SPLIT_K would fill
+
+
+def test_the_record_and_the_view_count_the_same_work_items():
+    """One source of the grid: on random persistent tilings at every split, the record's SMs used are the view's
+    grid (min(SMs, work items)) and its tiles the work items the launcher deals (triton_tma.work_items)."""
+    from tiler.ops.matmul.triton_tma import work_items
+
+    space = load_space("matmul", "cuda")
+    rng = np.random.default_rng(5)
+    for shape in ((512, 512, 32768), (1536, 1536, 6144), (777, 7777, 777), (3000, 1000, 2000)):
+        p = Matmul(*shape)
+        c = feasible_rows(p, space.pin({"TEMPLATE": 2}), rng, 60)
+        est = MODEL.estimate(p, H200, c)
+        assert (c["TAIL_SPLIT"] > 1).any()
+        assert np.array_equal(est["tiles"], work_items(p.M, p.N, c, H200.cores))
+        grid = [views.triton_view(p, H200, space.decode(c, i), {})["grid"][0] for i in range(60)]
+        assert list(est["cores_used"]) == grid
+
+
+def test_the_tail_tiles_of_c_are_written_once():
+    """The tail tiles of C are written by the second kernel, not by the GEMM: where the HBM floor sets the time
+    (the compulsory bytes made the largest term), a split adds the workspace read and the second kernel's launch
+    over the unsplit tiling, and the C it writes only moves from one kernel to the other."""
+    p = Matmul(512, 512, 32768)
+    c = rows([1, 4], BLOCK_M=64, BLOCK_N=128, num_stages=6, num_warps=4)
+    g = mc.prepare(p, H200, c)
+    g["compulsory"] = g["compulsory"] * 0 + 1e12  # the HBM floor binds on both rows
+    e = MODEL.constants(H200)
+    t = mc.timing(g, H200, e)["time_us"]
+    bw = H200["hbm_gbps"] * 1e3 * e["hbm_efficiency"]  # bytes per us
+    workspace = 32 * 4 * 64 * 128 * 4
+    assert np.isclose(t[1] - t[0], workspace / bw + e["extra_kernel_us"])
+
+
+def test_the_advice_weighs_a_tail_split_where_the_space_has_it():
+    """The what-ifs flip TAIL_SPLIT as they flip SPLIT_K: on the unsplit tiling of 512x512x32768 (32 tiles on 132
+    SMs) the split to 4 slices is the predicted gain; a table without the knob (a kernel from before the
+    templates) is not offered it."""
+    from tiler.advice import advice
+
+    space = load_space("matmul", "cuda")
+    p = Matmul(512, 512, 32768)
+    c = rows([1], BLOCK_M=64, BLOCK_N=128, num_stages=6, num_warps=4)
+    lines = advice(p, H200, space, c, MODEL.estimate(p, H200, c))
+    assert any(line.startswith("multi-core") and "TAIL_SPLIT=4" in line for line in lines), lines
+    plain = {k: v for k, v in c.items() if k != "TAIL_SPLIT"}
+    assert not any(
+        "TAIL_SPLIT" in line for line in advice(p, H200, space, plain, MODEL.estimate(p, H200, plain))
+    )

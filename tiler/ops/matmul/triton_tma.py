@@ -29,8 +29,6 @@ into the zeroed fp32 buffer with atomics, as the pointer kernel does. C = A @ B,
 
 from __future__ import annotations
 
-import math
-
 TEMPLATES = ("pointer", "tma", "persistent", "persistent_ws")
 TMA_ALIGN_BYTES = 16  # cuTensorMapEncodeTiled: every global stride but the innermost a multiple of 16 bytes
 
@@ -293,20 +291,25 @@ def _descriptor(t, block_rows: int, block_cols: int):
     return TensorDescriptor(t, list(t.shape), list(t.stride()), [block_rows, block_cols])
 
 
-def tail_tiles(M: int, N: int, cfg: dict, sms: int) -> tuple[int, int]:
+def tail_tiles(M: int, N: int, cfg: dict, sms: int):
     """(full, tail): tiles in whole waves of `sms` programs, and the last partial wave's, which TAIL_SPLIT > 1
-    splits into K slices (full = every tile, tail 0, without it)."""
-    tiles = math.ceil(M / cfg["BLOCK_M"]) * math.ceil(N / cfg["BLOCK_N"])
-    if cfg.get("TAIL_SPLIT", 1) == 1:
-        return tiles, 0
-    full = tiles // sms * sms
-    return full, tiles - full
+    splits into K slices (full = every tile, tail 0, without it). Numbers, or numpy columns of the knobs (the
+    cuda model reads the grid through this function and `work_items`, as the launcher and the view do)."""
+    tiles = -(-M // cfg["BLOCK_M"]) * -(-N // cfg["BLOCK_N"])
+    tail = (cfg.get("TAIL_SPLIT", 1) > 1) * (tiles % sms)
+    return tiles - tail, tail
+
+
+def work_items(M: int, N: int, cfg: dict, sms: int):
+    """Work items of the grid: each tile once per K slice (SPLIT_K), and with TAIL_SPLIT each tile of the last,
+    partial wave once per slice of it (numbers or numpy columns, as `tail_tiles`)."""
+    full, tail = tail_tiles(M, N, cfg, sms)
+    return (full + tail) * cfg["SPLIT_K"] + tail * (cfg.get("TAIL_SPLIT", 1) - 1)
 
 
 def programs(M: int, N: int, cfg: dict, sms: int) -> int:
     """Programs launched: a persistent template runs min(SMs, work items) programs; the others one per item."""
-    full, tail = tail_tiles(M, N, cfg, sms)
-    work = (full + tail) * cfg["SPLIT_K"] + tail * (cfg.get("TAIL_SPLIT", 1) - 1)
+    work = work_items(M, N, cfg, sms)
     return min(sms, work) if cfg["TEMPLATE"] >= 2 else work
 
 

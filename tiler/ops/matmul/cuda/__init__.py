@@ -54,6 +54,17 @@ from .resources import (
 )
 
 
+def _split_tail(p: Matmul, tiling: dict, items: int) -> int:
+    """Tail tiles a tiling's grid splits along K (TAIL_SPLIT; 0 for none, or where the model runs it unsplit),
+    read from the record's work items (triton_tma.work_items): one per tile and K slice, and tail x
+    (TAIL_SPLIT - 1) more."""
+    split = int(tiling.get("TAIL_SPLIT", 1))
+    if split <= 1:
+        return 0
+    tiles = ceil_div(p.M, int(tiling["BLOCK_M"])) * ceil_div(p.N, int(tiling["BLOCK_N"]))
+    return (items - int(tiles) * int(tiling["SPLIT_K"]) * p.batch) // (split - 1)
+
+
 def concat(parts: list[dict]) -> dict:
     """Prepared columns of several problems as one table (calibration re-times them in one pass)."""
     return {k: np.concatenate([p_[k] for p_ in parts]) for k in parts[0]}
@@ -97,6 +108,10 @@ class MatmulCuda(TritonRunner, Operator):
         "ORDER": ("memory: tile order for L2 reuse", (0, 1, 2)),
         "GROUP_M": ("memory: grouped order width", (1, 4, 8, 16)),
         "num_warps": ("latency: warps per block (occupancy vs registers)", (2, 4, 8)),
+        "TAIL_SPLIT": (
+            "multi-core: split the last partial wave's tiles along K onto the idle SMs",
+            (1, 2, 4),
+        ),
     }
     FITTABLE = FITTABLE
     CONSTANTS = DEFAULTS
@@ -242,6 +257,20 @@ class MatmulCuda(TritonRunner, Operator):
         pred = timing(data.prepared, chip, constants)["time_us"]
         return choose_tie_orders(data.problems, data.cands, pred, data.seconds, data.shape_of, chip)
 
+    def launch(self, p: Matmul, tiling: dict, row: dict) -> dict:
+        """The launch section of an export (Operator.launch: the record's SMs used, waves and work items); a
+        tiling whose last wave is split along K (TAIL_SPLIT) also names the second kernel, one program per tail
+        tile (`_split_tail`)."""
+        out = super().launch(p, tiling, row)
+        tail = _split_tail(p, tiling, int(row["tiles"]))
+        if tail:
+            split = int(tiling["TAIL_SPLIT"])
+            out["schedule"] += (
+                f"; TAIL_SPLIT={split}: the last wave's {tail} tiles in {tail * split} K slices, then "
+                f"triton_tma._tail_store_kernel ({tail} programs)"
+            )
+        return out
+
     def advice(self, p: Matmul, chip, c: dict, est: dict, row: int) -> list[str]:
         """Checklist items (MISSION §4/§5) that apply to candidate `row`."""
         out = []
@@ -273,15 +302,18 @@ class MatmulCuda(TritonRunner, Operator):
                     else ""
                 )
             )
+        # a split last wave (TAIL_SPLIT) already deals its tiles' K slices to the SMs, and takes no SPLIT_K
+        split = _split_tail(p, val, int(g["tiles"])) > 0
         if int(g["programs"]) < sms:
             out.append(
-                f"multi-core: {int(g['programs'])} programs for {sms} SMs; a smaller tile or SPLIT_K > 1 "
-                "would use more SMs"
+                f"multi-core: {int(g['programs'])} programs for {sms} SMs; a smaller tile "
+                + ("(the last wave is in K slices already)" if split else "or SPLIT_K > 1")
+                + " would use more SMs"
             )
         elif int(g["waves"]) > 1 and int(g["tail_sms"]) < sms // 2 and int(g["tail_programs_per_sm"]) <= 1:
             out.append(
                 f"tail: the last wave runs on {int(g['tail_sms'])} of {sms} SMs; a tile size that divides "
-                "the grid into whole waves (or SPLIT_K) evens it out"
+                "the grid into whole waves " + ("evens it out" if split else "(or SPLIT_K) evens it out")
             )
         if not bool(g["wgmma"]) and float(chip.get("mma_version", DEFAULTS["mma_version"])) >= 3:
             out.append(

@@ -10,7 +10,7 @@ from ....model.common import (
     soft_max,
 )
 from ..problem import Matmul
-from ..triton_tma import TMA_ALIGN_BYTES
+from ..triton_tma import TMA_ALIGN_BYTES, tail_tiles
 from .constants import _BASE_REGS, _SMEM_RESERVED, DEFAULTS, PERSISTENT, POINTER, TMA, efficiency
 from .kernel_time import prepare, timing
 from .resources import _i, _reg_cap, _vector_elems, contiguous_lengths, tma_runs
@@ -164,8 +164,8 @@ def _prefix_floor(
         # the persistent grid runs n_sm items an SM one after another (rounds = n_sm): its loop is n_sm * steps
         # unit steps (the soft max is homogeneous); with the split, the busiest SM runs its whole tiles' steps and
         # ceil(tail * split / SMs) slices of ceil(steps / split) steps. SMs loading at once stay at least hi
-        tiles = tm * tn
-        tail = np.where(isk == 1, tiles - tiles // sms * sms, 0)
+        grid = {"BLOCK_M": ibm, "BLOCK_N": ibn, "TAIL_SPLIT": np.where(isk == 1, tail_split, 1)}
+        tail = tail_tiles(p.M, p.N, grid, sms)[1]
         t_rounds = ceil_div(tail * tail_split, sms).astype(np.float64)
         items = np.where(tail > 0, n_sm - 1.0 + t_rounds, n_sm)
         work = np.where(tail > 0, (n_sm - 1.0) * steps + t_rounds * ceil_div(steps, tail_split), n_sm * steps)

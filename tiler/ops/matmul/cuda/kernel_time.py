@@ -12,6 +12,7 @@ from ....model.common import (
     soft_max,
 )
 from ..problem import Matmul
+from ..triton_tma import tail_tiles, work_items
 from .constants import KNOBS, ORDER_KNOBS, PERSISTENT, TMA, efficiency
 from .hits import _panel_hit_rates
 from .resources import (
@@ -100,7 +101,7 @@ def prepare(p: Matmul, chip, c: dict, l2_hits: bool = True) -> dict[str, np.ndar
     k_last = n_sm - (rounds - 1) * occ_eff
     k_full = np.minimum(occ_eff, n_sm)
     hi = programs - (n_sm - 1) * sms  # SMs that run n_sm programs (the rest run n_sm - 1)
-    tail = _tail_split(p, c, tpl, sk, tm * tn, steps, sms)
+    tail = _tail_split(p, c, tpl, bm, bn, sk, steps, sms)
     act_full = np.minimum(programs, sms)
     act_last = np.where((k_last >= 2) & (programs >= sms), sms, hi)
     rows_a = np.minimum(bm, p.M)  # A rows wrap (offs % M): a tile never reads more distinct rows than M
@@ -155,13 +156,16 @@ def prepare(p: Matmul, chip, c: dict, l2_hits: bool = True) -> dict[str, np.ndar
     }
 
 
-def _tail_split(p: Matmul, c: dict, tpl, sk, tiles, steps, sms: int) -> dict[str, np.ndarray]:
-    """prepare()'s columns of TAIL_SPLIT (triton_tma.tail_tiles): the persistent grid's last, partial wave of
-    `tail_tiles` tiles split into `tail_split` K slices of `tail_steps` steps, `tail_rounds` slices on the busiest
-    SM and `tail_act` SMs at work; tail_tiles 0 where there is no split (or no partial wave)."""
+def _tail_split(p: Matmul, c: dict, tpl, bm, bn, sk, steps, sms: int) -> dict[str, np.ndarray]:
+    """prepare()'s columns of TAIL_SPLIT: the persistent grid's last, partial wave of `tail_tiles` tiles split
+    into `tail_split` K slices of `tail_steps` steps, `tail_rounds` slices on the busiest SM and `tail_act` SMs at
+    work; tail_tiles 0 where there is no split (or no partial wave). `items`: the grid's work items, slices
+    included (times the batch), which the record reports; the tail and the items are triton_tma's, the
+    launcher's and the view's own count."""
     split = _i(c, "TAIL_SPLIT") if "TAIL_SPLIT" in c else np.ones_like(sk)
     split = np.where((tpl == PERSISTENT) & (sk == 1) & (p.batch == 1), split, 1)
-    tail = np.where(split > 1, tiles - tiles // sms * sms, 0)
+    grid = {"BLOCK_M": bm, "BLOCK_N": bn, "SPLIT_K": sk, "TAIL_SPLIT": split}
+    tail = tail_tiles(p.M, p.N, grid, sms)[1]
     slices = tail * split
     f = lambda x: np.asarray(x, dtype=np.float64)  # noqa: E731
     return {
@@ -170,6 +174,7 @@ def _tail_split(p: Matmul, c: dict, tpl, sk, tiles, steps, sms: int) -> dict[str
         "tail_rounds": f(ceil_div(slices, sms)),
         "tail_act": f(np.clip(slices, 1, sms)),
         "tail_steps": f(ceil_div(steps, split)),
+        "items": f(work_items(p.M, p.N, grid, sms) * p.batch),
     }
 
 
@@ -327,13 +332,21 @@ def timing(g: dict, chip, e: dict[str, float]) -> dict[str, np.ndarray]:
     # the last round: its tiles whole, or (TAIL_SPLIT) tail_rounds K slices a busiest SM, each storing its fp32
     # sum as a workspace tile, one later slice's setup after another
     tail = g["tail_tiles"] > 0
-    s_tail, mac_t, mte1_t, mte2_t, _ = step(np.ones_like(steps), g["tail_act"])
+    s_tail, mac_t, mte1_t, mte2_t, sc_t = step(np.ones_like(steps), g["tail_act"])
     ws_tile = g["bm"] * g["bn"] * 4.0
     epi_t = ws_tile / np.minimum(sm_bw, hbm_bw / g["tail_act"]) + lat
     t_rounds, t_steps = g["tail_rounds"], g["tail_steps"]
     last = np.where(tail, t_rounds * (t_steps * s_tail + epi_t) + (t_rounds - 1.0) * refill, steps * s_last)
     main = r_full * (steps * s_full + refill + epi_f) + last + fill + np.where(tail, 0.0, epi_l)
-    hbm_t = np.maximum(g["a_miss"] / ra + g["b_miss"] / rb + g["out_hbm"] / rc, g["compulsory"]) / hbm_bw
+    # the C the GEMM writes to HBM: all of it but the tail tiles of a split last wave, which the second kernel
+    # writes (counted there, once; at most C's own bytes, where edge tiles are clipped)
+    tail_c = np.minimum(g["tail_tiles"] * g["bm"] * g["bn"], g["mn"]) * g["out_bytes"]
+    hbm_t = (
+        np.maximum(
+            g["a_miss"] / ra + g["b_miss"] / rb + (g["out_hbm"] - tail_c) / rc, g["compulsory"] - tail_c
+        )
+        / hbm_bw
+    )
     l2_t = g["l2_total"] / l2_bw
     body = np.maximum(main, np.maximum(hbm_t, l2_t))
     split = g["sk"] > 1
@@ -348,7 +361,7 @@ def timing(g: dict, chip, e: dict[str, float]) -> dict[str, np.ndarray]:
         g["stage_elems"] / (e["stage_gelems_per_s"] * 1e9) + g["stage_copies"] * e["extra_kernel_us"] * 1e-6
     )
     # TAIL_SPLIT's second kernel: it reads the tail tiles' workspace slices and writes those tiles of C
-    tail_bytes = g["tail_tiles"] * (g["tail_split"] * ws_tile + g["bm"] * g["bn"] * g["out_bytes"])
+    tail_bytes = g["tail_tiles"] * g["tail_split"] * ws_tile + tail_c
     extra = extra + np.where(tail, tail_bytes / hbm_bw + e["extra_kernel_us"] * 1e-6, 0.0)
     launch = float(chip["launch_us"])
     time_us = (body + extra + stage) * 1e6 + launch
@@ -358,9 +371,14 @@ def timing(g: dict, chip, e: dict[str, float]) -> dict[str, np.ndarray]:
     pipes = {
         "tensor": (r_full * steps * mac_f + last_of(mac_l, mac_t)) * 1e6,
         "alu": extra * 1e6,
-        # program starts: one per round, or one per SM and a tile setup per later tile (persistent)
+        # program starts: one per round, or one per SM and a tile setup per later tile (persistent), and the K
+        # steps of the last round: its tiles', or (TAIL_SPLIT) its slices' with a setup per later slice
         "issue": (
-            r_full * steps * sc_f + steps * sc_l + prog_ovh + r_full * np.where(persist, refill, prog_ovh)
+            r_full * steps * sc_f
+            + last_of(sc_l, sc_t)
+            + prog_ovh
+            + r_full * np.where(persist, refill, prog_ovh)
+            + np.where(tail, (t_rounds - 1.0) * refill, 0.0)
         )
         * 1e6,
         "smem": (r_full * steps * mte1_f + last_of(mte1_l, mte1_t)) * 1e6,
@@ -374,28 +392,41 @@ def timing(g: dict, chip, e: dict[str, float]) -> dict[str, np.ndarray]:
 
 def _record(g: dict, chip, time_us, bound, pipes: dict, launch: float, v3, spill) -> dict[str, np.ndarray]:
     """timing()'s estimate record: the time, its bound and pipes, and the launch (programs, waves, occupancy, L2
-    and HBM bytes) as the export and the report read it."""
+    and HBM bytes) as the export and the report read it. The grid as it runs: its work items (TAIL_SPLIT's
+    slices included; the persistent grid's programs are min(SMs, items), as the view's), and for a split the
+    last wave's slices on `tail_act` SMs (`_grid`)."""
     sms = chip.cores
     roof = roofline_us(g["flops"], g["compulsory"], g["peak"], chip["hbm_gbps"] * 1e9, launch)
+    items = g["items"].astype(np.int64)
     return {
         "time_us": time_us,
         "bound": bound,
         **{f"{k}_us": v for k, v in pipes.items()},
-        "cores_used": np.minimum(g["programs"], sms).astype(np.int64),
-        "waves": g["rounds"].astype(np.int64),
-        "balance": g["programs"] / (sms * g["n_sm"]),
+        "cores_used": np.minimum(items, sms),
+        **_grid(g, sms),
         "l2_hit_rate": 1.0 - g["hbm_read"] / np.maximum(g["l2_read"], 1.0),
         "hbm_bytes": g["hbm"],
         "l2_bytes": g["l2_total"],
         "roofline_us": roof,
         "occupancy": g["occ"].astype(np.int64),
-        "programs": g["programs"].astype(np.int64),
-        "tiles": g["programs"].astype(
-            np.int64
-        ),  # the export's launch.tiles: programs launched (split-K included)
+        "programs": items,
+        "tiles": items,  # the export's launch.tiles: work items launched (split-K and TAIL_SPLIT's slices included)
         "tail_programs_per_sm": g["k_last"].astype(np.int64),
-        "tail_sms": g["act_last"].astype(np.int64),
+        "tail_sms": np.where(g["tail_tiles"] > 0, g["tail_act"], g["act_last"]).astype(np.int64),
         "wgmma": v3,
         "regs_per_thread": g["regs"],
         "spill_regs": spill,
+    }
+
+
+def _grid(g: dict, sms: int) -> dict[str, np.ndarray]:
+    """The record's waves and balance. Unsplit: `rounds` of programs, and programs / (SMs x the busiest SM's).
+    With TAIL_SPLIT: the whole waves and then the busiest SM's `tail_rounds` slices, and the mean SM's K steps
+    (every tile's) over the busiest SM's (its whole tiles' and its slices')."""
+    tail = g["tail_tiles"] > 0
+    r_full, steps = g["rounds"] - 1.0, g["steps"]
+    busiest = np.maximum(r_full * steps + g["tail_rounds"] * g["tail_steps"], 1.0)  # >= 1 with a tail
+    return {
+        "waves": np.where(tail, r_full + g["tail_rounds"], g["rounds"]).astype(np.int64),
+        "balance": np.where(tail, g["tiles"] * steps / (sms * busiest), g["programs"] / (sms * g["n_sm"])),
     }
