@@ -79,8 +79,15 @@ class _Strided:
         return self.ptr
 
     def contiguous(self):
+        """As torch's: the tensor itself where its strides are already contiguous (at its own address), else a
+        fresh allocation (address 0 here, aligned)."""
         s = self.shape
-        return _Strided((s[1] * s[2] * s[3], s[2] * s[3], s[3], 1), self._size, 0, s)
+        dense = (s[1] * s[2] * s[3], s[2] * s[3], s[3], 1)
+        return self if tuple(self._strides) == dense else _Strided(dense, self._size, 0, s)
+
+    def clone(self):
+        """A fresh allocation with the same strides."""
+        return _Strided(self._strides, self._size, 0, self.shape)
 
 
 def test_tma_operand_keeps_describable_kv_and_copies_the_rest():
@@ -90,7 +97,14 @@ def test_tma_operand_keeps_describable_kv_and_copies_the_rest():
 
     ok = _Strided((4 * 328 * 64, 64, 4 * 64, 1), shape=(2, 4, 328, 64))  # [B, S, H, D] seen as [B, H, S, D]
     assert tk._tma_operand(ok, "K") is ok
-    for bad in (_Strided(ok.stride(), ptr=2, shape=ok.shape), _Strided((1, 2, 3, 2), shape=ok.shape)):
+    misaligned_dense = _Strided(
+        (4 * 328 * 64, 328 * 64, 64, 1), ptr=2, shape=ok.shape
+    )  # contiguous() is itself
+    for bad in (
+        _Strided(ok.stride(), ptr=2, shape=ok.shape),
+        _Strided((1, 2, 3, 2), shape=ok.shape),
+        misaligned_dense,
+    ):
         assert not tk.tma_describable(bad)
         fixed = tk._tma_operand(bad, "K")
         assert fixed is not bad and tk.tma_describable(fixed)

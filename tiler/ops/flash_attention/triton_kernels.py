@@ -213,13 +213,13 @@ def tma_describable(t) -> bool:
 def _tma_operand(t, name: str):
     """`t` itself where TMA can describe it, else a contiguous copy; ValueError where not even that can be (D
     elements not a multiple of 16 bytes)."""
-    import torch
-
     if tma_describable(t):
         return t
-    # a fresh allocation (torch's are 256-byte aligned): contiguous() would return a contiguous but misaligned
-    # view itself, uncopied
-    c = t.clone(memory_format=torch.contiguous_format)
+    c = t.contiguous()
+    if (
+        c is t
+    ):  # contiguous but misaligned: contiguous() returns it as is; a clone is a fresh (aligned) allocation
+        c = t.clone()
     if not tma_describable(c):
         raise ValueError(
             f"LOADS 1: {name}'s rows ({t.shape[3]} x {t.element_size()} bytes) are not a multiple of 16 bytes"
