@@ -8,6 +8,7 @@ reference. The figure of issue 30: the top-1's speed over the fastest SDPA backe
 target >= 1.0), and the best of the 4 the same way.
 
     python -m bench.gpu.fa_vs_sdpa run --out $OUT      # GPU machine, about 2 minutes
+    python -m bench.gpu.fa_vs_sdpa run --out $OUT --fix LOADS=0 --name h200_fa_vs_sdpa_loads0.csv   # the A/B half
     python -m bench.gpu.fa_vs_sdpa report [CSV]                   # CPU: the figures (default bench/data/h200_fa_vs_sdpa.csv)
 """
 
@@ -24,7 +25,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "bench" / "data"
 FIELDS = ("B", "heads", "kv_heads", "S1", "S2", "D", "causal")
-KNOBS = ("BLOCK_M", "BLOCK_N", "num_stages", "num_warps", "ORDER")
 TOP = 4
 
 
@@ -42,17 +42,21 @@ def shapes() -> list[dict]:
     return seen
 
 
-def picks(shape: dict, top: int = TOP) -> list[dict]:
-    """The model's diverse top `top` for the shape: knob -> value (ORDER as its code)."""
+def picks(shape: dict, top: int = TOP, fix: str | None = None) -> list[dict]:
+    """The model's diverse top `top` for the shape (with `fix` pinned, e.g. "LOADS=0"): knob -> code, for every knob
+    the kernel takes (triton_kernels.RUNNER_KNOBS: the five, and LOADS where the space has it)."""
     import tiler
+    from tiler.ops.flash_attention.triton_kernels import RUNNER_KNOBS
+    from tiler.space import load_space
 
-    res = tiler.search(op="flash_attention", chip="h200", shape=shape, dtype="fp16", top=top, diverse=True)
+    knobs = load_space("flash_attention", "cuda").knobs
+    res = tiler.search(
+        op="flash_attention", chip="h200", shape=shape, dtype="fp16", top=top, diverse=True, fix=fix
+    )
     out = []
     for i in range(min(top, len(res.est["time_us"]))):
         t = res.tiling(i)
-        out.append(
-            {k: (0 if t[k] == "natural" else 1 if t[k] == "heavy_first" else int(t[k])) for k in KNOBS}
-        )
+        out.append({k: knobs[k].parse(t[k]) for k in RUNNER_KNOBS if k in t})
         out[-1]["predicted_us"] = float(res.est["time_us"][i])
     return out
 
@@ -63,14 +67,14 @@ def label(shape: dict) -> str:
     )
 
 
-def run(out: Path, deadline_s: float) -> int:
+def run(out: Path, deadline_s: float, fix: str | None = None, name: str = "h200_fa_vs_sdpa.csv") -> int:
     from tiler.ops.flash_attention import triton_kernels as tk
     from tiler.ops.flash_attention.triton_runner import SDPA_BACKENDS, vendor_times
 
     t0 = time.perf_counter()
     out.mkdir(parents=True, exist_ok=True)
     rows: list[dict] = []
-    path = out / "h200_fa_vs_sdpa.csv"
+    path = out / name
     for shape in shapes():
         if time.perf_counter() - t0 > deadline_s:
             print(f"deadline: {label(shape)} and later shapes not run", flush=True)
@@ -82,8 +86,8 @@ def run(out: Path, deadline_s: float) -> int:
             b = ven["backends"][name]
             base[f"{name.lower()}_ms"] = b.get("ms", "")
             base[f"{name.lower()}_error"] = b.get("error", "")
-        for rank, cfg in enumerate(picks(shape), start=1):
-            knobs = {k: cfg[k] for k in KNOBS}
+        for rank, cfg in enumerate(picks(shape, fix=fix), start=1):
+            knobs = {k: v for k, v in cfg.items() if k != "predicted_us"}
             try:
                 res = tk.time_config(shape, knobs)
                 ms, err, fail = res["ms"], res["max_abs_err"], ""
@@ -161,11 +165,15 @@ def main(argv=None) -> int:
     r = sub.add_parser("run")
     r.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "results")))
     r.add_argument("--deadline-s", type=float, default=400.0)
+    r.add_argument(
+        "--fix", default=None, help='knobs pinned in the search, e.g. "LOADS=0" (an A/B in one session)'
+    )
+    r.add_argument("--name", default="h200_fa_vs_sdpa.csv", help="the CSV written under --out")
     rep = sub.add_parser("report")
     rep.add_argument("csv", type=Path, nargs="?", default=DATA / "h200_fa_vs_sdpa.csv")
     a = ap.parse_args(argv)
     if a.cmd == "run":
-        return run(a.out, a.deadline_s)
+        return run(a.out, a.deadline_s, a.fix, a.name)
     return report(a.csv)
 
 
