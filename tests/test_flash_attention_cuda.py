@@ -158,10 +158,10 @@ def test_the_compiled_table_is_the_measured_csv():
 
 
 def _measured_best(shape: tuple, loads: int) -> tuple:
-    """The fastest tiling measured at `loads` on `shape` in bench/data/h200_fa_tma.csv (the fa_tma run)."""
+    """The fastest tiling measured at `loads` on `shape` in the fa_tma run (tests/data/h200_fa_tma.csv)."""
     import pandas as pd
 
-    d = pd.read_csv(ROOT / "bench" / "data" / "h200_fa_tma.csv")
+    d = pd.read_csv(ROOT / "tests" / "data" / "h200_fa_tma.csv")
     s = d[(d[list(FIELDS)] == pd.Series(shape, index=list(FIELDS))).all(axis=1) & (d.LOADS == loads)]
     return tuple(int(v) for v in s.loc[s.ms.idxmin(), list(KNOBS)])
 
@@ -182,11 +182,11 @@ def test_tma_loads_win_a_long_causal_prefill_and_lose_many_short_programs(chip):
 
 def test_tma_loads_save_the_kv_address_registers(chip):
     """LOADS 1 needs no per-thread K/V addresses: compiled() lowers the register demand by _REG_TMA_SAVED per K/V
-    element per thread, within a median 12 registers of what Triton gave the tilings of bench/data/h200_fa_tma.csv
+    element per thread, within a median 12 registers of what Triton gave the tilings of the fa_tma run
     that compiled under 255 at LOADS 1; LOADS 0 keeps the compiler's table, and an absent LOADS is 0."""
     import pandas as pd
 
-    d = pd.read_csv(ROOT / "bench" / "data" / "h200_fa_tma.csv")
+    d = pd.read_csv(ROOT / "tests" / "data" / "h200_fa_tma.csv")
     keys = ["D", "BLOCK_M", "BLOCK_N", "num_stages", "num_warps"]
     one = d[(d.LOADS == 1) & (d.n_regs < 255)].drop_duplicates(keys)
     errs = []
