@@ -113,9 +113,12 @@ def summary(out: pd.DataFrame, name: str) -> str:
 
 
 def candidates(out: Path) -> int:
-    """The shipped model's diverse top 4 (bench.gpu.fa_vs_sdpa.picks' search) with LOADS, for the 16 shapes of the
-    fa_tma run: what a GPU confirmation run times (fa_vs_sdpa computes its picks on the GPU machine from the tree;
-    this file is the same list, written here to be read before the run)."""
+    """The shipped model's diverse top 4 (the search of bench.gpu.fa_vs_sdpa.picks) with LOADS, for the 16 shapes of
+    the fa_tma run, written as a plan of bench.gpu.fa_tma (`source` model, `rank`, the knobs, `predicted_us`; `LOADS`
+    the model's choice, which fa_tma's run does not read: it times every tiling at both LOADS). A tiling the top 4
+    holds at both LOADS is one row, at its better rank. Confirmation on the GPU machine:
+    `python -m bench.gpu.fa_tma run --plan bench/data/fa_loads_candidates.csv --out $OUT`, then here
+    `python -m bench.fa_loads --fit profile --csv $OUT/h200_fa_tma.csv` (the model's top-1 among the timed rows)."""
     import tiler
     from bench.gpu.fa_vs_sdpa import label
 
@@ -124,15 +127,19 @@ def candidates(out: Path) -> int:
     for shape in d[FIELDS].drop_duplicates().to_dict("records"):
         shape = {k: int(v) for k, v in shape.items()}
         res = tiler.search(op="flash_attention", chip="h200", shape=shape, dtype="fp16", top=4, diverse=True)
+        seen, picked = set(), []
         for i in range(min(4, len(res.est["time_us"]))):
             t = res.tiling(i)
             knobs = {k: {"natural": 0, "heavy_first": 1}.get(t[k], t[k]) for k in (*KNOBS, "LOADS")}
-            rows.append(
-                {**shape, "rank": i + 1, **knobs, "predicted_us": round(float(res.est["time_us"][i]), 3)}
-            )
-        print(f"{label(shape):>32s}  top 4 LOADS {[r['LOADS'] for r in rows[-4:]]}")
+            picked.append(knobs["LOADS"])
+            key = tuple(knobs[k] for k in KNOBS)
+            if key not in seen:
+                seen.add(key)
+                pred = round(float(res.est["time_us"][i]), 3)
+                rows.append({**shape, "source": "model", "rank": i + 1, **knobs, "predicted_us": pred})
+        print(f"{label(shape):>32s}  top 4 LOADS {picked}, {len(seen)} distinct tilings")
     pd.DataFrame(rows).to_csv(out, index=False)
-    print(f"wrote {out}: {len(rows)} tilings on {len(rows) // 4} shapes")
+    print(f"wrote {out}: {len(rows)} tilings on {len(d[FIELDS].drop_duplicates())} shapes")
     return 0
 
 
