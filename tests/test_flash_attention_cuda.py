@@ -155,3 +155,95 @@ def test_the_compiled_table_is_the_measured_csv():
             assert got == (int(r.n_regs), int(r.n_spills), int(r.shared_bytes))
         else:
             assert got is None
+
+
+def _measured_best(shape: tuple, loads: int) -> tuple:
+    """The fastest tiling measured at `loads` on `shape` in the fa_tma run (tests/data/h200_fa_tma.csv)."""
+    import pandas as pd
+
+    d = pd.read_csv(ROOT / "tests" / "data" / "h200_fa_tma.csv")
+    s = d[(d[list(FIELDS)] == pd.Series(shape, index=list(FIELDS))).all(axis=1) & (d.LOADS == loads)]
+    return tuple(int(v) for v in s.loc[s.ms.idxmin(), list(KNOBS)])
+
+
+def test_tma_loads_win_a_long_causal_prefill_and_lose_many_short_programs(chip):
+    """LOADS 1 (K/V through TMA descriptors) on the H200, in the measured direction: on 1x32/8x8192 causal its
+    programs are long (up to 128 steps) and the fewer registers pay (measured 1.086x faster, best of each); on
+    16x12/12x512x512x64 there are many programs of 8 steps and each pays the descriptors' set-up (measured 0.834x).
+    Same tiling at both LOADS, each shape's measured best at LOADS 1 and LOADS 0 respectively."""
+    long_shape, short_shape = (1, 32, 8, 8192, 8192, 128, 1), (16, 12, 12, 512, 512, 64, 0)
+    for shape, tiling, faster in ((long_shape, _measured_best(long_shape, 1), 1), (short_shape, _measured_best(short_shape, 0), 0)):  # fmt: skip
+        p = parse_problem("flash_attention", dict(zip(FIELDS, shape, strict=True)))
+        c = {k: np.array([v, v]) for k, v in zip(KNOBS, tiling, strict=True)}
+        c["LOADS"] = np.array([0, 1])
+        t = get_operator("flash_attention", "cuda").estimate(p, chip, c)["time_us"]
+        assert t[faster] < t[1 - faster], (shape, tiling, t)
+
+
+def test_tma_loads_save_the_kv_address_registers(chip):
+    """LOADS 1 needs no per-thread K/V addresses: compiled() lowers the register demand by _REG_TMA_SAVED per K/V
+    element per thread, within a median 12 registers of what Triton gave the tilings of the fa_tma run
+    that compiled under 255 at LOADS 1; LOADS 0 keeps the compiler's table, and an absent LOADS is 0."""
+    import pandas as pd
+
+    d = pd.read_csv(ROOT / "tests" / "data" / "h200_fa_tma.csv")
+    keys = ["D", "BLOCK_M", "BLOCK_N", "num_stages", "num_warps"]
+    one = d[(d.LOADS == 1) & (d.n_regs < 255)].drop_duplicates(keys)
+    errs = []
+    for r in one.itertuples():
+        p = parse_problem(
+            "flash_attention", dict(B=1, heads=8, kv_heads=8, S1=1024, S2=1024, D=r.D, causal=0)
+        )
+        c = {k: np.array([getattr(r, k)] * 2) for k in keys[1:]} | {"ORDER": np.zeros(2, dtype=int)}
+        base = fa.compiled(p, chip, c)
+        regs, spill, smem = fa.compiled(p, chip, c | {"LOADS": np.array([0, 1])})
+        assert (regs[0], spill[0], smem[0]) == (base[0][0], base[1][0], base[2][0])
+        assert regs[1] + spill[1] < regs[0] + spill[0] and smem[1] == smem[0] + fa.TMA_SMEM_BYTES
+        errs.append(abs(regs[1] - r.n_regs))
+    assert len(errs) >= 30 and np.median(errs) <= 12
+
+
+def test_tma_loads_are_infeasible_without_tma():
+    """A chip before Hopper (the A100: mma_version 2, no TMA) cannot build tensor descriptors: LOADS 1 fails the
+    `tma` rule there, and a search with LOADS pinned to tma says so; the H200 takes both."""
+    p = parse_problem("flash_attention", dict(zip(FIELDS, (1, 32, 8, 1024, 1024, 128, 1), strict=True)))
+    c = {k: np.array([v, v]) for k, v in zip(KNOBS, (64, 64, 3, 4, 1), strict=True)} | {
+        "LOADS": np.array([0, 1])
+    }
+    op = get_operator("flash_attention", "cuda")
+    assert op.feasible(p, load_chip("a100"), c)["tma"].tolist() == [True, False]
+    assert op.feasible(p, load_chip("h200"), c)["tma"].tolist() == [True, True]
+    import tiler.api as api
+    from tiler.errors import TilerError
+
+    with pytest.raises(TilerError, match="rule 'tma'.*a chip with TMA"):
+        api.search(op="flash_attention", chip="a100", shape="B=1,heads=32,kv_heads=8,S1=1024,S2=1024,D=128,causal=1",
+                   fix="LOADS=1")  # fmt: skip
+
+
+def test_a_tma_export_carries_loads_and_passes_check(tmp_path, capsys):
+    """search --export with LOADS 1 writes LOADS 1 into the triton view's kwargs (what the runner and the
+    kernel read); `tiler check` passes it and refuses the view without it. A pointer export's view has no LOADS
+    (the kernel's default 0: the view written before the knob) and passes."""
+    import json
+
+    from tiler.cli import main
+
+    out = tmp_path / "fa.json"
+    shape = "B=1,heads=32,kv_heads=8,S1=8192,S2=8192,D=128,causal=1"
+    args = ["search", "--op", "flash_attention", "--chip", "h200", "--shape", shape, "--fix", "LOADS=1"]
+    assert main([*args, "--export", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["targets"]["triton"]["kwargs"]["LOADS"] == 1
+    assert main(["check", str(out)]) == 0
+    del doc["targets"]["triton"]["kwargs"]["LOADS"]
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(doc))
+    capsys.readouterr()
+    assert main(["check", str(bad)]) == 1
+    assert "kwargs.LOADS" in capsys.readouterr().out
+    args[-1] = "LOADS=0"
+    assert main([*args, "--export", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["tiling"]["LOADS"] == 0 and "LOADS" not in doc["targets"]["triton"]["kwargs"]
+    assert main(["check", str(out)]) == 0

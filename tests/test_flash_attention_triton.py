@@ -113,14 +113,18 @@ def test_tma_operand_keeps_describable_kv_and_copies_the_rest():
 
 
 def test_runner_passes_loads_through_from_the_document():
-    """`--measure triton` hands LOADS to the kernel where the tiling document has it, and leaves it out (the
-    kernel's default, the pointer loads) where it does not."""
+    """`--measure triton` hands LOADS to the kernel where the tiling document has it (a searched document: the
+    number, which the kernel's check_config reads), and leaves it out (the kernel's default, the pointer loads)
+    where it does not."""
     from tiler.ops.flash_attention import triton_runner
 
     chip = load_chip("h200")
     p = parse_problem("flash_attention", dict(B=1, heads=8, kv_heads=2, S1=512, S2=512, D=64, causal=1))
     res = search(p, chip, load_space("flash_attention", "cuda"), top=1)
     doc = tiling_document(p, chip, res.tiling(0), res.row(0))
+    # the searched knob, a number
+    assert triton_runner.tiling_from_doc(doc)[1]["LOADS"] == res.tiling(0)["LOADS"]
+    del doc["tiling"]["LOADS"]  # a document written before the knob
     assert "LOADS" not in triton_runner.tiling_from_doc(doc)[1]
     doc["tiling"]["LOADS"] = 1
     assert triton_runner.tiling_from_doc(doc)[1]["LOADS"] == 1

@@ -51,8 +51,9 @@ def test_attention_space_its_toml_and_bench_shapes():
     mine = load_user_space(fa_user.user_space())
     assert toml.configs() == mine.configs() and toml.shape == mine.shape
     assert toml.shape["N_CTX"] == ("S1", "S2") and toml.defaults == {
-        "ORDER": 0
-    }  # natural grid, no ORDER knob
+        "ORDER": 0,
+        "LOADS": 0,
+    }  # natural grid and pointer loads: the tutorial kernel has neither knob
     assert len(fa_user.SHAPES) >= 12
     assert {s["causal"] for _, s in fa_user.SHAPES} == {0, 1} and any(s["S"] % 64 for _, s in fa_user.SHAPES)
     # the pruner reads a launch's problem from the kernel's named arguments through the [shape] map

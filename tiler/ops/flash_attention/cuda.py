@@ -20,6 +20,10 @@ deals the programs to the slots once per candidate (exact greedy list scheduling
 last as (programs, steps) pairs and how many programs each SM still holds as the grid drains (the tail, where the
 last programs run with fewer neighbours and so faster); `timing()` prices a program and a step at each residency
 with the [efficiency] constants and takes the busiest slot. docs/model_cuda.md §10 gives the equations.
+
+LOADS 1 (K/V through TMA descriptors, Hopper only: rule `tma`) changes two things: compiled() lowers the register
+demand (no per-thread K/V addresses) and each program pays `fa_tma_program_cycles` to build its descriptors
+(docs/model_cuda.md §10b); LOADS 0, or no LOADS, is the model as it was.
 """
 
 from __future__ import annotations
@@ -32,18 +36,20 @@ from ...errors import ProblemError
 from ...model.common import BOUND_SAFETY, ceil_div, classify_bound, group_rows, roofline_us
 from ...model.schedule import on_clear
 from ...operator import Operator, register
+from ..matmul.cuda.resources import tma_runs
 from ..triton_measure import TritonRunner
 from . import views
 from .compiled import COMPILED
 from .problem import FlashAttention
 
-KNOBS = ("BLOCK_M", "BLOCK_N", "num_stages", "num_warps", "ORDER")
+KNOBS = ("BLOCK_M", "BLOCK_N", "num_stages", "num_warps", "ORDER", "LOADS")
 RULES = {
     "pow2": ("BLOCK_M", "BLOCK_N"),
     "threads": ("num_warps",),
     "smem": ("BLOCK_M", "BLOCK_N", "num_stages", "num_warps"),
     "occupancy": ("BLOCK_M", "BLOCK_N", "num_stages", "num_warps"),
     "rows": ("BLOCK_M", "num_warps"),
+    "tma": ("LOADS",),
 }
 RULE_TEXT = {
     "pow2": "BLOCK_M, BLOCK_N powers of two >= 16 (tl.arange, tl.dot)",
@@ -51,6 +57,7 @@ RULE_TEXT = {
     "smem": "K and V blocks for every pipeline stage (and Q, P for wgmma) <= shared memory per block",
     "occupancy": "one program fits an SM (threads, shared memory)",
     "rows": "BLOCK_M >= 16*num_warps/4: every warp owns at least 16 query rows of the dot",
+    "tma": "LOADS 1 (K/V through TMA descriptors): a chip with TMA (Hopper: mma_version 3); before it, LOADS 0 only",
 }
 # The [efficiency] constants, with the values before calibration (rough counts and latencies: guesses until
 # `tiler calibrate` fits them to bench/data/h200_fa_cal.csv) and their fit boxes.
@@ -65,6 +72,9 @@ DEFAULTS = {
     "fa_program_cycles": 2000.0,  # per program: start, Q load, index math, final divide and O store
     "fa_phase_cv2": 1.0,  # squared coefficient of variation of a warpgroup's MMA and softmax phases (MVA)
     "fa_spill_cycles_per_reg": 40.0,  # cycles per step per 32-bit word a thread spills to local memory
+    # LOADS 1, per program: building the K and V tensor descriptors (two 128-byte writes to global scratch, a
+    # tensormap fence) before the first K/V copy can be issued, in the program's chain (a guess until fitted)
+    "fa_tma_program_cycles": 2000.0,
 }
 FITTABLE = {
     "fa_mma_efficiency": (0.1, 1.0),
@@ -77,6 +87,7 @@ FITTABLE = {
     "fa_program_cycles": (10.0, 1e5),
     "fa_phase_cv2": (0.01, 4.0),
     "fa_spill_cycles_per_reg": (0.1, 1000.0),
+    "fa_tma_program_cycles": (10.0, 1e5),
 }
 # Counted, not fitted: CUDA-core instructions (thread lanes) per step of the loop that scale with the accumulator
 # and with the rows. The rescale acc *= alpha is one FMUL per accumulator element. Per query row (held by a quad
@@ -97,10 +108,25 @@ DEAL_MAX = 1 << 17
 RMAX = 32
 # registers(): base, per accumulator, score and K/V element per thread (fit to bench/data/h200_fa_registers.csv)
 _REG_BASE, _REG_ACC, _REG_SCORE, _REG_KV = 51.5, 0.962, 1.437, 0.407
+# LOADS 1: registers per thread saved per K/V element per thread (no per-thread K/V addresses or masks: the copy
+# engine computes them), a least-squares fit through 0 to the 37 tilings of bench/data/h200_fa_tma.csv that
+# compiled under 255 registers at both LOADS (Triton 3.6, sm_90; median error 9 registers)
+_REG_TMA_SAVED = 0.612
+# LOADS 1: shared bytes added per program (the copies' mbarriers; Triton gave 32 to 1024 more, 1024 with 3 stages
+# or more: the larger figure)
+TMA_SMEM_BYTES = 1024.0
 
 
 def _i(c: dict, k: str) -> np.ndarray:
     return np.asarray(c[k], dtype=np.int64)
+
+
+def _loads(c: dict) -> np.ndarray:
+    """LOADS per candidate, 0 (pointer loads) where the candidates do not have the knob (a table or document from
+    before it: the kernel's own default)."""
+    if "LOADS" in c:
+        return _i(c, "LOADS")
+    return np.zeros(np.asarray(c["BLOCK_M"]).shape, dtype=np.int64)
 
 
 def _wgmma(c: dict, chip=None) -> np.ndarray:
@@ -153,6 +179,14 @@ def compiled(p: FlashAttention, chip, c: dict) -> tuple[np.ndarray, np.ndarray, 
                 smem[j] = np.inf
             else:
                 regs[j], spill[j], smem[j] = got
+    tma = _loads(c) == 1
+    if tma.any():
+        # the K/V addresses no longer held: the register demand (what was allocated plus what spilled) falls by
+        # _REG_TMA_SAVED per K/V element per thread; what is still above 255 spills
+        demand = regs + spill - _REG_TMA_SAVED * bn * p.D / (32.0 * w)
+        regs = np.where(tma, np.minimum(demand, 255.0), regs)
+        spill = np.where(tma, np.maximum(demand - 255.0, 0.0), spill)
+        smem = np.where(tma, smem + TMA_SMEM_BYTES, smem)
     regs = np.minimum(regs, 255.0)
     return regs, spill, smem
 
@@ -327,6 +361,7 @@ def prepare(p: FlashAttention, chip, c: dict, slots: bool = True) -> dict[str, n
         "spill": spill,
         "wgmma": _wgmma(c, chip).astype(np.float64),
         "stages": _i(c, "num_stages").astype(np.float64),
+        "tma": (_loads(c) == 1).astype(np.float64),
         **{f"slot_programs_{k}": pairs[:, k, 0] for k in range(HULL)},
         **{f"slot_steps_{k}": pairs[:, k, 1] for k in range(HULL)},
         **{f"tail_{r}": tail[:, r] for r in range(RMAX)},
@@ -407,7 +442,10 @@ def _costs(g: dict, chip, e: dict[str, float]) -> dict[str, np.ndarray]:
     r = np.arange(1, RMAX + 1)[:, None]
     stream = r * load[None, :] + (latency / np.maximum(in_flight, 1.0))[None, :]
     step_r = np.maximum(compute, stream)  # (RMAX, n): a step of every program when r are resident
-    program = e["fa_program_cycles"] + g["io_bytes_program"] / l2_per_sm
+    # LOADS 1 adds the descriptors' set-up to every program (0 for LOADS 0: adding 0.0 leaves the sum as it was)
+    program = (
+        e["fa_program_cycles"] + g["io_bytes_program"] / l2_per_sm + g["tma"] * e["fa_tma_program_cycles"]
+    )
     hbm_bytes = g["compulsory"] - g["kv_once"] + g["kv_hbm_bytes"]
     hbm_s = hbm_bytes / (chip["hbm_gbps"] * 1e9 * chip.get("hbm_efficiency", 0.92))
     return {
@@ -450,7 +488,10 @@ def timing(g: dict, chip, e: dict[str, float]) -> dict[str, np.ndarray]:
     pipes = {
         "tensor": per_sm_steps * mma / f * 1e6,
         "alu": per_sm_steps * alu / f * 1e6,
-        "issue": (per_sm_steps * (e["fa_step_cycles"] + spill) + g["programs"] / sms * e["fa_program_cycles"])
+        "issue": (
+            per_sm_steps * (e["fa_step_cycles"] + spill)
+            + g["programs"] / sms * (e["fa_program_cycles"] + g["tma"] * e["fa_tma_program_cycles"])
+        )
         / f
         * 1e6,
         "smem": np.zeros_like(make),
@@ -538,7 +579,8 @@ class FlashAttentionCuda(TritonRunner, Operator):
     CONSTANTS = DEFAULTS
     IMPLS = ("triton",)
     # a Triton attention kernel without ORDER launches the tutorial's grid (query blocks, batch * heads): natural
-    ABSENT_DEFAULTS = {"ORDER": "natural"}
+    # and one without LOADS reads K and V through pointers (triton_kernels.OPTIONAL)
+    ABSENT_DEFAULTS = {"ORDER": "natural", "LOADS": "0"}
     TARGETS = {"triton": views.TRITON}
     RUNNERS = ("triton",)
 
@@ -563,6 +605,8 @@ class FlashAttentionCuda(TritonRunner, Operator):
                 out[r] = occupancy(p, chip, c) >= 1
             elif r == "rows":
                 out[r] = _i(c, "BLOCK_M") >= 4 * _i(c, "num_warps")
+            elif r == "tma":
+                out[r] = (_i(c, "LOADS") == 0) | tma_runs(None, chip)
         return out
 
     def dominated(self, p: FlashAttention, chip, c: dict, domains: dict | None = None) -> np.ndarray:
@@ -604,4 +648,4 @@ class FlashAttentionCuda(TritonRunner, Operator):
         return out + super().advice(p, chip, c, est, row)
 
     def warm_start(self, p: FlashAttention, chip) -> dict:
-        return dict(BLOCK_M=128, BLOCK_N=64, num_stages=3, num_warps=8, ORDER=1 if p.causal else 0)
+        return dict(BLOCK_M=128, BLOCK_N=64, num_stages=3, num_warps=8, ORDER=1 if p.causal else 0, LOADS=0)

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from ...target import Target
+from ..matmul.cuda.resources import tma_runs
 from ..triton_config import triton_config
 from .problem import FlashAttention
 
 _INT = {"type": "integer", "minimum": 1}
-KWARGS = ("BLOCK_M", "BLOCK_N", "ORDER")
+KWARGS = ("BLOCK_M", "BLOCK_N", "ORDER")  # required; LOADS is optional (absent: 0, the pointer kernel)
 
 
 def _order(v) -> int:
@@ -16,8 +17,11 @@ def _order(v) -> int:
 
 def triton_view(p: FlashAttention, chip, t: dict, row: dict) -> dict:
     """The kernel's constexprs, launch options and grid: (query blocks, batch*heads) for ORDER 0, the transpose
-    for ORDER 1."""
+    for ORDER 1. LOADS only when 1 (tma): absent is the kernel's 0 (triton_kernels.OPTIONAL), so a pointer tiling's
+    view is the one written before the knob."""
     kwargs = {"BLOCK_M": int(t["BLOCK_M"]), "BLOCK_N": int(t["BLOCK_N"]), "ORDER": _order(t["ORDER"])}
+    if int(t.get("LOADS", 0)) == 1:
+        kwargs["LOADS"] = 1
     n_m = -(-p.S1 // kwargs["BLOCK_M"])
     grid = [n_m, p.B * p.heads] if kwargs["ORDER"] == 0 else [p.B * p.heads, n_m]
     return {
@@ -40,6 +44,8 @@ def check_triton(v: dict, chip, p: FlashAttention) -> list[str]:
         bad.append(f"grid = {want} for ORDER {kw['ORDER']}")
     if 32 * v["num_warps"] > 1024:
         bad.append("32*num_warps <= 1024")
+    if kw.get("LOADS", 0) == 1 and not tma_runs(p, chip):
+        bad.append("LOADS = 1 (tma): a chip with TMA tensor descriptors (Hopper: mma_version 3)")
     return bad
 
 
@@ -62,7 +68,12 @@ TRITON_SCHEMA = {
         "kwargs": {
             "type": "object",
             "required": list(KWARGS),
-            "properties": {"BLOCK_M": _INT, "BLOCK_N": _INT, "ORDER": {"enum": [0, 1]}},
+            "properties": {
+                "BLOCK_M": _INT,
+                "BLOCK_N": _INT,
+                "ORDER": {"enum": [0, 1]},
+                "LOADS": {"enum": [0, 1]},
+            },
             "additionalProperties": False,
         },
         "num_warps": _INT,
