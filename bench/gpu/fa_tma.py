@@ -28,6 +28,8 @@ import sys
 import time
 from pathlib import Path
 
+from bench.gpu.table import write_rows
+
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "bench" / "data"
 PLAN = DATA / "fa_tma_plan.csv"
@@ -58,7 +60,7 @@ def plan(out: Path) -> int:
                     tilings.append((cfg, "extra", 0, ""))
         for cfg, source, rank, pred in tilings:
             rows.append({**shape, "source": source, "rank": rank, **cfg, "predicted_us": pred})
-    _write(out, rows)
+    write_rows(out, rows)
     n = len({tuple(r[f] for f in FIELDS) for r in rows})
     print(
         f"wrote {out}: {len(rows)} tilings on {n} shapes, each to be timed at LOADS {' and '.join(map(str, LOADS))}"
@@ -250,7 +252,7 @@ def run(plan_path: Path, out: Path, deadline_s: float, jobs: int) -> int:
                 rows.append({**base, "source": r["source"], "rank": r["rank"], **cfg, "ms": ms, "max_abs_err": err,
                              "fail": fail, "n_regs": regs, "n_spills": spills, "shared": shared})  # fmt: skip
             n += 1
-        _write(path, rows)
+        write_rows(path, rows)
         mine = [x for x in rows if all(x[f] == shape[f] for f in FIELDS)]
         best = {
             lo: min((x["ms"] for x in mine if x["LOADS"] == lo and x["ms"] == x["ms"]), default=math.nan)
@@ -259,18 +261,6 @@ def run(plan_path: Path, out: Path, deadline_s: float, jobs: int) -> int:
         print(f"[{time.time() - t0:5.0f}s] {shape}: best LOADS 0 {best[0] * 1e3:.1f} us, LOADS 1 {best[1] * 1e3:.1f} us, "
               f"fastest SDPA {ven['fastest']} {ven['fastest_ms'] * 1e3:.1f} us", flush=True)  # fmt: skip
     return report(path)
-
-
-def _write(path: Path, rows: list[dict]) -> None:
-    cols: list[str] = []
-    for r in rows:
-        cols += [k for k in r if k not in cols]
-    tmp = path.with_suffix(".tmp")
-    with open(tmp, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=cols)
-        w.writeheader()
-        w.writerows({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in r.items()} for r in rows)
-    os.replace(tmp, path)
 
 
 def report(path: Path) -> int:

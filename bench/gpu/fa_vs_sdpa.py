@@ -15,12 +15,13 @@ target >= 1.0), and the best of the 4 the same way.
 from __future__ import annotations
 
 import argparse
-import csv
 import math
 import os
 import sys
 import time
 from pathlib import Path
+
+from bench.gpu.table import write_rows
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "bench" / "data"
@@ -101,20 +102,8 @@ def run(out: Path, deadline_s: float, fix: str | None = None, name: str = "h200_
             f"{ven['ms'] * 1e3:.1f} us ({ven['backend']}), fastest {ven['fastest']} {ven['fastest_ms'] * 1e3:.1f} us",
             flush=True,
         )
-        _write(path, rows)
+        write_rows(path, rows)
     return report(path)
-
-
-def _write(path: Path, rows: list[dict]) -> None:
-    cols: list[str] = []
-    for r in rows:
-        cols += [k for k in r if k not in cols]
-    tmp = path.with_suffix(".tmp")
-    with open(tmp, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=cols)
-        w.writeheader()
-        w.writerows({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in r.items()} for r in rows)
-    os.replace(tmp, path)
 
 
 def report(path: Path) -> int:

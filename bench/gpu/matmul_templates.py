@@ -34,6 +34,8 @@ import os
 import time
 from pathlib import Path
 
+from bench.gpu.table import write_rows
+
 DATA = Path(__file__).resolve().parents[1] / "data"
 PLAN = DATA / "matmul_templates_plan.csv"
 PICKS_PLAN = DATA / "matmul_template_picks_plan.csv"
@@ -104,19 +106,9 @@ def plan(path: Path) -> int:
             rows.append(
                 {"M": M, "N": N, "K": K, "group": group, "source": "tutorial", **cfg, "predicted_us": ""}
             )
-    _write(path, rows)
+    write_rows(path, rows)
     print(f"wrote {path}: {len(rows)} tilings over {len(shapes)} shapes")
     return 0
-
-
-def _write(path: Path, rows: list[dict]) -> None:
-    cols: list[str] = []
-    for r in rows:
-        cols += [k for k in r if k not in cols]
-    with open(path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=cols)
-        w.writeheader()
-        w.writerows({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in r.items()} for r in rows)
 
 
 # which templates time which plan rows (compiling is what a one-call budget runs out of: ~1 compile per timing)
@@ -248,7 +240,7 @@ def run(
             v = prob.measure_torch()
             rows.append({"M": M, "N": N, "K": K, "group": group, "source": "cublas", "ms": v["ms"],
                          "rel_err": v["rel_err"], "fail": ""})  # fmt: skip
-            _write(path, rows)
+            write_rows(path, rows)
             print(f"[{time.perf_counter() - t0:4.0f}s] {M}x{N}x{K} cublas {v['ms']:.4f} ms", flush=True)
         rec = {"M": M, "N": N, "K": K, "group": group, "source": source, **cfg}
         if fail:
@@ -262,7 +254,7 @@ def run(
             rows.append(
                 {**rec, "ms": math.nan, "rel_err": math.nan, "fail": f"{type(exc).__name__}: {exc}"[:160]}
             )
-    _write(path, rows)
+    write_rows(path, rows)
     if plan_path == PLAN:
         return report(path)
     # a picks plan's report; other plans (bench.gpu.matmul_tail) have their own
@@ -335,7 +327,7 @@ def picks_plan(path: Path) -> int:
                 cfg = {k: res.space.knobs[k].parse(t[k]) for k in (*KNOBS, "TEMPLATE", "TAIL_SPLIT")}
                 rows.append({"M": M, "N": N, "K": K, "group": group, "source": f"{kind}{i + 1}", **cfg,
                              "predicted_us": float(res.est["time_us"][i])})  # fmt: skip
-    _write(path, rows)
+    write_rows(path, rows)
     print(f"wrote {path}: {len(rows)} rows over {len(shapes)} shapes")
     return 0
 

@@ -20,12 +20,13 @@ FIT_SHAPES and reports the others (never fitted) before and after.
 from __future__ import annotations
 
 import argparse
-import csv
 import math
 import os
 import sys
 import time
 from pathlib import Path
+
+from bench.gpu.table import write_rows
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "bench" / "data"
@@ -97,18 +98,8 @@ def run(out: Path) -> int:
                          "predicted_us": float(res.est["time_us"][0]), "ms": ms, "rel_err": err, "fail": fail,
                          "cublas_ms": vendor_ms})  # fmt: skip
         print(f"[{time.perf_counter() - t0:4.0f}s] {M}x{N}x{K} done", flush=True)
-        _write(path, rows)
+        write_rows(path, rows)
     return report(path)
-
-
-def _write(path: Path, rows: list[dict]) -> None:
-    cols: list[str] = []
-    for r in rows:
-        cols += [k for k in r if k not in cols]
-    with open(path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=cols)
-        w.writeheader()
-        w.writerows({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in r.items()} for r in rows)
 
 
 def _predicted_now(df):

@@ -49,7 +49,6 @@ user_autotune_h2h.csv (the head-to-head rounds), user_autotune_env.csv (GPU, ver
 from __future__ import annotations
 
 import argparse
-import csv
 import math
 import os
 import sys
@@ -57,6 +56,8 @@ import tempfile
 import time
 import traceback
 from pathlib import Path
+
+from bench.gpu.table import write_rows
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -226,20 +227,6 @@ def _set_cache_dir(path: str) -> None:
         pass
 
 
-def _write_csv(path: Path, rows: list[dict]) -> None:
-    if not rows:
-        return
-    cols: list[str] = []
-    for r in rows:
-        cols += [k for k in r if k not in cols]
-    tmp = path.with_suffix(".tmp")
-    with open(tmp, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=cols)
-        w.writeheader()
-        w.writerows({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in r.items()} for r in rows)
-    os.replace(tmp, path)
-
-
 def _env_rows(torch, triton) -> list[dict]:
     import platform
     import subprocess
@@ -281,7 +268,7 @@ def run(out: Path, deadline_s: float, only: list[int] | None, rounds: int, kerne
     check_unfitted()
     out.mkdir(parents=True, exist_ok=True)
     env = [{"key": "kernel", "value": f"{kernel} ({g.__name__}, {g.OP})"}, *_env_rows(torch, triton)]
-    _write_csv(out / names["env"], env)
+    write_rows(out / names["env"], env)
     print(" | ".join(f"{r['key']}={r['value']}" for r in env), flush=True)
 
     # every compile's wall time (triton.compiler.compile, which each JITFunction binds at its first launch), so the
@@ -485,9 +472,9 @@ def run(out: Path, deadline_s: float, only: list[int] | None, rounds: int, kerne
         cfg_rows += rows
         h2h_rows += hrows
         sum_rows.append(row)
-        _write_csv(out / names["configs"], cfg_rows)
-        _write_csv(out / names["summary"], sum_rows)
-        _write_csv(out / names["h2h"], h2h_rows)
+        write_rows(out / names["configs"], cfg_rows)
+        write_rows(out / names["summary"], sum_rows)
+        write_rows(out / names["h2h"], h2h_rows)
         r = row
         print(
             f"[{r['elapsed_s']:5.0f}s] {r['label']}: pruned/full {r['ratio_table']:.3f} (h2h {r['ratio_h2h']:.3f}) "
@@ -502,7 +489,7 @@ def run(out: Path, deadline_s: float, only: list[int] | None, rounds: int, kerne
     env.append({"key": "failed", "value": "; ".join(failed)})
     done = {r["shape"] for r in sum_rows}
     env.append({"key": "not_run", "value": "; ".join(s[0] for s in shapes if s[0] not in set(failed) | done)})
-    _write_csv(out / names["env"], env)
+    write_rows(out / names["env"], env)
     return report(out, kernel)
 
 
