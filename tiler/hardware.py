@@ -184,6 +184,13 @@ class Chip:
     def clock_hz(self) -> float:
         return float(self.values["clock_mhz"]) * 1e6
 
+    @property
+    def has_tma(self) -> bool:
+        """A GPU with the tensor memory accelerator (Hopper, compute capability 9.0 and later): its profile's
+        mma_version is 3 (wgmma came with TMA); a profile without the key is taken as Hopper, as the cuda models
+        take it. What every TMA kernel variant (the matmul templates, attention's LOADS 1) needs."""
+        return self.family == "cuda" and float(self.values.get("mma_version", 3.0)) >= 3
+
     def macs_per_cycle(self, dtype: str) -> float:
         """Matrix-unit MACs per cycle per core for `dtype` (0: the unit does not support it)."""
         return float(self.values[f"macs_per_cycle_{dtype}"])

@@ -36,7 +36,6 @@ from ...errors import ProblemError
 from ...model.common import BOUND_SAFETY, ceil_div, classify_bound, group_rows, roofline_us
 from ...model.schedule import on_clear
 from ...operator import Operator, register
-from ..matmul.cuda.resources import tma_runs
 from ..triton_measure import TritonRunner
 from . import views
 from .compiled import COMPILED
@@ -606,7 +605,7 @@ class FlashAttentionCuda(TritonRunner, Operator):
             elif r == "rows":
                 out[r] = _i(c, "BLOCK_M") >= 4 * _i(c, "num_warps")
             elif r == "tma":
-                out[r] = (_i(c, "LOADS") == 0) | tma_runs(None, chip)
+                out[r] = (_i(c, "LOADS") == 0) | chip.has_tma
         return out
 
     def dominated(self, p: FlashAttention, chip, c: dict, domains: dict | None = None) -> np.ndarray:

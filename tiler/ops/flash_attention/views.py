@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from ...target import Target
-from ..matmul.cuda.resources import tma_runs
 from ..triton_config import triton_config
 from .problem import FlashAttention
 
@@ -44,7 +43,7 @@ def check_triton(v: dict, chip, p: FlashAttention) -> list[str]:
         bad.append(f"grid = {want} for ORDER {kw['ORDER']}")
     if 32 * v["num_warps"] > 1024:
         bad.append("32*num_warps <= 1024")
-    if kw.get("LOADS", 0) == 1 and not tma_runs(p, chip):
+    if kw.get("LOADS", 0) == 1 and not chip.has_tma:
         bad.append("LOADS = 1 (tma): a chip with TMA tensor descriptors (Hopper: mma_version 3)")
     return bad
 

@@ -50,7 +50,6 @@ from .resources import (
     synchronous_loads,
     tie_rank,
     tma_ok,
-    tma_runs,
 )
 
 
@@ -153,7 +152,7 @@ class MatmulCuda(TritonRunner, Operator):
             if r == "dtype":
                 out[r] = np.full(n, chip.macs_per_cycle(p.dtype) > 0)
             elif r == "tma":
-                out[r] = (_i(c, "TEMPLATE") == POINTER) | tma_runs(p, chip)
+                out[r] = (_i(c, "TEMPLATE") == POINTER) | chip.has_tma
             elif r == "tail_split":
                 out[r] = (_i(c, "TAIL_SPLIT") == 1) | (
                     (_i(c, "TEMPLATE") == PERSISTENT) & (_i(c, "SPLIT_K") == 1)
@@ -298,7 +297,7 @@ class MatmulCuda(TritonRunner, Operator):
                         if tma_ok(p)
                         else "; these rows are staged into padded ones first)"
                     )
-                    if tma_runs(p, chip)
+                    if chip.has_tma
                     else ""
                 )
             )
@@ -371,5 +370,4 @@ __all__ = [
     "tie_rank",
     "timing",
     "tma_ok",
-    "tma_runs",
 ]

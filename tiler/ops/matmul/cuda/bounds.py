@@ -13,7 +13,7 @@ from ..problem import Matmul
 from ..triton_tma import TMA_ALIGN_BYTES, tail_tiles
 from .constants import _BASE_REGS, _SMEM_RESERVED, DEFAULTS, PERSISTENT, POINTER, TMA, efficiency
 from .kernel_time import prepare, timing
-from .resources import _i, _reg_cap, _vector_elems, contiguous_lengths, tma_runs
+from .resources import _i, _reg_cap, _vector_elems, contiguous_lengths
 
 
 def quick_bound(p: Matmul, chip, c: dict) -> np.ndarray:
@@ -53,9 +53,7 @@ def prefix_bound(p: Matmul, chip, c: dict, domains: dict) -> np.ndarray:
     each TAIL_SPLIT in the domain (the last partial wave's tiles in K slices: the busiest SM's steps are its whole
     tiles' and its slices'; the slices' workspace stores and the second kernel, both positive, left out).
     """
-    templates = [
-        int(t) for t in domains.get("TEMPLATE", (POINTER,)) if int(t) == POINTER or tma_runs(p, chip)
-    ]
+    templates = [int(t) for t in domains.get("TEMPLATE", (POINTER,)) if int(t) == POINTER or chip.has_tma]
     variants = sorted({(t >= TMA, t == PERSISTENT) for t in templates}) or [(False, False)]
     splits = sorted({int(s) for s in domains.get("TAIL_SPLIT", (1,))} | {1})
     floors = [

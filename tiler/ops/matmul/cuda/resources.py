@@ -91,13 +91,6 @@ def staged_elems(p: Matmul) -> tuple[float, float]:
     return float(sum(size[x] for x in staged)), float(len(staged))
 
 
-def tma_runs(p: Matmul, chip) -> bool:
-    """The TMA templates can run this problem on this chip: the chip has the tensor memory accelerator (Hopper,
-    compute capability 9.0, which the profile says as mma_version 3: wgmma came with it). Operands whose rows
-    TMA cannot describe are staged first (staged_elems)."""
-    return float(chip.get("mma_version", DEFAULTS["mma_version"])) >= 3
-
-
 def _warps_v3(bm, w):
     """Triton warpsPerTileV3: start from one warpgroup along M (4, 1); double M while BLOCK_M > 16*wm, else N.
     The doubling stops where no row grows: nothing changes after that (num_warps 4: no step, 16: two steps)."""

@@ -74,7 +74,7 @@ def check_triton(v: dict, chip, p: Problem) -> list[str]:
             f"TEMPLATE = {template}: one of {', '.join(f'{i} ({n})' for i, n in enumerate(TEMPLATES))}"
         )
         return bad
-    if template and float(chip.get("mma_version", 3.0)) < 3:
+    if template and not chip.has_tma:
         bad.append(
             f"TEMPLATE {template} ({TEMPLATES[template]}): TMA needs a Hopper GPU (compute capability 9.0)"
         )
