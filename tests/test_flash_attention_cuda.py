@@ -247,3 +247,31 @@ def test_a_tma_export_carries_loads_and_passes_check(tmp_path, capsys):
     doc = json.loads(out.read_text())
     assert doc["tiling"]["LOADS"] == 0 and "LOADS" not in doc["targets"]["triton"]["kwargs"]
     assert main(["check", str(out)]) == 0
+
+
+def test_an_export_from_before_a_knob_checks_as_the_kernel_runs_it(tmp_path, capsys):
+    """A document exported before the space had LOADS (and ORDER) has neither in its tiling: `tiler check` reads
+    each as the value a kernel without the knob runs with (ABSENT_DEFAULTS: pointer loads, the natural grid) and
+    passes it where its view is that kernel's; a knob with no such default (BLOCK_M) is still a finding."""
+    import json
+
+    from tiler.cli import main
+
+    out = tmp_path / "fa.json"
+    shape = "B=1,heads=16,kv_heads=4,S1=2048,S2=2048,D=64,causal=0"
+    args = ["search", "--op", "flash_attention", "--chip", "h200", "--shape", shape]
+    assert main([*args, "--fix", "LOADS=0", "--fix", "ORDER=natural", "--export", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    for part in (doc, *doc.get("runnable", {}).values()):
+        if isinstance(part, dict) and isinstance(part.get("tiling"), dict):
+            part["tiling"].pop("LOADS", None)
+            part["tiling"].pop("ORDER", None)
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps(doc))
+    capsys.readouterr()
+    assert main(["check", str(old)]) == 0, capsys.readouterr().out
+    del doc["tiling"]["BLOCK_M"]
+    old.write_text(json.dumps(doc))
+    capsys.readouterr()
+    assert main(["check", str(old)]) == 1
+    assert "no 'BLOCK_M'" in capsys.readouterr().out

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from .errors import TilerError
 from .export import LIBRARY_SCHEMA, validate
 from .hardware import load_chip
-from .operator import check_constants, get_operator
+from .operator import absent_defaults, check_constants, get_operator
 from .problem import parse_problem
 
 NO_VIEW = (
@@ -153,6 +153,11 @@ def tiling_findings(doc: dict, part: dict, chip, problem, where: str = "", targe
     tiling, launch = part.get("tiling"), part.get("launch")
     if not isinstance(tiling, dict):
         return [f"{where}tiling: must be an object of knob -> value"], None, None
+    # a knob the document predates (an export from before the space had it) is the value a kernel without the
+    # knob runs with (Operator.ABSENT_DEFAULTS, as the runners and `tiler rank` read it); a knob with no such
+    # default must be there
+    absent = absent_defaults(model, [k for k in space.names if k in tiling])
+    tiling = {**{k: space.knobs[k].parse(v) for k, v in absent.items() if k in space.knobs}, **tiling}
     bad = []
     for k in space.names:
         v = tiling.get(k)

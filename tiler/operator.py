@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import re
 import sys
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -83,7 +84,7 @@ class Operator(ABC):
     # values of a measurement table's `impl` column that are this operator's kernel (other rows: a library)
     IMPLS: ClassVar[tuple[str, ...]] = ()
     # measured rows without a knob's column (a user's kernel that lacks the knob) take this value, not the model's
-    # choice: knob -> value or label, or "A if KNOB else B" (A when the table gives KNOB); tiler.rank.absent_defaults
+    # choice: knob -> value or label, or "A if KNOB else B" (A when the table gives KNOB); absent_defaults below
     ABSENT_DEFAULTS: ClassVar[dict[str, str]] = {}
     # the code generators a tiling can be exported to (tiler.target.Target: view, schema, the subspace and the
     # compile-time rules of each), and the names `runner()` answers
@@ -444,6 +445,24 @@ def load_plugins(group: str = ENTRY_POINT_GROUP) -> list[str]:
             continue
         loaded.append(ep.name)
     return loaded
+
+
+_IF_ELSE = re.compile(r"^\s*(\S+)\s+if\s+(\S+)\s+else\s+(\S+)\s*$")
+
+
+def absent_defaults(model, present) -> dict[str, str]:
+    """knob -> the value a kernel without that knob runs with, for the knobs of the operator's ABSENT_DEFAULTS not in
+    `present` (the knobs a table or a user's kernel gives, by the space's names). A default written "A if KNOB else
+    B" is A when `present` holds KNOB, else B (a launch order that follows from whether the kernel has a group
+    size). Knobs with no declared default are not in the answer: they have none."""
+    present = set(present)
+    out = {}
+    for knob, value in model.ABSENT_DEFAULTS.items():
+        if knob in present:
+            continue
+        m = _IF_ELSE.match(str(value))
+        out[knob] = (m.group(1) if m.group(2) in present else m.group(3)) if m else str(value).strip()
+    return out
 
 
 def get_operator(op: str, family: str, target: str = ANY) -> Operator:

@@ -17,14 +17,13 @@ on line r + 1).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from .errors import SpaceError, TilerError
-from .operator import get_operator, tie_preference
+from .operator import absent_defaults, get_operator, tie_preference
 from .problem import Problem
 from .space import OPEN_MAX, Space, load_space
 
@@ -152,24 +151,6 @@ def _blank(text: np.ndarray) -> np.ndarray:
 def time_column(df: pd.DataFrame) -> tuple[str, float] | None:
     """(column, seconds per unit) of the measured time in `df` (the first of TIME_COLUMNS present), or None."""
     return next(((c, scale) for c, scale in TIME_COLUMNS.items() if c in df.columns), None)
-
-
-_IF_ELSE = re.compile(r"^\s*(\S+)\s+if\s+(\S+)\s+else\s+(\S+)\s*$")
-
-
-def absent_defaults(model, present) -> dict[str, str]:
-    """knob -> the value a kernel without that knob runs with, for the knobs of the operator's ABSENT_DEFAULTS not in
-    `present` (the knobs a table or a user's kernel gives, by the space's names). A default written "A if KNOB else
-    B" is A when `present` holds KNOB, else B (a launch order that follows from whether the kernel has a group
-    size). Knobs with no declared default are not in the answer: they have none."""
-    present = set(present)
-    out = {}
-    for knob, value in model.ABSENT_DEFAULTS.items():
-        if knob in present:
-            continue
-        m = _IF_ELSE.match(str(value))
-        out[knob] = (m.group(1) if m.group(2) in present else m.group(3)) if m else str(value).strip()
-    return out
 
 
 def default_rows(problem: Problem, space: Space, df: pd.DataFrame, what: str = "--candidates"):

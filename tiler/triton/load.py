@@ -141,7 +141,7 @@ def _load(raw: dict, where: str) -> UserSpace:
 
 def _resolve(where, space, params, key_map_raw, defaults_raw):
     """(param -> knob, knob -> default code, the built-in defaults' knobs, passthrough params)."""
-    from ..rank import absent_defaults
+    from ..operator import absent_defaults
 
     names = {k: k for k in space.names}
     names.update({a: k for k, kn in space.knobs.items() for a in kn.aliases})
