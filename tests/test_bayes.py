@@ -355,7 +355,9 @@ def test_failed_measurements_fail_their_trial_and_the_study_goes_on(b3, space, t
         storage=storage,
         study_name="m",
         measure=script(tmp_path, body),
-        measure_timeout=2.0,  # the hang (30 s) times out; a working call (a Python start) stays far below it
+        # the hang (30 s) times out, twice (a failed tiling may be proposed again); a working call (a Python start,
+        # about 0.04 s) stays far below it
+        measure_timeout=1.0,
     )
     trials = optuna.load_study(study_name="m", storage=storage).get_trials(deepcopy=False)
     failed = {

@@ -256,8 +256,10 @@ def test_a_runner_flooding_stderr_is_read_while_it_runs(tmp_path):
     assert external.measure(f"{sys.executable} {script} {{tiling}}", {"x": 1}, timeout=120) == 7.5
 
 
-def test_a_background_child_holding_the_pipes_does_not_hold_the_measurement(tmp_path):
-    # the shell exits at once, its background sleep keeps stdout open: the measurement still returns
+def test_a_background_child_holding_the_pipes_does_not_hold_the_measurement(tmp_path, monkeypatch):
+    # the shell exits at once, its background sleep keeps stdout open: the measurement still returns, once the
+    # grace period for the pipes (DRAIN_S, 2 s as shipped; shortened here, the path is the same) has passed
+    monkeypatch.setattr(external, "DRAIN_S", 0.3)
     cmd = "(sleep 600 &) ; echo 3.25 ; true {tiling}"
     assert external.measure(cmd, {"x": 1}, timeout=60) == 3.25
 
