@@ -208,30 +208,17 @@ def _chip_rates(p: Matmul, chip) -> dict:
     }
 
 
-def tile_cost(p: Matmul, chip, c: dict, mt, nt, kc, hit_a, hit_b, b_resident, active) -> dict:
-    """Busy time (seconds) of one tile of `mt x nt` outputs over a K slice `kc`, and its per-pipe times.
-
-    hit_a/hit_b: L2 hit rates of the first load of the tile's A/B panels; b_resident: the B panel is already in
-    L1 (weight residency, previous tile had the same panel); active: cores loading at the same time (they share
-    HBM and L2 bandwidth). All arguments broadcast over candidates.
-    """
-    r = _chip_rates(p, chip)
-    f, b, ob = r["f"], p.in_bytes, _fix_elem_bytes(p, chip)
-    bm, bn, bk = c["base_m"], c["base_n"], c["base_k"]
-    k0 = _k0(p)
-    site = dequant_site(p, chip)
-    if p.b_int4:  # A8W4: the cube reads B as int8 from the vector cores' small workspace, which sits in L2
-        hit_b = 1.0
-    if warm_inputs(p, chip):  # the operands are in L2 before the kernel starts: no first touch misses
-        hit_a = hit_b = 1.0
-    nbm, nbn = ceil_div(mt, bm), ceil_div(nt, bn)
-    nk = ceil_div(kc, bk)
-    ka = np.minimum(bk * c["step_ka"], kc)
-    kb = np.minimum(bk * c["step_kb"], kc)
-    wr = c["weight_resident"] == 1
+def _mte2(
+    p: Matmul, chip, c: dict, r: dict, mt, nt, kc, steps: dict, hit_a, hit_b, b_resident, active
+) -> dict:
+    """MTE2, GM -> L1: each panel's first pass comes from L2 (its hit rate) or HBM, and its re-streams are L2 hits,
+    at the core's share of both bandwidths and the stride and row-segment efficiency of the layout; each transfer
+    waits one GM latency, which `l1_stages` buffers overlap. The load bytes, rates and transfer counts that the
+    other stages and the pipeline's first chunk read too."""
+    b = p.in_bytes
+    nbm, nbn, ka, kb = steps["nbm"], steps["nbn"], steps["ka"], steps["kb"]
     res_a = ka >= kc  # A's whole K slice sits in L1: loaded once per tile
-    res_b = (kb >= kc) | wr
-    # --- MTE2: GM -> L1. First pass of each panel comes from L2 (hit) or HBM; re-streams are L2 hits.
+    res_b = (kb >= kc) | (c["weight_resident"] == 1)
     pass_a, pass_b = np.where(res_a, 1, nbn), np.where(res_b, 1, nbm)  # passes over the K slice
     # products of whole numbers (sizes, counts, bytes) are exact in float64 far below 2**53, so their order is free:
     # the per-row factors are multiplied first, on (rows,) rather than (columns, rows)
@@ -248,20 +235,44 @@ def tile_cost(p: Matmul, chip, c: dict, mt, nt, kc, hit_a, hit_b, b_resident, ac
     bw_b = np.minimum(r["core_gm"], mixed_bandwidth(hit_b_all, l2_share, hbm_share)) * eff_b
     t_a, t_b = a_bytes / bw_a, b_bytes / bw_b
     # the tile's per-channel scales (8 B each) GM -> L1 -> fixpipe buffer
-    if site == "fixpipe" and p.channel_scale:
+    if dequant_site(p, chip) == "fixpipe" and p.channel_scale:
         t_b = t_b + np.where(c["split_k"] > 1, 0.0, nt * 8.0) / r["core_gm"]
     # transfers: MDL (multi_load) moves a whole L1 chunk at once; Norm one base block per transfer
+    bk = c["base_k"]
     chunks_a = ceil_div(kc, ka) * pass_a
     chunks_b = np.where(b_resident, 0, ceil_div(kc, kb) * pass_b)
     per_chunk_a = np.where(ml, 1, nbm * ceil_div(ka, bk))
     per_chunk_b = np.where(ml, 1, nbn * ceil_div(kb, bk))
     xfers = chunks_a * per_chunk_a + chunks_b * per_chunk_b
-    stages = c["l1_stages"]
     # Each transfer waits one GM latency before data flows; with `stages` buffers that many transfers overlap
     # their latencies (the MTE2 queue issues ahead), so latency is exposed only when transfers are small.
     t_ab = t_a + t_b
-    t_mte2 = np.maximum(t_ab, (xfers * r["lat"] + t_a + t_b) / stages)
-    # --- MTE1: L1 -> L0A/L0B, padded to fractals; one L0 operand stays put across the inner loop if K fits one step
+    t_mte2 = np.maximum(t_ab, (xfers * r["lat"] + t_a + t_b) / c["l1_stages"])
+    return {
+        "a_first": a_first,
+        "b_first": b_first,
+        "a_bytes": a_bytes,
+        "b_bytes": b_bytes,
+        "bw_a": bw_a,
+        "bw_b": bw_b,
+        "hbm_share": hbm_share,
+        "chunks_a": chunks_a,
+        "chunks_b": chunks_b,
+        "per_chunk_a": per_chunk_a,
+        "per_chunk_b": per_chunk_b,
+        "xfers": xfers,
+        "t_ab": t_ab,
+        "t_mte2": t_mte2,
+    }
+
+
+def _cube(p: Matmul, chip, c: dict, r: dict, mt, nt, kc, steps: dict) -> dict:
+    """MTE1 (L1 -> L0A/L0B, padded to 16 x C0 fractals; one L0 operand stays put across the inner loop when K fits
+    one step) and the cube (one fractal per mac_cycle, edge blocks padded to 16; tiny blocks pay a PIPE_M barrier
+    per MMAD): their times, and the padded sizes the pipeline's per-step times read."""
+    f, b, k0 = r["f"], p.in_bytes, _k0(p)
+    bm, bn = c["base_m"], c["base_n"]
+    nbm, nbn, nk = steps["nbm"], steps["nbn"], steps["nk"]
     m16, n16 = ceil_div(mt, 16), ceil_div(nt, 16)  # fractal rows and columns
     mt16, nt16, kcp = m16 * 16, n16 * 16, round_up(kc, k0)
     one_k = nk == 1
@@ -269,33 +280,100 @@ def tile_cost(p: Matmul, chip, c: dict, mt, nt, kc, hit_a, hit_b, b_resident, ac
     a_l0 = mt16 * kcp_b * np.where(one_k & (c["iterate_order"] == 1), 1, nbn)
     b_l0 = nt16 * kcp_b * np.where(one_k & (c["iterate_order"] == 0), 1, nbm)
     t_mte1 = (a_l0 / chip["l1_to_l0a_bytes_per_cycle"] + b_l0 / chip["l1_to_l0b_bytes_per_cycle"]) / f
-    # --- MAC: one fractal (16 x 16 x C0) per mac_cycle; edge blocks padded to 16; tiny blocks need a PIPE_M barrier
     blocks = nbm * nbn
     mmads = blocks * nk
     small = (bm // 16) * (bn // 16) < 10
     mn16 = m16 * n16
     # mmads * 0.0 is 0.0 (mmads >= 0): the same values as where(small, mmads * sync, 0), one (columns, rows) pass fewer
     mac_cycles = mn16 * (kcp // k0) * r["mac_cycle"] + mmads * np.where(small, chip["sync_cycles"], 0.0)
-    t_mac = mac_cycles / f
-    # --- FIXPIPE: L0C -> GM; split-K writes fp32 partials with atomic adds (read-modify-write: twice the bytes)
+    return {
+        "t_mte1": t_mte1,
+        "t_mac": mac_cycles / f,
+        "blocks": blocks,
+        "mmads": mmads,
+        "mt16": mt16,
+        "nt16": nt16,
+        "mn16": mn16,
+    }
+
+
+def _fixpipe(p: Matmul, chip, c: dict, r: dict, mt, nt, active) -> tuple:
+    """FIXPIPE, L0C -> GM: (its time, the bytes it writes, split-K per row). Split-K writes fp32 partials with
+    atomic adds (read-modify-write: twice the bytes); a dequant on the way out still drains the int32 accumulator
+    from L0C."""
+    f = r["f"]
     split = c["split_k"] > 1
-    out_bytes = mt * nt * np.where(split, 8, ob)
+    out_bytes = mt * nt * np.where(split, 8, _fix_elem_bytes(p, chip))
     t_fix = out_bytes / np.minimum(
         chip["fixpipe_bytes_per_cycle"] * f, _write_share(p, chip, r, active, split)
     )
-    if site == "fixpipe":  # dequant on the way out: the fixpipe still drains the int32 accumulator from L0C
+    if dequant_site(p, chip) == "fixpipe":
         t_fix = np.maximum(t_fix, np.where(split, 0.0, mt * nt * 4.0) / (chip["fixpipe_bytes_per_cycle"] * f))
+    return t_fix, out_bytes, split
+
+
+def _first_chunk(
+    p: Matmul, chip, c: dict, r: dict, mt, nt, kc, steps: dict, load: dict, cube: dict, b_resident
+):
+    """(load, compute) time of the pipeline's first chunk. The cube starts once A's first L1 chunk and B's first
+    chunk (unless B is resident) have landed: their bytes over the bandwidth plus their transfers' latency. The
+    pipeline's grain is the finer of the two K extents: the compute of that many K steps is what a later load can
+    hide behind. Both grow with K."""
+    f, b, k0, bk = r["f"], p.in_bytes, _k0(p), c["base_k"]
+    ka, kb = steps["ka"], steps["kb"]
+    k_first = np.minimum(np.minimum(ka, kb), kc)
+    l_chunk = (
+        mt * (ka * b) / load["bw_a"]
+        + np.where(b_resident, 0.0, _b_bytes(p, nt, kb) / load["bw_b"])
+        + (load["per_chunk_a"] + np.where(b_resident, 0, load["per_chunk_b"])) * r["lat"] / c["l1_stages"]
+    )
+    step_mac = cube["mn16"] * (bk / k0) * r["mac_cycle"] / f
+    bk_b = bk * b
+    step_mte1 = (
+        cube["mt16"] * bk_b / chip["l1_to_l0a_bytes_per_cycle"]
+        + cube["nt16"] * bk_b / chip["l1_to_l0b_bytes_per_cycle"]
+    ) / f
+    step = np.where(c["l0_pingpong"] == 1, np.maximum(step_mac, step_mte1), step_mac + step_mte1)
+    return l_chunk, ceil_div(k_first, bk) * step
+
+
+def tile_cost(p: Matmul, chip, c: dict, mt, nt, kc, hit_a, hit_b, b_resident, active) -> dict:
+    """Busy time (seconds) of one tile of `mt x nt` outputs over a K slice `kc`, and its per-pipe times: each pipe's
+    time (_mte2, _cube, _fixpipe, the scalar unit here), then how they overlap.
+
+    hit_a/hit_b: L2 hit rates of the first load of the tile's A/B panels; b_resident: the B panel is already in
+    L1 (weight residency, previous tile had the same panel); active: cores loading at the same time (they share
+    HBM and L2 bandwidth). All arguments broadcast over candidates.
+    """
+    r = _chip_rates(p, chip)
+    bm, bn, bk = c["base_m"], c["base_n"], c["base_k"]
+    if p.b_int4:  # A8W4: the cube reads B as int8 from the vector cores' small workspace, which sits in L2
+        hit_b = 1.0
+    if warm_inputs(p, chip):  # the operands are in L2 before the kernel starts: no first touch misses
+        hit_a = hit_b = 1.0
+    steps = {
+        "nbm": ceil_div(mt, bm),
+        "nbn": ceil_div(nt, bn),
+        "nk": ceil_div(kc, bk),
+        "ka": np.minimum(bk * c["step_ka"], kc),
+        "kb": np.minimum(bk * c["step_kb"], kc),
+    }
+    load = _mte2(p, chip, c, r, mt, nt, kc, steps, hit_a, hit_b, b_resident, active)
+    cube = _cube(p, chip, c, r, mt, nt, kc, steps)
+    t_mte2, t_mte1, t_mac = load["t_mte2"], cube["t_mte1"], cube["t_mac"]
+    t_fix, out_bytes, split = _fixpipe(p, chip, c, r, mt, nt, active)
     l0c_db = (
         bm * bn * 4 * 2 <= chip["l0c_bytes"]
     )  # a second L0C buffer lets the write-out overlap the next block
     # --- SCALAR: every instruction is issued by the scalar unit; every loop iteration pays its head and flags
-    instr = mmads * 3 + xfers + blocks
-    loops = mmads + chunks_a + chunks_b
-    t_scalar = (instr * chip["scalar_cycles_per_instr"] + loops * chip["scalar_cycles_per_loop"]) / f
+    mmads, blocks = cube["mmads"], cube["blocks"]
+    instr = mmads * 3 + load["xfers"] + blocks
+    loops = mmads + load["chunks_a"] + load["chunks_b"]
+    t_scalar = (instr * chip["scalar_cycles_per_instr"] + loops * chip["scalar_cycles_per_loop"]) / r["f"]
     # --- composition
     pp = c["l0_pingpong"] == 1
-    steps = np.maximum(mmads, 1)
-    inner = np.where(pp, np.maximum(t_mte1, t_mac) + np.minimum(t_mte1, t_mac) / steps, t_mte1 + t_mac)
+    steps_k = np.maximum(mmads, 1)
+    inner = np.where(pp, np.maximum(t_mte1, t_mac) + np.minimum(t_mte1, t_mac) / steps_k, t_mte1 + t_mac)
     # The write-out of a block overlaps the next block's MMADs (the next tile's first block included) where L0C
     # lets it: a second L0C buffer (the whole next block's MMADs), or else the unit flag (CATLASS's blocks and the
     # kernels tiler emits set ENABLE_UNIT_FLAG with one L0C stage; the fixpipe chips offer it for all but int8
@@ -306,7 +384,7 @@ def tile_cost(p: Matmul, chip, c: dict, mt, nt, kc, hit_a, hit_b, b_resident, ac
     nblk = np.maximum(blocks, 1)
     fix_block = t_fix / nblk
     unit_flag = ~l0c_db & (p.dtype != "int8") & has_fixpipe(chip)
-    window = np.where(l0c_db, t_mac / nblk, np.where(unit_flag, t_mac / steps, 0.0))
+    window = np.where(l0c_db, t_mac / nblk, np.where(unit_flag, t_mac / steps_k, 0.0))
     overlap = l0c_db | unit_flag
     t_comp = inner + np.where(overlap, nblk * np.maximum(fix_block - window, 0.0), t_fix)
     # MTE2's reads and the fixpipe's write-backs run on the bus's separate read and write channels (S10 gives a read
@@ -314,27 +392,12 @@ def tile_cost(p: Matmul, chip, c: dict, mt, nt, kc, hit_a, hit_b, b_resident, ac
     # reach it (an output larger than the usable L2, _write_share) share the core's HBM share.
     hbm_out = np.where(_out_fits(p, chip, split), 0.0, out_bytes)
     # the workspace stays in L2; the vector cores' output write shares the HBM when it spills
-    if site == "vector":
+    if dequant_site(p, chip) == "vector":
         hbm_out = np.where(split | _final_fits(p, chip), hbm_out, mt * nt * float(p.out_bytes))
-    hbm_read = a_first * (1 - hit_a) + b_first * (1 - hit_b)
-    t_hbm = (hbm_read + hbm_out) / hbm_share
+    hbm_read = load["a_first"] * (1 - hit_a) + load["b_first"] * (1 - hit_b)
+    t_hbm = (hbm_read + hbm_out) / load["hbm_share"]
     t_gm = np.maximum(np.maximum(t_mte2, t_fix), t_hbm)
-    # The cube starts once A's first L1 chunk and B's first chunk (unless B is resident) have landed: their bytes
-    # over the bandwidth plus their transfers' latency. The pipeline's grain is the finer of the two K extents:
-    # the compute of that many K steps is what a later load can hide behind. Both grow with K.
-    k_first = np.minimum(np.minimum(ka, kb), kc)
-    l_chunk = (
-        mt * (ka * b) / bw_a
-        + np.where(b_resident, 0.0, _b_bytes(p, nt, kb) / bw_b)
-        + (per_chunk_a + np.where(b_resident, 0, per_chunk_b)) * r["lat"] / stages
-    )
-    step_mac = mn16 * (bk / k0) * r["mac_cycle"] / f
-    bk_b = bk * b
-    step_mte1 = (
-        mt16 * bk_b / chip["l1_to_l0a_bytes_per_cycle"] + nt16 * bk_b / chip["l1_to_l0b_bytes_per_cycle"]
-    ) / f
-    step = np.where(pp, np.maximum(step_mac, step_mte1), step_mac + step_mte1)
-    c_chunk = ceil_div(k_first, bk) * step
+    l_chunk, c_chunk = _first_chunk(p, chip, c, r, mt, nt, kc, steps, load, cube, b_resident)
     # preload (cross-tile double buffering): the next tile's first chunk is loaded into the L1 buffer this tile's
     # second-to-last chunk has freed (preload < l1_stages), while the cube computes this tile's last chunk and the
     # fixpipe writes it out. Without it that load waits for the next tile's loop, so every tile pays the
@@ -347,7 +410,7 @@ def tile_cost(p: Matmul, chip, c: dict, mt, nt, kc, hit_a, hit_b, b_resident, ac
     # two-stage pipeline over the chunks: the slower stage throughout, plus one chunk of the faster one
     piped = slowest + np.minimum(l_chunk, c_chunk) - hidden
     serial = np.maximum(t_mte2 + t_comp, np.maximum(t_scalar, t_gm))
-    two = stages >= 2
+    two = c["l1_stages"] >= 2
     busy = np.where(two, piped, serial)
     # fill: the first tile of a core waits for its first chunk (serial tiles already pay their loads). drain: the
     # bubble preload hid; a core's last tile has no successor to overlap it with, so _record charges it once per
@@ -361,8 +424,8 @@ def tile_cost(p: Matmul, chip, c: dict, mt, nt, kc, hit_a, hit_b, b_resident, ac
         "mte1": t_mte1,
         "mte2": t_mte2,
         "fixpipe": t_fix,
-        "mte2_bw": t_ab,
-        "l2_read": a_bytes + b_bytes,
+        "mte2_bw": load["t_ab"],
+        "l2_read": load["a_bytes"] + load["b_bytes"],
         "hbm_read": hbm_read,
     }
 
