@@ -260,67 +260,93 @@ def _epilogue(g: dict, e: dict, f: float, lat: float, sm_bw: float, hbm_bw: floa
     return np.where(g["sk"] > 1, t_atomic, t_store) + lat
 
 
-def timing(g: dict, chip, e: dict[str, float]) -> dict[str, np.ndarray]:
-    """The estimate record from prepared columns `g` and the efficiency constants `e` (see DEFAULTS)."""
+def _step_inputs(g: dict, chip, e: dict[str, float]) -> dict:
+    """What one K step's time reads, per row, whatever the round (full, last or a split tail's): the chip's rates
+    and latency under the constants `e`, the tensor cores' efficiency, the step's bytes on each load path, the
+    synchronous loads' and spills' own time, and the row rates of each operand's HBM rows."""
     f = chip.clock_hz
-    pw = max(e["overlap_power"], 1.0)
     lat = chip["gm_latency_cycles"] * e["latency_scale"] / f
     hbm_bw = chip["hbm_gbps"] * 1e9 * min(e["hbm_efficiency"], 1.0)
     l2_bw = chip["l2_gbps"] * 1e9 * e["l2_efficiency"]
-    sm_bw = e["sm_load_bytes_per_cycle"] * f
-    tma_bw = e["tma_bytes_per_cycle"] * f
-    ovh = np.where(g["tma"] > 0, e["tma_step_overhead_cycles"], e["step_overhead_cycles"]) / f
-    prog_ovh = e["program_overhead_cycles"] / f
-    v3 = g["v3"] > 0
     # tensor cores: one program's K step with the whole SM's tensor cores
     n0 = e["mma_n_half"]
-    eff3 = min(e["mma_efficiency_v3"], 1.0) * (1.0 + n0 / 256.0) / (1.0 + n0 / g["instr_n"])
-    macs = g["bm"] * g["bn"] * g["bk"] * g["rep"]
-    rate = g["macs_per_cycle"] * f
     unal_ab = g["unal_a"] * g["a_step"] + g["unal_b"] * g["b_step"]  # bytes on the synchronous scalar path
-    async_b = g["a_step"] + g["b_step"] - unal_ab
-    # the fill port counts cache lines, not bytes (prepare(): short tile rows waste part of a line slot)
-    async_lines = (1.0 - g["unal_a"]) * g["a_lines"] + (1.0 - g["unal_b"]) * g["b_lines"]
     unal_elems = unal_ab / (g["a_step"] + g["b_step"]) * (g["bm"] + g["bn"]) * g["bk"]
-    t_unal1 = unal_elems / (e["unaligned_elems_per_cycle"] * f)  # the SM's rate on the synchronous path
     # registers beyond the cap spill to local memory
     spill = np.maximum(g["regs"] - g["reg_cap"], 0.0)
-    t_spill = spill * e["spill_cycles_per_reg"] / f
-    t_mte1 = g["smem_traffic"] / (e["smem_bytes_per_cycle"] * f)
-    stages = g["stages"]
-    sync = unal_ab > 0
     # HBM serves rows shorter than a line at a lower rate: each request carries a fixed cost worth
     # `dram_request_bytes` of transfer; relative to a whole 128-B line (the rate hbm_efficiency describes), a row
     # of s bytes runs at (s / (s + r)) / (128 / (128 + r)), and at full rate from 128 B on
     r0 = e["dram_request_bytes"]
     ra, rb, rc = _row_rate(g["a_seg"], r0), _row_rate(g["b_seg"], r0), _row_rate(g["c_seg"], r0)
-    # a K step's HBM bytes, each operand's weighted by its row rate, per byte requested
-    miss = (g["a_miss_step"] / ra + g["b_miss_step"] / rb) / (g["a_step"] + g["b_step"])
+    return {
+        "f": f,
+        "lat": lat,
+        "hbm_bw": hbm_bw,
+        "l2_bw": l2_bw,
+        "sm_bw": e["sm_load_bytes_per_cycle"] * f,
+        "tma_bw": e["tma_bytes_per_cycle"] * f,
+        "ovh": np.where(g["tma"] > 0, e["tma_step_overhead_cycles"], e["step_overhead_cycles"]) / f,
+        "v3": g["v3"] > 0,
+        "eff3": min(e["mma_efficiency_v3"], 1.0) * (1.0 + n0 / 256.0) / (1.0 + n0 / g["instr_n"]),
+        "macs": g["bm"] * g["bn"] * g["bk"] * g["rep"],
+        "rate": g["macs_per_cycle"] * f,
+        "sync": unal_ab > 0,
+        "async_b": g["a_step"] + g["b_step"] - unal_ab,
+        # the fill port counts cache lines, not bytes (prepare(): short tile rows waste part of a line slot)
+        "async_lines": (1.0 - g["unal_a"]) * g["a_lines"] + (1.0 - g["unal_b"]) * g["b_lines"],
+        "t_unal1": unal_elems / (e["unaligned_elems_per_cycle"] * f),  # the SM's rate on the synchronous path
+        "spill": spill,
+        "t_spill": spill * e["spill_cycles_per_reg"] / f,
+        "t_mte1": g["smem_traffic"] / (e["smem_bytes_per_cycle"] * f),
+        "rates": (ra, rb, rc),
+        # a K step's HBM bytes, each operand's weighted by its row rate, per byte requested
+        "miss": (g["a_miss_step"] / ra + g["b_miss_step"] / rb) / (g["a_step"] + g["b_step"]),
+    }
 
-    def step(k, act):
-        """Busy time of one SM for one K step of its `k` resident programs, with `act` SMs loading at once."""
-        eff = np.where(v3, eff3, min(e["mma_efficiency_v2"], 1.0) * np.minimum(1.0, k * g["warps"] / 4.0))
-        t_mma = macs / (rate * eff)
-        # the SM's fill port, its share of the L2 bandwidth, and its share of HBM for the bytes that miss L2
-        # (HBM fills L2 while L2 serves the SMs: the two overlap, the slower one sets the pace)
-        per_byte = np.maximum(act / l2_bw, miss * act / hbm_bw)
-        # the SM's own port: line slots on the L1/TEX path, bytes at the TMA unit's rate for bulk copies
-        port = np.where(g["tma"] > 0, async_b / tma_bw, async_lines * g["line_bytes"] / sm_bw)
-        t_x = np.maximum(port, async_b * per_byte)
-        # Little's law: each program keeps (stages - 1) steps of loads in flight, each answered after the latency
-        # plus its own transfer; the k programs' loads overlap, and their bandwidth is the k * t_x term (with 1
-        # stage a program's load, wait and mma are serial)
-        t_lat = np.where(stages >= 2, (lat + t_x) / np.maximum(stages - 1, 1), lat + t_x + t_mma)
-        # the chain one program cannot overlap: its own mma, the step's sync, the synchronous loads, spills
-        chain = t_mma + ovh + np.where(sync, lat + t_unal1, 0.0) + t_spill
-        # the SM's tensor work (k programs) and one program's chain are two bounds on the same tensor-core
-        # timeline, not two pipes: their max is one term (with k = 1 a second term would charge 2^(1/p) for an
-        # overlap that does not exist, and leave no room for the per-step cost of a lone program)
-        terms = [np.maximum(k * t_mma, chain), k * t_mte1, k * t_x, k * t_unal1, t_lat]
-        return soft_max(terms, pw), k * t_mma, k * t_mte1, k * (t_x + t_unal1), ovh + 0 * k
 
-    s_full, mac_f, mte1_f, mte2_f, sc_f = step(g["k_full"], g["act_full"])
-    s_last, mac_l, mte1_l, mte2_l, sc_l = step(g["k_last"], g["act_last"])
+def _step(g: dict, e: dict[str, float], s: dict, k, act) -> tuple:
+    """Busy time of one SM for one K step of its `k` resident programs, with `act` SMs loading at once (`s`:
+    _step_inputs), and the step's tensor, shared-memory, load and issue times."""
+    t_mma = s["macs"] / (
+        s["rate"]
+        * np.where(
+            s["v3"], s["eff3"], min(e["mma_efficiency_v2"], 1.0) * np.minimum(1.0, k * g["warps"] / 4.0)
+        )
+    )
+    # the SM's fill port, its share of the L2 bandwidth, and its share of HBM for the bytes that miss L2
+    # (HBM fills L2 while L2 serves the SMs: the two overlap, the slower one sets the pace)
+    per_byte = np.maximum(act / s["l2_bw"], s["miss"] * act / s["hbm_bw"])
+    # the SM's own port: line slots on the L1/TEX path, bytes at the TMA unit's rate for bulk copies
+    async_b = s["async_b"]
+    port = np.where(g["tma"] > 0, async_b / s["tma_bw"], s["async_lines"] * g["line_bytes"] / s["sm_bw"])
+    t_x = np.maximum(port, async_b * per_byte)
+    # Little's law: each program keeps (stages - 1) steps of loads in flight, each answered after the latency
+    # plus its own transfer; the k programs' loads overlap, and their bandwidth is the k * t_x term (with 1
+    # stage a program's load, wait and mma are serial)
+    stages, lat, t_unal1 = g["stages"], s["lat"], s["t_unal1"]
+    t_lat = np.where(stages >= 2, (lat + t_x) / np.maximum(stages - 1, 1), lat + t_x + t_mma)
+    # the chain one program cannot overlap: its own mma, the step's sync, the synchronous loads, spills
+    chain = t_mma + s["ovh"] + np.where(s["sync"], lat + t_unal1, 0.0) + s["t_spill"]
+    # the SM's tensor work (k programs) and one program's chain are two bounds on the same tensor-core
+    # timeline, not two pipes: their max is one term (with k = 1 a second term would charge 2^(1/p) for an
+    # overlap that does not exist, and leave no room for the per-step cost of a lone program)
+    terms = [np.maximum(k * t_mma, chain), k * s["t_mte1"], k * t_x, k * t_unal1, t_lat]
+    busy = soft_max(terms, max(e["overlap_power"], 1.0))
+    return busy, k * t_mma, k * s["t_mte1"], k * (t_x + t_unal1), s["ovh"] + 0 * k
+
+
+def timing(g: dict, chip, e: dict[str, float]) -> dict[str, np.ndarray]:
+    """The estimate record from prepared columns `g` and the efficiency constants `e` (see DEFAULTS): each round's
+    K steps (_step), the epilogues, the HBM and L2 floors, and the kernels around the GEMM (split-K's, TAIL_SPLIT's
+    second one, a TMA template's staging copies)."""
+    s = _step_inputs(g, chip, e)
+    f, lat, hbm_bw, l2_bw, sm_bw = s["f"], s["lat"], s["hbm_bw"], s["l2_bw"], s["sm_bw"]
+    ra, rb, rc = s["rates"]
+    prog_ovh = e["program_overhead_cycles"] / f
+
+    s_full, mac_f, mte1_f, mte2_f, sc_f = _step(g, e, s, g["k_full"], g["act_full"])
+    s_last, mac_l, mte1_l, mte2_l, sc_l = _step(g, e, s, g["k_last"], g["act_last"])
     epi_f = _epilogue(g, e, f, lat, sm_bw, hbm_bw, g["k_full"], g["act_full"])
     epi_l = _epilogue(g, e, f, lat, sm_bw, hbm_bw, g["k_last"], g["act_last"])
     fill = lat + prog_ovh
@@ -332,7 +358,7 @@ def timing(g: dict, chip, e: dict[str, float]) -> dict[str, np.ndarray]:
     # the last round: its tiles whole, or (TAIL_SPLIT) tail_rounds K slices a busiest SM, each storing its fp32
     # sum as a workspace tile, one later slice's setup after another
     tail = g["tail_tiles"] > 0
-    s_tail, mac_t, mte1_t, mte2_t, sc_t = step(np.ones_like(steps), g["tail_act"])
+    s_tail, mac_t, mte1_t, mte2_t, sc_t = _step(g, e, s, np.ones_like(steps), g["tail_act"])
     ws_tile = g["bm"] * g["bn"] * 4.0
     epi_t = ws_tile / np.minimum(sm_bw, hbm_bw / g["tail_act"]) + lat
     t_rounds, t_steps = g["tail_rounds"], g["tail_steps"]
@@ -387,7 +413,7 @@ def timing(g: dict, chip, e: dict[str, float]) -> dict[str, np.ndarray]:
     }
     bound = classify_bound({k: pipes[k] for k in ("tensor", "load", "smem", "store", "issue")}, body * 1e6)
     bound[hbm_t >= main] = "load"
-    return _record(g, chip, time_us, bound, pipes, launch, v3, spill)
+    return _record(g, chip, time_us, bound, pipes, launch, s["v3"], s["spill"])
 
 
 def _record(g: dict, chip, time_us, bound, pipes: dict, launch: float, v3, spill) -> dict[str, np.ndarray]:
