@@ -56,9 +56,9 @@ def pytest_collection_modifyitems(config, items):
 
     pytest-xdist's worksteal gives each worker a contiguous half of the collection and lets an idle worker take
     tests from the end of the other's queue, but never its last two. Collected in file order, the longest tests
-    (test_targets' sampled properties, 9-16 s each) sit at the end of a queue, where no one can take them, and the other
-    worker waits: the two workers finished 6.4 s apart in one run of the README's command (153.7 and 160.1 s of
-    tests). Started first, they leave the short tests for the end, which balance to within a test."""
+    (test_targets' sampled properties, 9-16 s each) sit at the end of a queue, where no one can take them, and
+    the other worker waits: the two workers finished 6.4 s apart in one run of the README's command (153.7 and
+    160.1 s of tests). Started first, they leave the short tests for the end, which balance to within a test."""
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # stable: file order kept
 
 
