@@ -209,7 +209,7 @@ def _chip_rates(p: Matmul, chip) -> dict:
 
 
 def _mte2(
-    p: Matmul, chip, c: dict, r: dict, mt, nt, kc, steps: dict, hit_a, hit_b, b_resident, active
+    p: Matmul, chip, c: dict, r: dict, site: str, mt, nt, kc, steps: dict, hit_a, hit_b, b_resident, active
 ) -> dict:
     """MTE2, GM -> L1: each panel's first pass comes from L2 (its hit rate) or HBM, and its re-streams are L2 hits,
     at the core's share of both bandwidths and the stride and row-segment efficiency of the layout; each transfer
@@ -235,7 +235,7 @@ def _mte2(
     bw_b = np.minimum(r["core_gm"], mixed_bandwidth(hit_b_all, l2_share, hbm_share)) * eff_b
     t_a, t_b = a_bytes / bw_a, b_bytes / bw_b
     # the tile's per-channel scales (8 B each) GM -> L1 -> fixpipe buffer
-    if dequant_site(p, chip) == "fixpipe" and p.channel_scale:
+    if site == "fixpipe" and p.channel_scale:
         t_b = t_b + np.where(c["split_k"] > 1, 0.0, nt * 8.0) / r["core_gm"]
     # transfers: MDL (multi_load) moves a whole L1 chunk at once; Norm one base block per transfer
     bk = c["base_k"]
@@ -297,7 +297,7 @@ def _cube(p: Matmul, chip, c: dict, r: dict, mt, nt, kc, steps: dict) -> dict:
     }
 
 
-def _fixpipe(p: Matmul, chip, c: dict, r: dict, mt, nt, active) -> tuple:
+def _fixpipe(p: Matmul, chip, c: dict, r: dict, site: str, mt, nt, active) -> tuple:
     """FIXPIPE, L0C -> GM: (its time, the bytes it writes, split-K per row). Split-K writes fp32 partials with
     atomic adds (read-modify-write: twice the bytes); a dequant on the way out still drains the int32 accumulator
     from L0C."""
@@ -307,7 +307,7 @@ def _fixpipe(p: Matmul, chip, c: dict, r: dict, mt, nt, active) -> tuple:
     t_fix = out_bytes / np.minimum(
         chip["fixpipe_bytes_per_cycle"] * f, _write_share(p, chip, r, active, split)
     )
-    if dequant_site(p, chip) == "fixpipe":
+    if site == "fixpipe":
         t_fix = np.maximum(t_fix, np.where(split, 0.0, mt * nt * 4.0) / (chip["fixpipe_bytes_per_cycle"] * f))
     return t_fix, out_bytes, split
 
@@ -346,6 +346,7 @@ def tile_cost(p: Matmul, chip, c: dict, mt, nt, kc, hit_a, hit_b, b_resident, ac
     HBM and L2 bandwidth). All arguments broadcast over candidates.
     """
     r = _chip_rates(p, chip)
+    site = dequant_site(p, chip)  # where a quantised matmul dequantises: none, fixpipe or vector
     bm, bn, bk = c["base_m"], c["base_n"], c["base_k"]
     if p.b_int4:  # A8W4: the cube reads B as int8 from the vector cores' small workspace, which sits in L2
         hit_b = 1.0
@@ -358,10 +359,10 @@ def tile_cost(p: Matmul, chip, c: dict, mt, nt, kc, hit_a, hit_b, b_resident, ac
         "ka": np.minimum(bk * c["step_ka"], kc),
         "kb": np.minimum(bk * c["step_kb"], kc),
     }
-    load = _mte2(p, chip, c, r, mt, nt, kc, steps, hit_a, hit_b, b_resident, active)
+    load = _mte2(p, chip, c, r, site, mt, nt, kc, steps, hit_a, hit_b, b_resident, active)
     cube = _cube(p, chip, c, r, mt, nt, kc, steps)
     t_mte2, t_mte1, t_mac = load["t_mte2"], cube["t_mte1"], cube["t_mac"]
-    t_fix, out_bytes, split = _fixpipe(p, chip, c, r, mt, nt, active)
+    t_fix, out_bytes, split = _fixpipe(p, chip, c, r, site, mt, nt, active)
     l0c_db = (
         bm * bn * 4 * 2 <= chip["l0c_bytes"]
     )  # a second L0C buffer lets the write-out overlap the next block
@@ -392,7 +393,7 @@ def tile_cost(p: Matmul, chip, c: dict, mt, nt, kc, hit_a, hit_b, b_resident, ac
     # reach it (an output larger than the usable L2, _write_share) share the core's HBM share.
     hbm_out = np.where(_out_fits(p, chip, split), 0.0, out_bytes)
     # the workspace stays in L2; the vector cores' output write shares the HBM when it spills
-    if dequant_site(p, chip) == "vector":
+    if site == "vector":
         hbm_out = np.where(split | _final_fits(p, chip), hbm_out, mt * nt * float(p.out_bytes))
     hbm_read = load["a_first"] * (1 - hit_a) + load["b_first"] * (1 - hit_b)
     t_hbm = (hbm_read + hbm_out) / load["hbm_share"]
